@@ -1,0 +1,277 @@
+#!/usr/bin/python3
+"""Exports the model zoo as TorchScript files.
+
+Run with Debian's interpreter (python3-torch, python3-torchvision):
+
+    /usr/bin/python3 models/export.py --out build/models [--only resnet50,toy]
+
+Each model is written as NAME.script.pt (torch.jit.script) and, where tracing
+gives the same program, NAME.trace.pt (torch.jit.trace). Every file carries
+its input spec as the TorchScript extra file `mp_input_spec.json`, so
+`mpplan model.pt` needs no --input for bundled models:
+
+    {"inputs": [{"name": "x", "dtype": "float32", "shape": [120, 3, 128, 128],
+                 "batch_dim": 0}]}
+
+Integer inputs also carry "range": [low, high) for the values they accept.
+Weights are random but seeded, so the same command writes the same files.
+"""
+import argparse
+import json
+import os
+import sys
+from typing import List, Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SPEC_FILE = "mp_input_spec.json"
+
+
+# --- the tutorial's models (../shared/seeds) ----------------------------------
+
+class Toy(nn.Module):
+    """The tutorial's ToyModel: Linear 10->10, ReLU, Linear 10->5."""
+
+    def __init__(self):
+        super().__init__()
+        self.net1 = nn.Linear(10, 10)
+        self.relu = nn.ReLU()
+        self.net2 = nn.Linear(10, 5)
+
+    def forward(self, x):
+        return self.net2(self.relu(self.net1(x)))
+
+
+class ConvNet(nn.Module):
+    """The 4-block CIFAR ConvNet the tutorial write-up split over 4 GPUs."""
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        self.conv1 = nn.Sequential(nn.Conv2d(3, 6, kernel_size=5), nn.ReLU(),
+                                   nn.MaxPool2d(kernel_size=2))
+        self.conv2 = nn.Sequential(nn.Conv2d(6, 16, kernel_size=5), nn.ReLU(),
+                                   nn.MaxPool2d(kernel_size=2))
+        self.fc = nn.Sequential(nn.Flatten(), nn.Linear(16 * 5 * 5, 120), nn.ReLU(),
+                                nn.Linear(120, 84), nn.ReLU())
+        self.out = nn.Sequential(nn.Linear(84, num_classes), nn.Softmax(dim=1))
+
+    def forward(self, x):
+        return self.out(self.fc(self.conv2(self.conv1(x))))
+
+
+def resnet50():
+    import torchvision
+    return torchvision.models.resnet50(num_classes=1000)
+
+
+# --- pipeline benchmark models ------------------------------------------------
+
+class Block(nn.Module):
+    """Pre-norm decoder block: causal self-attention then an MLP."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.ln1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, 4 * dim)
+        self.fc2 = nn.Linear(4 * dim, dim)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        att = torch.matmul(q, k.transpose(-2, -1)) * self.scale
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
+        att = att.masked_fill(mask, float("-inf")).softmax(dim=-1)
+        y = torch.matmul(att, v).transpose(1, 2).reshape(b, t, c)
+        x = x + self.proj(y)
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    """A small decoder-only transformer on int64 tokens."""
+
+    def __init__(self, vocab: int = 1024, dim: int = 128, heads: int = 4,
+                 layers: int = 8, context: int = 64):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(context, dim)
+        self.blocks = nn.Sequential(*[Block(dim, heads) for _ in range(layers)])
+        self.ln = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, idx):
+        pos = torch.arange(idx.size(1), device=idx.device)
+        x = self.tok(idx) + self.pos(pos)
+        return self.head(self.ln(self.blocks(x)))
+
+
+class MLP(nn.Module):
+    """A deep MLP of identical blocks: the evenly balanced pipeline case."""
+
+    def __init__(self, width: int = 512, depth: int = 16):
+        super().__init__()
+        self.layers = nn.Sequential(*[nn.Sequential(nn.Linear(width, width), nn.ReLU())
+                                      for _ in range(depth)])
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+class Inception(nn.Module):
+    """Four parallel branches joined by a concatenation."""
+
+    def __init__(self, cin: int, c: int):
+        super().__init__()
+        self.b1 = nn.Conv2d(cin, c, 1)
+        self.b3 = nn.Sequential(nn.Conv2d(cin, c, 1), nn.ReLU(), nn.Conv2d(c, c, 3, padding=1))
+        self.b5 = nn.Sequential(nn.Conv2d(cin, c, 1), nn.ReLU(), nn.Conv2d(c, c, 5, padding=2))
+        self.pool = nn.Sequential(nn.MaxPool2d(3, stride=1, padding=1), nn.Conv2d(cin, c, 1))
+
+    def forward(self, x):
+        return torch.relu(torch.cat([self.b1(x), self.b3(x), self.b5(x), self.pool(x)], 1))
+
+
+class Branchy(nn.Module):
+    """U-Net shaped DAG: Inception blocks on the way down, long skip
+    connections concatenated on the way up."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.down1 = Inception(16, 8)      # 32 channels, 64x64
+        self.down2 = Inception(32, 16)     # 64 channels, 32x32
+        self.bottom = Inception(64, 16)    # 64 channels, 16x16
+        self.up2 = nn.Conv2d(64 + 64, 32, 3, padding=1)
+        self.up1 = nn.Conv2d(32 + 32, 16, 3, padding=1)
+        self.head = nn.Conv2d(16 + 16, 2, 1)
+
+    def forward(self, x):
+        s = torch.relu(self.stem(x))
+        d1 = self.down1(s)
+        d2 = self.down2(F.max_pool2d(d1, 2))
+        b = self.bottom(F.max_pool2d(d2, 2))
+        u2 = torch.relu(self.up2(torch.cat([F.interpolate(b, scale_factor=2.0), d2], 1)))
+        u1 = torch.relu(self.up1(torch.cat([F.interpolate(u2, scale_factor=2.0), d1], 1)))
+        return self.head(torch.cat([u1, s], 1))
+
+
+# --- small models that test the graph layer -------------------------------------
+
+class InPlace(nn.Module):
+    """An in-place op on a value that other nodes read before and after it:
+    `a` is read by fc2 (old contents), mutated by relu_, then read again."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 16)
+        self.fc2 = nn.Linear(16, 16)
+        self.fc3 = nn.Linear(16, 16)
+
+    def forward(self, x):
+        a = self.fc1(x)
+        b = self.fc2(a)
+        a.relu_()
+        c = self.fc3(a)
+        a.add_(b)
+        return a * c + b
+
+
+class Recurrent(nn.Module):
+    """nn.LSTM (weights in a list attribute) with several inputs and a
+    nested tuple output."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(8, 16)
+        self.lstm = nn.LSTM(16, 32, num_layers=2, batch_first=True)
+        self.head = nn.Linear(32, 4)
+
+    def forward(self, x, h0, c0) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+        y, (h, c) = self.lstm(torch.tanh(self.embed(x)), (h0, c0))
+        return self.head(y), (h, c)
+
+
+def spec(name, dtype, shape, batch_dim=0, value_range=None):
+    s = {"name": name, "dtype": dtype, "shape": list(shape), "batch_dim": batch_dim}
+    if value_range is not None:
+        s["range"] = list(value_range)
+    return s
+
+
+# name -> (constructor, input specs, variants)
+ZOO = {
+    "toy": (Toy, [spec("x", "float32", [20, 10])], ("script", "trace")),
+    "convnet": (ConvNet, [spec("x", "float32", [64, 3, 32, 32])], ("script", "trace")),
+    "resnet50": (resnet50, [spec("x", "float32", [120, 3, 128, 128])], ("script", "trace")),
+    "gpt": (GPT, [spec("idx", "int64", [8, 64], value_range=(0, 1024))], ("script", "trace")),
+    "mlp": (MLP, [spec("x", "float32", [64, 512])], ("script", "trace")),
+    "branchy": (Branchy, [spec("x", "float32", [4, 3, 64, 64])], ("script", "trace")),
+    "inplace": (InPlace, [spec("x", "float32", [8, 16])], ("script", "trace")),
+    "lstm": (Recurrent, [spec("x", "float32", [4, 12, 8]), spec("h0", "float32", [2, 4, 32], 1),
+                         spec("c0", "float32", [2, 4, 32], 1)], ("script", "trace")),
+}
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64,
+          "int32": torch.int32}
+
+
+def example_inputs(specs, batch=2):
+    """Small inputs for tracing: the spec's shape with the batch dim cut down."""
+    out = []
+    for s in specs:
+        shape = list(s["shape"])
+        shape[s["batch_dim"]] = min(batch, shape[s["batch_dim"]])
+        if "range" in s:
+            out.append(torch.randint(s["range"][0], s["range"][1], shape, dtype=DTYPES[s["dtype"]]))
+        else:
+            out.append(torch.randn(shape, dtype=DTYPES[s["dtype"]]))
+    return tuple(out)
+
+
+def export(name, out_dir):
+    make, specs, variants = ZOO[name]
+    torch.manual_seed(0)
+    model = make().eval()
+    extra = {SPEC_FILE: json.dumps({"inputs": specs})}
+    written = []
+    for variant in variants:
+        if variant == "script":
+            module = torch.jit.script(model)
+        else:
+            with torch.no_grad():
+                module = torch.jit.trace(model, example_inputs(specs), check_trace=False)
+        path = os.path.join(out_dir, f"{name}.{variant}.pt")
+        tmp = path + ".tmp"
+        torch.jit.save(module, tmp, _extra_files=extra)
+        os.replace(tmp, path)
+        written.append(path)
+    return written
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, help="folder for the .pt files")
+    ap.add_argument("--only", default="", help="comma-separated model names (default: all)")
+    args = ap.parse_args()
+    names = [n for n in args.only.split(",") if n] or list(ZOO)
+    unknown = [n for n in names if n not in ZOO]
+    if unknown:
+        sys.exit(f"export.py: unknown model {unknown[0]!r} (known: {', '.join(ZOO)})")
+    os.makedirs(args.out, exist_ok=True)
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    for name in names:
+        for path in export(name, args.out):
+            print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

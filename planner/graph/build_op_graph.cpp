@@ -1,0 +1,155 @@
+// CanonicalGraph -> OpGraph. Values are numbered graph inputs first (model
+// inputs, then parameters), then the outputs of each top-level node in
+// canonical order. A node's inputs include the outer values its blocks
+// read, so a prim::If that uses a tensor from far above depends on it.
+//
+// FillShapes adds, after every top-level tensor value, aten::size and
+// prim::dtype nodes, returns those instead of the tensors, and runs the
+// probe graph once: every shape for the memory of one forward pass.
+#include "planner/graph/build_op_graph.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "common/error.h"
+#include "planner/graph/run_graph.h"
+
+namespace mp {
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+void CollectOuterInputs(const Node* node, const torch::jit::Graph& graph,
+                        std::vector<const Value*>& out) {
+  for (const Value* in : node->inputs()) {
+    const bool outer = in->node() == graph.param_node() ||
+                       in->node()->owningBlock() == graph.block();
+    if (outer) out.push_back(in);
+  }
+  for (const auto* block : node->blocks()) {
+    for (const Node* inner : block->nodes()) CollectOuterInputs(inner, graph, out);
+    CollectOuterInputs(block->return_node(), graph, out);
+  }
+}
+
+void SortUnique(std::vector<int>& ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+}
+
+// The interpreter's message ends with the operator's own error line.
+std::string LastLine(const std::string& text) {
+  const size_t end = text.find_last_not_of(" \n");
+  if (end == std::string::npos) return text;
+  const size_t newline = text.find_last_of('\n', end);
+  const size_t start = newline == std::string::npos ? 0 : newline + 1;
+  return text.substr(start, end + 1 - start);
+}
+
+void SetTensor(OpValue& value, const at::Tensor& tensor) {
+  value.dtype = DtypeName(tensor.scalar_type());
+  value.shape = tensor.sizes().vec();
+  value.bytes = static_cast<int64_t>(tensor.numel() * tensor.element_size());
+}
+
+}  // namespace
+
+OpGraph BuildOpGraph(const CanonicalGraph& canonical) {
+  const auto& graph = *canonical.graph;
+  OpGraph op;
+  op.fingerprint = canonical.fingerprint;
+  std::unordered_map<const Value*, int> value_ids;
+  auto add_value = [&](const Value* v, int producer) {
+    OpValue value;
+    value.id = static_cast<int>(op.values.size());
+    value.name = v->debugName();
+    value.type = v->type()->annotation_str();
+    value.producer = producer;
+    value.rematerializable = canonical.mutation.rematerializable.count(v) > 0;
+    value_ids[v] = value.id;
+    op.values.push_back(value);
+    return value.id;
+  };
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    const int id = add_value(graph.inputs()[i], -1);
+    if (i < canonical.num_model_inputs) {
+      op.inputs.push_back(id);
+    } else {
+      op.values[id].name = canonical.params[i - canonical.num_model_inputs].name;
+      op.values[id].is_param = true;
+      op.params.push_back(id);
+    }
+  }
+  for (size_t n = 0; n < canonical.nodes.size(); ++n) {
+    const Node* node = canonical.nodes[n];
+    OpNode op_node;
+    op_node.id = static_cast<int>(n);
+    op_node.kind = node->kind().toQualString();
+    op_node.layer = canonical.layers[n];
+    op_node.has_blocks = !node->blocks().empty();
+    op_node.mutates = false;
+    for (const Value* out : node->outputs()) op_node.outputs.push_back(add_value(out, op_node.id));
+    std::vector<const Value*> ins;
+    CollectOuterInputs(node, graph, ins);
+    for (const Value* in : ins) op_node.inputs.push_back(value_ids.at(in));
+    SortUnique(op_node.inputs);
+    for (int v : op_node.inputs) op.values[v].consumers.push_back(op_node.id);
+    op.nodes.push_back(op_node);
+  }
+  for (const auto& [value, writers] : canonical.mutation.writers) {
+    for (int w : writers) op.nodes[w].mutates = true;
+  }
+  for (const Value* out : graph.outputs()) {
+    const int id = value_ids.at(out);
+    op.values[id].is_graph_output = true;
+    op.outputs.push_back(id);
+  }
+  for (auto& value : op.values) SortUnique(value.consumers);
+  return op;
+}
+
+void FillShapes(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs,
+                OpGraph& op) {
+  auto probe = canonical.graph->copy();
+  const size_t num_outputs = probe->outputs().size();
+  std::vector<int> probed;  // value id per (size, dtype) output pair
+  size_t value_id = probe->inputs().size();
+  const std::vector<Node*> nodes(probe->nodes().begin(), probe->nodes().end());
+  for (Node* node : nodes) {
+    for (Value* out : node->outputs()) {
+      if (out->type()->kind() == c10::TypeKind::TensorType) {
+        torch::jit::WithInsertPoint guard(node->next());
+        probe->registerOutput(probe->insert(c10::aten::size, {out}));
+        probe->registerOutput(probe->insert(c10::prim::dtype, {out}));
+        probed.push_back(static_cast<int>(value_id));
+      }
+      ++value_id;
+    }
+  }
+  std::vector<c10::IValue> results;
+  try {
+    results = GraphRunner(probe, "shape_probe").Run(canonical.Stack(model_inputs));
+  } catch (const mp::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(Concat("the model rejects these inputs: ", LastLine(e.what())));
+  }
+  for (size_t i = 0; i < canonical.num_model_inputs; ++i) {
+    if (model_inputs[i].isTensor()) SetTensor(op.values[op.inputs[i]], model_inputs[i].toTensor());
+  }
+  for (size_t i = 0; i < canonical.params.size(); ++i) {
+    SetTensor(op.values[op.params[i]], canonical.params[i].tensor);
+  }
+  for (size_t k = 0; k < probed.size(); ++k) {
+    auto& value = op.values[probed[k]];
+    value.shape = results[num_outputs + 2 * k].toIntVector();
+    value.dtype = DtypeName(static_cast<c10::ScalarType>(results[num_outputs + 2 * k + 1].toInt()));
+    int64_t numel = 1;
+    for (int64_t d : value.shape) numel *= d;
+    value.bytes = numel * DtypeBytes(value.dtype);
+  }
+  op.has_shapes = true;
+}
+
+}  // namespace mp

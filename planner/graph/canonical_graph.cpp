@@ -1,0 +1,80 @@
+// Canonicalize: TorchScript module -> canonical graph (see DESIGN.md, "The
+// graph"). The steps, in order:
+//   1. copy forward's graph and Inline every method and function call;
+//   2. LiftParameters: tensors to named inputs, other attributes to constants;
+//   3. ConstantPropagation folds `if self.training` and friends, then
+//      ConstantPooling and EliminateDeadCode leave one node per real op,
+//      and parameters nothing reads any more are dropped;
+//   4. number the top-level nodes (graph order is a topological order),
+//      name each node's layer, hash the printed IR.
+#include "planner/graph/canonical_graph.h"
+
+#include <torch/csrc/jit/passes/constant_pooling.h>
+#include <torch/csrc/jit/passes/constant_propagation.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/inliner.h>
+
+#include "common/error.h"
+#include "planner/graph/fingerprint.h"
+#include "planner/graph/layer_name.h"
+
+namespace mp {
+
+int CanonicalGraph::OwnerId(const torch::jit::Node* node) const {
+  while (node->owningBlock() != graph->block()) node = node->owningBlock()->owningNode();
+  return NodeId(node);
+}
+
+std::vector<c10::IValue> CanonicalGraph::Stack(const std::vector<c10::IValue>& model_inputs) const {
+  if (model_inputs.size() != num_model_inputs) {
+    throw InputError(Concat("model takes ", num_model_inputs, " inputs, got ", model_inputs.size()));
+  }
+  std::vector<c10::IValue> stack = model_inputs;
+  for (const auto& param : params) stack.emplace_back(param.tensor);
+  return stack;
+}
+
+void IndexNodes(CanonicalGraph& canonical) {
+  canonical.nodes.clear();
+  canonical.layers.clear();
+  canonical.node_ids_.clear();
+  for (torch::jit::Node* node : canonical.graph->nodes()) {
+    canonical.node_ids_[node] = static_cast<int>(canonical.nodes.size());
+    canonical.nodes.push_back(node);
+    canonical.layers.push_back(LayerName(node));
+  }
+  canonical.fingerprint = Fingerprint(*canonical.graph);
+  canonical.mutation = AnalyzeMutation(canonical);
+}
+
+CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& options) {
+  module.train(options.training);
+  CanonicalGraph canonical;
+  canonical.graph = module.get_method("forward").graph()->copy();
+  auto& graph = canonical.graph;
+  torch::jit::Inline(*graph);
+
+  canonical.num_model_inputs = graph->inputs().size() - 1;  // all but self
+  for (size_t i = 1; i < graph->inputs().size(); ++i) {
+    const auto& schema_args = module.get_method("forward").function().getSchema().arguments();
+    canonical.input_names.push_back(i < schema_args.size() ? schema_args[i].name()
+                                                          : graph->inputs()[i]->debugName());
+  }
+  canonical.params = LiftParameters(*graph, module);
+
+  torch::jit::ConstantPropagation(graph);
+  torch::jit::ConstantPooling(graph);
+  torch::jit::EliminateDeadCode(graph);
+  // State that only folded-away code read (num_batches_tracked in eval mode)
+  // is not an input of the canonical graph.
+  for (size_t i = graph->inputs().size(); i-- > canonical.num_model_inputs;) {
+    if (graph->inputs()[i]->uses().empty()) {
+      graph->eraseInput(i);
+      canonical.params.erase(canonical.params.begin() + (i - canonical.num_model_inputs));
+    }
+  }
+  IndexNodes(canonical);
+  return canonical;
+}
+
+}  // namespace mp

@@ -1,0 +1,51 @@
+// The canonical graph: a model's forward as one flat, cuttable TorchScript
+// graph whose inputs are the model inputs followed by every parameter and
+// buffer, with canonical node ids 0..N-1 in topological order.
+#pragma once
+
+#include <torch/script.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "planner/graph/lift_parameters.h"
+#include "planner/graph/mutation.h"
+
+namespace mp {
+
+struct CanonicalOptions {
+  bool training = false;  // module.train(training) before attributes become constants
+};
+
+struct CanonicalGraph {
+  std::shared_ptr<torch::jit::Graph> graph;
+  size_t num_model_inputs = 0;           // graph->inputs()[0, num_model_inputs)
+  std::vector<std::string> input_names;  // model argument names
+  std::vector<LiftedTensor> params;      // graph->inputs()[num_model_inputs + i]
+  std::vector<torch::jit::Node*> nodes;  // canonical id -> top-level node
+  std::vector<std::string> layers;       // canonical id -> module path ("" = root)
+  std::string fingerprint;               // of the printed IR, see Fingerprint()
+  MutationInfo mutation;                 // in-place writes, rebuildable values
+
+  int NodeId(const torch::jit::Node* node) const { return node_ids_.at(node); }
+  // The canonical id of the top-level node that holds `node` (itself, or
+  // the prim::If / prim::Loop whose block contains it).
+  int OwnerId(const torch::jit::Node* node) const;
+  // The graph inputs followed by the parameter tensors, ready for Run().
+  std::vector<c10::IValue> Stack(const std::vector<c10::IValue>& model_inputs) const;
+
+  std::unordered_map<const torch::jit::Node*, int> node_ids_;
+};
+
+// Inline -> LiftParameters -> ConstantPropagation -> ConstantPooling ->
+// EliminateDeadCode, then numbering, layer names and the fingerprint.
+// Changes `module`'s training flag to options.training.
+CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& options = {});
+
+// Numbers the nodes, names their layers, analyses mutation; Canonicalize calls it, tests
+// that start from parseIR text call it directly.
+void IndexNodes(CanonicalGraph& canonical);
+
+}  // namespace mp

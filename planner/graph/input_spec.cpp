@@ -1,0 +1,128 @@
+// Input specs: the `dtype[d0,...]` flag syntax and the JSON that bundled
+// models carry. Every malformed spec is an InputError that quotes it.
+#include "planner/graph/input_spec.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cctype>
+#include <map>
+
+#include "common/error.h"
+
+namespace mp {
+namespace {
+
+const std::map<std::string, int64_t>& DtypeSizes() {
+  static const std::map<std::string, int64_t> sizes = {
+      {"float32", 4}, {"float64", 8}, {"float16", 2}, {"bfloat16", 2},
+      {"int64", 8},   {"int32", 4},   {"int16", 2},   {"int8", 1},
+      {"uint8", 1},   {"bool", 1},
+  };
+  return sizes;
+}
+
+std::string KnownDtypes() {
+  std::string out;
+  for (const auto& [name, size] : DtypeSizes()) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+void CheckDtype(const std::string& dtype, const std::string& where) {
+  if (DtypeSizes().count(dtype) == 0) {
+    throw InputError(Concat(where, ": unknown dtype '", dtype, "' (expected one of ",
+                            KnownDtypes(), ")"));
+  }
+}
+
+}  // namespace
+
+int64_t DtypeBytes(const std::string& dtype) {
+  auto it = DtypeSizes().find(dtype);
+  return it == DtypeSizes().end() ? 0 : it->second;
+}
+
+bool IsIntegerDtype(const std::string& dtype) {
+  return dtype.rfind("int", 0) == 0 || dtype == "uint8";
+}
+
+TensorSpec ParseTensorSpec(const std::string& text) {
+  const std::string where = Concat("--input '", text, "'");
+  const auto open = text.find('[');
+  if (open == std::string::npos || text.empty() || text.back() != ']') {
+    throw InputError(Concat(where, ": expected dtype[d0,d1,...], e.g. float32[4,3,64,64]"));
+  }
+  TensorSpec spec;
+  spec.dtype = text.substr(0, open);
+  CheckDtype(spec.dtype, where);
+  const std::string dims = text.substr(open + 1, text.size() - open - 2);
+  size_t pos = 0;
+  while (pos < dims.size()) {
+    size_t end = dims.find(',', pos);
+    if (end == std::string::npos) end = dims.size();
+    const std::string dim = dims.substr(pos, end - pos);
+    bool digits = !dim.empty() && dim.size() < 16;
+    for (char c : dim) digits = digits && std::isdigit(static_cast<unsigned char>(c));
+    if (!digits || std::stoll(dim) <= 0) {
+      throw InputError(Concat(where, ": dimension '", dim, "' is not a positive integer"));
+    }
+    spec.shape.push_back(std::stoll(dim));
+    pos = end + 1;
+    if (end + 1 == dims.size()) {
+      throw InputError(Concat(where, ": trailing ',' in the shape"));
+    }
+  }
+  return spec;
+}
+
+std::vector<TensorSpec> ParseSpecJson(const std::string& text, const std::string& source) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(Concat(source, ": input spec is not valid JSON: ", e.what()));
+  }
+  if (!doc.is_object() || !doc.contains("inputs") || !doc["inputs"].is_array()) {
+    throw InputError(Concat(source, ": input spec needs an \"inputs\" array"));
+  }
+  std::vector<TensorSpec> specs;
+  for (size_t i = 0; i < doc["inputs"].size(); ++i) {
+    const auto& item = doc["inputs"][i];
+    const std::string where = Concat(source, ": inputs[", i, "]");
+    try {
+      TensorSpec spec;
+      spec.name = item.value("name", "");
+      spec.dtype = item.at("dtype").get<std::string>();
+      CheckDtype(spec.dtype, where);
+      spec.shape = item.at("shape").get<std::vector<int64_t>>();
+      spec.batch_dim = item.value("batch_dim", 0);
+      if (spec.batch_dim < 0 || (spec.batch_dim >= static_cast<int>(spec.shape.size()) &&
+                                 !spec.shape.empty())) {
+        throw InputError(Concat(where, ".batch_dim: ", spec.batch_dim, " out of range for ",
+                                spec.shape.size(), " dimensions"));
+      }
+      if (item.contains("range")) {
+        auto range = item["range"].get<std::vector<int64_t>>();
+        if (range.size() != 2 || range[0] >= range[1]) {
+          throw InputError(Concat(where, ".range: expected [low, high) with low < high"));
+        }
+        spec.has_range = true;
+        spec.low = range[0];
+        spec.high = range[1];
+      }
+      specs.push_back(spec);
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(Concat(where, ": ", e.what()));
+    }
+  }
+  return specs;
+}
+
+std::string FormatTensorSpec(const TensorSpec& spec) {
+  std::string out = spec.dtype + "[";
+  for (size_t i = 0; i < spec.shape.size(); ++i) {
+    out += (i ? "," : "") + std::to_string(spec.shape[i]);
+  }
+  return out + "]";
+}
+
+}  // namespace mp

@@ -1,0 +1,56 @@
+// Loads TorchScript files. torch::jit::load reports a bad file with a long
+// c10::Error and a C++ stack trace; we check the cheap things first (exists,
+// readable, non-empty, zip magic) so the common mistakes get a one-line
+// message, then keep only the first line of whatever LibTorch still throws.
+#include "planner/graph/model_file.h"
+
+#include <fstream>
+#include <system_error>
+#include <filesystem>
+
+#include "common/error.h"
+
+namespace mp {
+namespace {
+
+std::string FirstLine(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+}  // namespace
+
+ModelFile LoadModelFile(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw InputError(Concat(path, ": no such file"));
+  if (fs::is_directory(path, ec)) throw InputError(Concat(path, ": is a directory, not a model file"));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(Concat(path, ": cannot be read (permission denied?)"));
+  char magic[4] = {0, 0, 0, 0};
+  in.read(magic, 4);
+  if (in.gcount() == 0) throw InputError(Concat(path, ": file is empty"));
+  if (in.gcount() < 4 || magic[0] != 'P' || magic[1] != 'K' || magic[2] != 3 || magic[3] != 4) {
+    throw InputError(Concat(path, ": not a TorchScript file (not a zip archive; save it with "
+                                  "torch.jit.save, not torch.save of a state dict)"));
+  }
+  in.close();
+
+  ModelFile model;
+  model.path = path;
+  torch::jit::ExtraFilesMap extra{{kInputSpecFile, ""}};
+  try {
+    model.module = torch::jit::load(path, torch::kCPU, extra);
+  } catch (const std::exception& e) {
+    throw InputError(Concat(path, ": zip archive but not a loadable TorchScript model (",
+                            FirstLine(e.what()), ")"));
+  }
+  if (!model.module.find_method("forward")) {
+    throw InputError(Concat(path, ": TorchScript module has no forward method"));
+  }
+  if (!extra[kInputSpecFile].empty()) {
+    model.input_spec = ParseSpecJson(extra[kInputSpecFile], Concat(path, ": ", kInputSpecFile));
+  }
+  return model;
+}
+
+}  // namespace mp

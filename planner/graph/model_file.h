@@ -1,0 +1,27 @@
+// Loading a TorchScript file, with an error for every way it can be wrong.
+#pragma once
+
+#include <torch/script.h>
+
+#include <string>
+#include <vector>
+
+#include "planner/graph/input_spec.h"
+
+namespace mp {
+
+// Name of the TorchScript extra file that carries a model's input spec.
+inline constexpr const char* kInputSpecFile = "mp_input_spec.json";
+
+struct ModelFile {
+  std::string path;
+  torch::jit::Module module;
+  std::vector<TensorSpec> input_spec;  // empty when the file carries none
+};
+
+// Loads `path` on the CPU. Throws InputError when the file is missing,
+// unreadable or empty, is not a zip archive, is a zip but not TorchScript,
+// has no `forward` method, or carries a malformed input spec.
+ModelFile LoadModelFile(const std::string& path);
+
+}  // namespace mp

@@ -1,0 +1,102 @@
+// Mutation analysis for cutting. A value that is written in place has
+// versions: version k is its content after the k-th writer (in canonical
+// order). A reader in another stage must receive the version it would
+// have seen in the uncut graph, so the cutter keys boundary values by
+// (value, version). AliasDb tells which values a node's writes may reach.
+#include "planner/graph/mutation.h"
+
+#include <torch/csrc/jit/ir/alias_analysis.h>
+
+#include <algorithm>
+
+#include "planner/graph/canonical_graph.h"
+
+namespace mp {
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+bool WritesSomething(const Node* node) {
+  if (auto schema = node->maybeSchema()) {
+    if (schema->is_mutable()) return true;
+  }
+  for (const auto* block : node->blocks()) {
+    for (const Node* inner : block->nodes()) {
+      if (WritesSomething(inner)) return true;
+    }
+  }
+  return false;
+}
+
+void CollectNodes(Node* node, std::vector<Node*>& out) {
+  out.push_back(node);
+  for (auto* block : node->blocks()) {
+    for (Node* inner : block->nodes()) CollectNodes(inner, out);
+  }
+}
+
+}  // namespace
+
+const std::vector<int>& MutationInfo::WritersOf(const Value* value) const {
+  static const std::vector<int> none;
+  auto it = writers.find(value);
+  return it == writers.end() ? none : it->second;
+}
+
+int MutationInfo::VersionAt(const Value* value, int node_id) const {
+  const auto& list = WritersOf(value);
+  return static_cast<int>(std::lower_bound(list.begin(), list.end(), node_id) - list.begin());
+}
+
+int MutationInfo::FinalVersion(const Value* value) const {
+  return static_cast<int>(WritersOf(value).size());
+}
+
+MutationInfo AnalyzeMutation(const CanonicalGraph& canonical) {
+  MutationInfo info;
+  auto& graph = *canonical.graph;
+  std::vector<int> writer_ids;
+  for (Node* node : graph.nodes()) {
+    if (WritesSomething(node)) writer_ids.push_back(canonical.NodeId(node));
+  }
+
+  // Candidate values: graph inputs and top-level outputs.
+  std::vector<Value*> values(graph.inputs().begin(), graph.inputs().end());
+  for (Node* node : graph.nodes()) {
+    for (Value* out : node->outputs()) values.push_back(out);
+  }
+
+  if (!writer_ids.empty()) {
+    torch::jit::AliasDb alias_db(canonical.graph);
+    for (int id : writer_ids) {
+      std::vector<Node*> subtree;
+      CollectNodes(canonical.nodes[id], subtree);
+      for (Value* value : values) {
+        for (Node* inner : subtree) {
+          if (alias_db.writesToAlias(inner, {value})) {
+            info.writers[value].push_back(id);
+            break;
+          }
+        }
+      }
+    }
+  }
+
+  // Graph inputs themselves are sent, not rebuilt; a pack of them is rebuilt.
+  for (Node* node : graph.nodes()) {
+    const bool constant = node->kind() == c10::prim::Constant;
+    const bool pack = node->kind() == c10::prim::ListConstruct ||
+                      node->kind() == c10::prim::TupleConstruct;
+    if (!constant && !pack) continue;
+    bool parts_ok = true;
+    for (Value* in : node->inputs()) {
+      const bool graph_input = in->node() == graph.param_node();
+      parts_ok = parts_ok && (graph_input || info.rematerializable.count(in));
+    }
+    if (parts_ok && !info.writers.count(node->output())) info.rematerializable.insert(node->output());
+  }
+  return info;
+}
+
+}  // namespace mp

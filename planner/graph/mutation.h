@@ -1,0 +1,33 @@
+// Which values are written in place, and by which nodes.
+#pragma once
+
+#include <torch/script.h>
+
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace mp {
+
+struct CanonicalGraph;
+
+struct MutationInfo {
+  // For every value that some top-level node writes (directly or through an
+  // alias such as a view), the ids of those nodes, ascending.
+  std::unordered_map<const torch::jit::Value*, std::vector<int>> writers;
+  // Values that are cheaper to rebuild than to send: constants, and lists
+  // or tuples built only from constants and graph inputs, never written.
+  std::unordered_set<const torch::jit::Value*> rematerializable;
+
+  const std::vector<int>& WritersOf(const torch::jit::Value* value) const;
+  // How many writers of `value` come before node `node_id`: the version of
+  // the value that node sees. A writer sees the version before its write.
+  int VersionAt(const torch::jit::Value* value, int node_id) const;
+  int FinalVersion(const torch::jit::Value* value) const;
+};
+
+// Uses PyTorch's AliasDb, so writes through views count as writes to the
+// viewed value.
+MutationInfo AnalyzeMutation(const CanonicalGraph& canonical);
+
+}  // namespace mp

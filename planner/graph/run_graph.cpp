@@ -1,0 +1,86 @@
+// Graph execution helpers shared by the canonical-graph checks, shape
+// probing and (later) the profiler and executor.
+#include "planner/graph/run_graph.h"
+
+#include "common/error.h"
+
+namespace mp {
+
+GraphRunner::GraphRunner(const std::shared_ptr<torch::jit::Graph>& graph, const std::string& name)
+    : code_(graph, name) {}
+
+std::vector<c10::IValue> GraphRunner::Run(std::vector<c10::IValue> inputs) const {
+  torch::jit::InterpreterState state(code_);
+  state.run(inputs);
+  return inputs;  // the interpreter leaves the outputs on the stack
+}
+
+std::vector<at::Tensor> FlattenTensors(const c10::IValue& value) {
+  std::vector<at::Tensor> out;
+  if (value.isTensor()) {
+    out.push_back(value.toTensor());
+  } else if (value.isTuple()) {
+    for (const auto& item : value.toTupleRef().elements()) {
+      auto inner = FlattenTensors(item);
+      out.insert(out.end(), inner.begin(), inner.end());
+    }
+  } else if (value.isList()) {
+    for (const auto& item : value.toListRef()) {
+      auto inner = FlattenTensors(item);
+      out.insert(out.end(), inner.begin(), inner.end());
+    }
+  }
+  return out;
+}
+
+namespace {
+
+c10::ScalarType ScalarTypeOf(const std::string& dtype) {
+  static const std::map<std::string, c10::ScalarType> types = {
+      {"float32", at::kFloat}, {"float64", at::kDouble}, {"float16", at::kHalf},
+      {"bfloat16", at::kBFloat16}, {"int64", at::kLong}, {"int32", at::kInt},
+      {"int16", at::kShort}, {"int8", at::kChar}, {"uint8", at::kByte}, {"bool", at::kBool},
+  };
+  auto it = types.find(dtype);
+  if (it == types.end()) throw InputError(Concat("unknown dtype '", dtype, "'"));
+  return it->second;
+}
+
+}  // namespace
+
+std::string DtypeName(c10::ScalarType type) {
+  switch (type) {
+    case at::kFloat: return "float32";
+    case at::kDouble: return "float64";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kShort: return "int16";
+    case at::kChar: return "int8";
+    case at::kByte: return "uint8";
+    case at::kBool: return "bool";
+    default: return c10::toString(type);
+  }
+}
+
+std::vector<c10::IValue> SyntheticInputs(const std::vector<TensorSpec>& specs, uint64_t seed) {
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  std::vector<c10::IValue> inputs;
+  for (const auto& spec : specs) {
+    const auto type = ScalarTypeOf(spec.dtype);
+    auto options = at::TensorOptions().dtype(type);
+    if (at::isFloatingType(type)) {
+      inputs.emplace_back(at::randn(spec.shape, gen, options.dtype(at::kFloat)).to(type));
+    } else if (type == at::kBool) {
+      inputs.emplace_back(at::randint(0, 2, spec.shape, gen, options));
+    } else {
+      const int64_t low = spec.has_range ? spec.low : 0;
+      const int64_t high = spec.has_range ? spec.high : 2;
+      inputs.emplace_back(at::randint(low, high, spec.shape, gen, options));
+    }
+  }
+  return inputs;
+}
+
+}  // namespace mp

@@ -1,0 +1,38 @@
+// Running a TorchScript graph directly in the JIT interpreter.
+#pragma once
+
+#include <torch/script.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "planner/graph/input_spec.h"
+
+namespace mp {
+
+// Compiles a graph once and runs it any number of times, in the plain
+// interpreter: no profiling executor, no fusion, no specialisation, so what
+// runs is exactly the graph's ops (what the planner measured and cut).
+class GraphRunner {
+ public:
+  explicit GraphRunner(const std::shared_ptr<torch::jit::Graph>& graph,
+                       const std::string& name = "graph");
+  // Takes the graph's inputs in order, returns its outputs in order.
+  std::vector<c10::IValue> Run(std::vector<c10::IValue> inputs) const;
+
+ private:
+  torch::jit::Code code_;
+};
+
+// Every tensor inside an IValue (tensors, lists, tuples, nested), in order.
+std::vector<at::Tensor> FlattenTensors(const c10::IValue& value);
+
+// Deterministic random inputs for a spec: floats ~ N(0,1), integers
+// uniform in the spec's [low, high) or [0, 2) when it has no range.
+std::vector<c10::IValue> SyntheticInputs(const std::vector<TensorSpec>& specs, uint64_t seed = 0);
+
+// float32, int64, ... for a LibTorch scalar type.
+std::string DtypeName(c10::ScalarType type);
+
+}  // namespace mp

@@ -1,0 +1,158 @@
+// Canonicalize: inlining, lifting, folding, numbering, layer names, fingerprint.
+#include "tests/doctest_torch.h"
+
+#include <torch/csrc/jit/ir/irparser.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "planner/graph/canonical_graph.h"
+#include "planner/graph/model_file.h"
+#include "zoo.h"
+
+using mp::test::ZooPath;
+
+namespace {
+
+mp::CanonicalGraph Load(const std::string& file, mp::CanonicalOptions options = {}) {
+  auto model = mp::LoadModelFile(ZooPath(file));
+  return mp::Canonicalize(model.module, options);
+}
+
+std::vector<std::string> ParamNames(const mp::CanonicalGraph& c) {
+  std::vector<std::string> names;
+  for (const auto& p : c.params) names.push_back(p.name);
+  return names;
+}
+
+bool Has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+int CountKind(const mp::CanonicalGraph& c, const char* kind) {
+  int n = 0;
+  for (auto* node : c.nodes) n += node->kind().toQualString() == std::string(kind);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("ResNet-50: parameters lifted to named inputs, calls inlined, training folded") {
+  for (const char* file : {"resnet50.script.pt", "resnet50.trace.pt"}) {
+    CAPTURE(file);
+    auto c = Load(file);
+    auto names = ParamNames(c);
+    CHECK(Has(names, "layer3.2.conv1.weight"));
+    CHECK(Has(names, "layer1.0.downsample.1.running_var"));
+    CHECK(Has(names, "fc.bias"));
+    CHECK(c.num_model_inputs == 1);
+    CHECK(c.graph->inputs().size() == 1 + c.params.size());
+    CHECK(c.graph->inputs()[1]->debugName() == c.params[0].name);
+    CHECK(CountKind(c, "prim::GetAttr") == 0);
+    CHECK(CountKind(c, "prim::CallMethod") == 0);
+    CHECK(CountKind(c, "prim::CallFunction") == 0);
+    CHECK(CountKind(c, "aten::batch_norm") == 53);
+    // 53 convs, 53 batch norms, fc weight and bias; buffers are not parameters.
+    int parameters = 0;
+    for (const auto& p : c.params) parameters += p.is_parameter;
+    CHECK(parameters == 53 + 53 * 2 + 2);
+  }
+}
+
+TEST_CASE("node ids are the graph order, and every node has a layer") {
+  auto c = Load("resnet50.script.pt");
+  int id = 0;
+  for (auto* node : c.graph->nodes()) {
+    CHECK(c.NodeId(node) == id);
+    CHECK(c.nodes[id] == node);
+    ++id;
+  }
+  CHECK(id == static_cast<int>(c.layers.size()));
+  // The conv reading layer3.2.conv1.weight is named after that module.
+  bool found = false;
+  for (size_t i = 0; i < c.nodes.size(); ++i) {
+    for (auto* in : c.nodes[i]->inputs()) {
+      if (in->debugName() == "layer3.2.conv1.weight") {
+        CHECK(c.layers[i] == "layer3.2.conv1");
+        found = true;
+      }
+    }
+  }
+  CHECK(found);
+}
+
+TEST_CASE("nn.LSTM: the flat weight list becomes one named input per tensor") {
+  for (const char* file : {"lstm.script.pt", "lstm.trace.pt"}) {
+    CAPTURE(file);
+    auto c = Load(file);
+    auto names = ParamNames(c);
+    CHECK(Has(names, "lstm.weight_ih_l0"));
+    CHECK(Has(names, "lstm.weight_hh_l1"));
+    CHECK(Has(names, "lstm.bias_ih_l1"));
+    CHECK(c.params.size() == 2 + 8 + 2);
+    CHECK(c.num_model_inputs == 3);
+    CHECK((c.input_names == std::vector<std::string>{"x", "h0", "c0"}));
+  }
+}
+
+TEST_CASE("a generic tensor-list attribute and tied weights") {
+  torch::jit::Module m("Lists");
+  auto shared = torch::randn({3});
+  c10::List<at::Tensor> list({shared, torch::randn({3})});
+  m.register_attribute("ws", c10::ListType::ofTensors(), list);
+  m.register_parameter("tied", shared, false);
+  m.define(R"(
+def forward(self, x):
+    return self.ws[0] + self.ws[1] * x + self.tied
+)");
+  auto c = mp::Canonicalize(m);
+  // `tied` is the same tensor as ws[0]: one input, named by its first use.
+  CHECK((ParamNames(c) == std::vector<std::string>{"ws[0]", "ws[1]"}));
+  auto x = torch::randn({3});
+  auto out = mp::GraphRunner(c.graph).Run(c.Stack({x}));
+  CHECK(torch::equal(out[0].toTensor(), m.forward({x}).toTensor()));
+}
+
+TEST_CASE("non-tensor attributes become constants; training changes the graph") {
+  auto eval = Load("resnet50.script.pt");
+  auto train = Load("resnet50.script.pt", {true});
+  CHECK(eval.fingerprint != train.fingerprint);
+  // In training mode batch norm updates num_batches_tracked, so it is an input.
+  CHECK_FALSE(Has(ParamNames(eval), "bn1.num_batches_tracked"));
+  CHECK(Has(ParamNames(train), "bn1.num_batches_tracked"));
+}
+
+TEST_CASE("a forward that assigns module state is refused") {
+  torch::jit::Module m("Counter");
+  m.register_attribute("count", c10::IntType::get(), 0);
+  m.define(R"(
+def forward(self, x):
+    self.count = self.count + 1
+    return x
+)");
+  CHECK_THROWS_WITH_AS(mp::Canonicalize(m), doctest::Contains("'count'"), mp::InputError);
+}
+
+TEST_CASE("fingerprint: stable across loads, different across programs") {
+  CHECK(Load("gpt.script.pt").fingerprint == Load("gpt.script.pt").fingerprint);
+  CHECK(Load("gpt.script.pt").fingerprint != Load("gpt.trace.pt").fingerprint);
+  CHECK(Load("toy.script.pt").fingerprint.size() == 16);
+}
+
+TEST_CASE("IndexNodes on IR text") {
+  mp::CanonicalGraph c;
+  c.graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%x : Tensor, %w : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %y : Tensor = aten::matmul(%x, %w)
+  %z : Tensor = aten::add(%y, %x, %one)
+  return (%z))IR", c.graph.get());
+  c.num_model_inputs = 2;
+  mp::IndexNodes(c);
+  REQUIRE(c.nodes.size() == 3);
+  CHECK(c.nodes[1]->kind() == c10::aten::matmul);
+  CHECK((c.layers == std::vector<std::string>{"", "", ""}));
+  CHECK(c.mutation.writers.empty());
+  CHECK(c.mutation.rematerializable.count(c.nodes[0]->output()) == 1);
+}

@@ -1,0 +1,64 @@
+// Input specs: the --input syntax and the embedded JSON.
+#include <doctest/doctest.h>
+
+#include "common/error.h"
+#include "planner/graph/input_spec.h"
+
+using mp::InputError;
+
+TEST_CASE("ParseTensorSpec reads dtype and shape") {
+  auto spec = mp::ParseTensorSpec("float32[4,3,64,64]");
+  CHECK(spec.dtype == "float32");
+  CHECK((spec.shape == std::vector<int64_t>{4, 3, 64, 64}));
+  CHECK(mp::FormatTensorSpec(spec) == "float32[4,3,64,64]");
+  CHECK((mp::ParseTensorSpec("int64[8,32]").shape == std::vector<int64_t>{8, 32}));
+  CHECK(mp::ParseTensorSpec("float64[]").shape.empty());
+}
+
+TEST_CASE("ParseTensorSpec rejects malformed specs and names them") {
+  CHECK_THROWS_WITH_AS(mp::ParseTensorSpec("float32"), doctest::Contains("expected dtype[d0,d1,...]"), InputError);
+  CHECK_THROWS_WITH_AS(mp::ParseTensorSpec("float[4]"), doctest::Contains("unknown dtype 'float'"), InputError);
+  CHECK_THROWS_WITH_AS(mp::ParseTensorSpec("float32[4,x]"), doctest::Contains("dimension 'x'"), InputError);
+  CHECK_THROWS_WITH_AS(mp::ParseTensorSpec("float32[4,0]"), doctest::Contains("dimension '0'"), InputError);
+  CHECK_THROWS_WITH_AS(mp::ParseTensorSpec("float32[4,]"), doctest::Contains("trailing ','"), InputError);
+  CHECK_THROWS_WITH_AS(mp::ParseTensorSpec("float32[4,,3]"), doctest::Contains("dimension ''"), InputError);
+  CHECK_THROWS_WITH_AS(mp::ParseTensorSpec("float32[-4]"), doctest::Contains("'-4'"), InputError);
+  CHECK_THROWS_AS(mp::ParseTensorSpec("float32[99999999999999999999]"), InputError);
+  CHECK_THROWS_AS(mp::ParseTensorSpec(""), InputError);
+}
+
+TEST_CASE("ParseSpecJson reads the embedded spec") {
+  auto specs = mp::ParseSpecJson(
+      R"({"inputs": [{"name": "idx", "dtype": "int64", "shape": [8, 64], "batch_dim": 0, "range": [0, 1024]},
+                     {"name": "h0", "dtype": "float32", "shape": [2, 4, 32], "batch_dim": 1}]})",
+      "m.pt");
+  REQUIRE(specs.size() == 2);
+  CHECK(specs[0].has_range);
+  CHECK(specs[0].high == 1024);
+  CHECK(specs[1].batch_dim == 1);
+  CHECK_FALSE(specs[1].has_range);
+}
+
+TEST_CASE("ParseSpecJson errors name the source and the key") {
+  CHECK_THROWS_WITH_AS(mp::ParseSpecJson("{", "m.pt"), doctest::Contains("m.pt: input spec is not valid JSON"), InputError);
+  CHECK_THROWS_WITH_AS(mp::ParseSpecJson("{}", "m.pt"), doctest::Contains("\"inputs\" array"), InputError);
+  CHECK_THROWS_WITH_AS(mp::ParseSpecJson(R"({"inputs": [{"shape": [1]}]})", "m.pt"),
+                       doctest::Contains("m.pt: inputs[0]"), InputError);
+  CHECK_THROWS_WITH_AS(mp::ParseSpecJson(R"({"inputs": [{"dtype": "f32", "shape": [1]}]})", "m.pt"),
+                       doctest::Contains("unknown dtype 'f32'"), InputError);
+  CHECK_THROWS_WITH_AS(
+      mp::ParseSpecJson(R"({"inputs": [{"dtype": "float32", "shape": [1], "batch_dim": 3}]})", "m.pt"),
+      doctest::Contains("batch_dim: 3 out of range"), InputError);
+  CHECK_THROWS_WITH_AS(
+      mp::ParseSpecJson(R"({"inputs": [{"dtype": "int64", "shape": [1], "range": [5, 5]}]})", "m.pt"),
+      doctest::Contains("range"), InputError);
+}
+
+TEST_CASE("dtype sizes") {
+  CHECK(mp::DtypeBytes("float32") == 4);
+  CHECK(mp::DtypeBytes("int64") == 8);
+  CHECK(mp::DtypeBytes("bfloat16") == 2);
+  CHECK(mp::DtypeBytes("nope") == 0);
+  CHECK(mp::IsIntegerDtype("int32"));
+  CHECK_FALSE(mp::IsIntegerDtype("float16"));
+}

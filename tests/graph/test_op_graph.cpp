@@ -1,0 +1,109 @@
+// OpGraph: the plain view, its byte sizes and its Boost.Graph algorithms.
+#include "tests/doctest_torch.h"
+
+#include "common/error.h"
+#include "planner/graph/build_op_graph.h"
+#include "planner/graph/model_file.h"
+#include "zoo.h"
+
+namespace {
+
+struct Loaded {
+  mp::ModelFile model;
+  mp::CanonicalGraph canonical;
+  mp::OpGraph graph;
+};
+
+Loaded Load(const std::string& file) {
+  Loaded l{mp::LoadModelFile(mp::test::ZooPath(file)), {}, {}};
+  l.canonical = mp::Canonicalize(l.model.module);
+  l.graph = mp::BuildOpGraph(l.canonical);
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("toy: values, producers and consumers") {
+  auto l = Load("toy.script.pt");
+  const auto& g = l.graph;
+  CHECK(g.inputs.size() == 1);
+  CHECK(g.params.size() == 4);
+  CHECK(g.values[g.params[0]].name == "net1.weight");
+  CHECK(g.values[g.params[0]].is_param);
+  REQUIRE(g.outputs.size() == 1);
+  const auto& out = g.values[g.outputs[0]];
+  CHECK(out.is_graph_output);
+  CHECK(g.nodes[out.producer].kind == "aten::linear");
+  CHECK(g.nodes[out.producer].layer == "net2");
+  // Every edge is recorded on both ends.
+  for (const auto& node : g.nodes) {
+    for (int v : node.inputs) {
+      const auto& c = g.values[v].consumers;
+      CHECK(std::find(c.begin(), c.end(), node.id) != c.end());
+    }
+    for (int v : node.outputs) CHECK(g.values[v].producer == node.id);
+  }
+}
+
+TEST_CASE("ResNet-50: byte sizes after the shape probe") {
+  auto l = Load("resnet50.script.pt");
+  auto spec = l.model.input_spec;
+  spec[0].shape[0] = 4;
+  mp::FillShapes(l.canonical, mp::SyntheticInputs(spec), l.graph);
+  CHECK(l.graph.has_shapes);
+  // The stem conv: 4 x 64 x 64 x 64 float32.
+  for (const auto& node : l.graph.nodes) {
+    if (node.layer == "conv1") {
+      const auto& v = l.graph.values[node.outputs[0]];
+      CHECK((v.shape == std::vector<int64_t>{4, 64, 64, 64}));
+      CHECK(v.dtype == "float32");
+      CHECK(v.bytes == 4LL * 64 * 64 * 64 * 4);
+    }
+  }
+  const auto& out = l.graph.values[l.graph.outputs[0]];
+  CHECK((out.shape == std::vector<int64_t>{4, 1000}));
+  CHECK(l.graph.values[l.graph.params[0]].bytes == 64 * 3 * 7 * 7 * 4);
+  int64_t param_bytes = 0;
+  for (int p : l.graph.params) param_bytes += l.graph.values[p].bytes;
+  CHECK(param_bytes > 100'000'000);  // 25.6M float32 parameters and buffers
+}
+
+TEST_CASE("a shape the model rejects is an InputError with the op's message") {
+  auto l = Load("convnet.script.pt");
+  mp::TensorSpec wrong{"x", "float32", {2, 3, 16, 16}};
+  CHECK_THROWS_WITH_AS(mp::FillShapes(l.canonical, mp::SyntheticInputs({wrong}), l.graph),
+                       doctest::Contains("the model rejects these inputs"), mp::InputError);
+}
+
+TEST_CASE("Boost.Graph: topological order and reachability agree with the edges") {
+  auto l = Load("branchy.script.pt");
+  const auto& g = l.graph;
+  auto order = mp::TopologicalOrder(g);
+  REQUIRE(order.size() == g.nodes.size());
+  std::vector<int> position(order.size());
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
+  auto reach = mp::Reachability(g);
+  for (const auto& v : g.values) {
+    if (v.producer < 0) continue;
+    for (int c : v.consumers) {
+      CHECK(position[v.producer] < position[c]);
+      CHECK(reach[v.producer][c]);
+    }
+  }
+  // The stem feeds the head through the long skip connection and the U.
+  const int first_conv = [&] {
+    for (const auto& n : g.nodes) if (n.layer == "stem") return n.id;
+    return -1;
+  }();
+  const int head = g.values[g.outputs[0]].producer;
+  REQUIRE(first_conv >= 0);
+  CHECK(reach[first_conv][head]);
+  CHECK_FALSE(reach[head][first_conv]);
+}
+
+TEST_CASE("mutating nodes are marked") {
+  auto l = Load("inplace.script.pt");
+  int mutating = 0;
+  for (const auto& n : l.graph.nodes) mutating += n.mutates;
+  CHECK(mutating == 2);  // relu_ and add_
+}

@@ -1,0 +1,48 @@
+// Test helpers: where the exported zoo lives and bit-exact comparison of
+// model outputs.
+#pragma once
+
+#include "tests/doctest_torch.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "planner/graph/run_graph.h"
+
+namespace mp::test {
+
+inline std::string ZooPath(const std::string& file) { return std::string(MP_MODELS_DIR) + "/" + file; }
+
+// Every exported model file, sorted: resnet50.script.pt, resnet50.trace.pt, ...
+inline std::vector<std::string> ZooFiles() {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(MP_MODELS_DIR)) {
+    if (entry.path().extension() == ".pt") files.push_back(entry.path().filename().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// A scratch folder for files a test writes, emptied per test binary run.
+inline std::string TempPath(const std::string& name) {
+  std::filesystem::create_directories(MP_TEST_TMP);
+  return std::string(MP_TEST_TMP) + "/" + name;
+}
+
+// Same tensors, same order, same dtype and shape, identical bits.
+inline void CheckBitEqual(const std::vector<c10::IValue>& got, const std::vector<c10::IValue>& want) {
+  std::vector<at::Tensor> a, b;
+  for (const auto& v : got) for (auto& t : FlattenTensors(v)) a.push_back(t);
+  for (const auto& v : want) for (auto& t : FlattenTensors(v)) b.push_back(t);
+  REQUIRE(a.size() == b.size());
+  REQUIRE(!a.empty());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK((a[i].scalar_type() == b[i].scalar_type()));
+    REQUIRE((a[i].sizes() == b[i].sizes()));
+    CHECK(torch::equal(a[i], b[i]));
+  }
+}
+
+}  // namespace mp::test
