@@ -271,6 +271,11 @@ def main():
     for name in names:
         for path in export(name, args.out):
             print(f"wrote {path}")
+    # A common mistake, for the loader's error tests: torch.save of a
+    # state dict is a zip archive but not a TorchScript program.
+    fixtures = os.path.join(args.out, "fixtures")
+    os.makedirs(fixtures, exist_ok=True)
+    torch.save(Toy().state_dict(), os.path.join(fixtures, "toy_state_dict.pt"))
 
 
 if __name__ == "__main__":

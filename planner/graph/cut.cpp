@@ -179,6 +179,35 @@ class StageBuilder {
     return local;
   }
 
+  // Follows outputs that alias an input (views, in-place results) back to
+  // the value that owns the storage within this stage graph.
+  static Value* AliasRoot(Value* v) {
+    for (;;) {
+      Node* node = v->node();
+      const auto* schema = node->maybeSchema();
+      if (!schema || node->outputs().size() != 1 || schema->returns().empty() ||
+          !schema->returns()[0].alias_info() || schema->arguments().empty() ||
+          !schema->arguments()[0].alias_info() || node->inputs().empty()) {
+        return v;
+      }
+      v = node->input(0);
+    }
+  }
+
+  // The storage roots a cloned node writes to, including writes made by
+  // the nodes of its blocks (an aten::append inside a prim::Loop).
+  static void WriteTargets(Node* node, std::set<Value*>& roots) {
+    if (const auto* schema = node->maybeSchema()) {
+      for (size_t i = 0; i < schema->arguments().size() && i < node->inputs().size(); ++i) {
+        const auto* alias = schema->arguments()[i].alias_info();
+        if (alias && alias->isWrite()) roots.insert(AliasRoot(node->input(i)));
+      }
+    }
+    for (auto* block : node->blocks()) {
+      for (Node* inner : block->nodes()) WriteTargets(inner, roots);
+    }
+  }
+
   void CloneNode(int id) {
     Node* original = canonical_.nodes[id];
     auto written = written_by_.find(id);
@@ -201,13 +230,16 @@ class StageBuilder {
       local_[original->output(i)] = {node->output(i), 0};
     }
     if (written != written_by_.end()) {
+      std::set<Value*> targets;
+      WriteTargets(node, targets);
       for (const Value* v : written->second) {
         auto it = local_.find(v);
         if (it == local_.end()) continue;
-        if (it->second.version == canonical_.mutation.VersionAt(v, id)) {
+        if (it->second.version == canonical_.mutation.VersionAt(v, id) &&
+            targets.count(AliasRoot(it->second.value))) {
           ++it->second.version;  // the write landed on our copy
         } else {
-          local_.erase(it);      // a stale copy; the write went elsewhere
+          local_.erase(it);      // the write went to other storage: this copy is stale
         }
       }
     }

@@ -4,6 +4,8 @@
 // message, then keep only the first line of whatever LibTorch still throws.
 #include "planner/graph/model_file.h"
 
+#include <caffe2/serialize/inline_container.h>
+
 #include <fstream>
 #include <system_error>
 #include <filesystem>
@@ -34,6 +36,19 @@ ModelFile LoadModelFile(const std::string& path) {
                                   "torch.jit.save, not torch.save of a state dict)"));
   }
   in.close();
+
+  // torch.save archives are zips too; TorchScript ones also hold code/.
+  bool has_code = false;
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    for (const auto& record : reader.getAllRecords()) has_code |= record.rfind("code/", 0) == 0;
+  } catch (const std::exception& e) {
+    throw InputError(Concat(path, ": damaged zip archive (", FirstLine(e.what()), ")"));
+  }
+  if (!has_code) {
+    throw InputError(Concat(path, ": zip archive but not TorchScript (no code/; torch.save output? "
+                                  "export with torch.jit.script or torch.jit.trace and torch.jit.save)"));
+  }
 
   ModelFile model;
   model.path = path;

@@ -73,6 +73,10 @@ MutationInfo AnalyzeMutation(const CanonicalGraph& canonical) {
       std::vector<Node*> subtree;
       CollectNodes(canonical.nodes[id], subtree);
       for (Value* value : values) {
+        // Only writes after a value exists change it; an in-place op's own
+        // output already holds the written contents.
+        const bool input = value->node() == graph.param_node();
+        if (!input && canonical.NodeId(value->node()) >= id) continue;
         for (Node* inner : subtree) {
           if (alias_db.writesToAlias(inner, {value})) {
             info.writers[value].push_back(id);

@@ -60,7 +60,8 @@ Tally Exhaustive(const mp::CanonicalGraph& c, int k) {
     std::vector<mp::StageGraph> stages;
     try {
       stages = mp::CutStages(c, stage);
-    } catch (const mp::PlanError&) {
+    } catch (const mp::PlanError& e) {
+      if (tally.refused == 0) MESSAGE("first refusal: " << std::string(e.what()));
       ++tally.refused;
       continue;
     }
@@ -101,31 +102,48 @@ TEST_CASE("in-place writes on a value read before and after them, every cut") {
   CHECK(three.cut >= 21);
 }
 
-TEST_CASE("in-place write on a model input, and through a view") {
+TEST_CASE("an in-place write through a view of an activation, every cut") {
   auto c = FromIR(R"IR(
 graph(%x : Tensor, %y : Tensor):
   %one : int = prim::Constant[value=1]()
   %shape : int[] = prim::Constant[value=[16]]()
-  %s : Tensor = aten::sigmoid(%x)
-  %w : Tensor = aten::mul_(%x, %y)
-  %v : Tensor = aten::view(%y, %shape)
-  %t : Tensor = aten::tanh(%y)
+  %a : Tensor = aten::mul(%x, %y)
+  %s : Tensor = aten::sigmoid(%a)
+  %v : Tensor = aten::view(%a, %shape)
+  %t : Tensor = aten::tanh(%a)
   %u : Tensor = aten::add_(%v, %one, %one)
-  %z : Tensor = aten::add(%x, %y, %one)
-  %q : Tensor = aten::add(%z, %s, %one)
-  %o : Tensor = aten::add(%q, %t, %one)
-  return (%o))IR", 2);
+  %z : Tensor = aten::add(%a, %s, %one)
+  %q : Tensor = aten::add(%z, %t, %one)
+  return (%q))IR", 2);
+  // The write to the view %v is a write to %a.
+  CHECK((c.mutation.WritersOf(c.nodes[2]->output()) == std::vector<int>{6}));
   auto two = Exhaustive(c, 2);
   MESSAGE("2 stages: " << two.cut << " cut, " << two.refused << " refused");
-  CHECK(two.cut >= 9);
+  CHECK(two.cut >= 8);
+}
+
+TEST_CASE("an in-place write on a model input, every cut") {
+  auto c = FromIR(R"IR(
+graph(%x : Tensor, %y : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %s : Tensor = aten::sigmoid(%x)
+  %w : Tensor = aten::mul_(%x, %y)
+  %z : Tensor = aten::add(%x, %s, %one)
+  return (%z))IR", 2);
+  auto two = Exhaustive(c, 2);
+  auto three = Exhaustive(c, 3);
+  MESSAGE("2 stages: " << two.cut << " cut; 3 stages: " << three.cut << " cut");
+  CHECK(two.cut >= 3);
+  CHECK(three.cut >= 3);
 }
 
 TEST_CASE("a prim::If reading outer values is cut as one unit") {
   auto c = FromIR(R"IR(
 graph(%x : Tensor, %y : Tensor):
   %one : int = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
   %a : Tensor = aten::relu(%x)
-  %s : Tensor = aten::sum(%y)
+  %s : Tensor = aten::sum(%y, %none)
   %flag : bool = aten::Bool(%s)
   %r : Tensor = prim::If(%flag)
     block0():
@@ -155,7 +173,7 @@ TEST_CASE("stage graphs: inputs, outputs and cloned constants") {
   for (const auto& in : stages[2].inputs) CHECK(in.value->node()->kind() != c10::prim::Constant);
   int constants = 0;
   for (auto* node : stages[2].graph->nodes()) constants += node->kind() == c10::prim::Constant;
-  CHECK(constants == 1);
+  CHECK(constants >= 1);
   CHECK(stages[2].graph->outputs().size() == 1);
   CHECK(stages[2].outputs.size() == 1);
 }
