@@ -20,19 +20,6 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-void CollectOuterInputs(const Node* node, const torch::jit::Graph& graph,
-                        std::vector<const Value*>& out) {
-  for (const Value* in : node->inputs()) {
-    const bool outer = in->node() == graph.param_node() ||
-                       in->node()->owningBlock() == graph.block();
-    if (outer) out.push_back(in);
-  }
-  for (const auto* block : node->blocks()) {
-    for (const Node* inner : block->nodes()) CollectOuterInputs(inner, graph, out);
-    CollectOuterInputs(block->return_node(), graph, out);
-  }
-}
-
 void SortUnique(std::vector<int>& ids) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
@@ -90,9 +77,7 @@ OpGraph BuildOpGraph(const CanonicalGraph& canonical) {
     op_node.has_blocks = !node->blocks().empty();
     op_node.mutates = false;
     for (const Value* out : node->outputs()) op_node.outputs.push_back(add_value(out, op_node.id));
-    std::vector<const Value*> ins;
-    CollectOuterInputs(node, graph, ins);
-    for (const Value* in : ins) op_node.inputs.push_back(value_ids.at(in));
+    for (const Value* in : OuterInputs(node)) op_node.inputs.push_back(value_ids.at(in));
     SortUnique(op_node.inputs);
     for (int v : op_node.inputs) op.values[v].consumers.push_back(op_node.id);
     op.nodes.push_back(op_node);

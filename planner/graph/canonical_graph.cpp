@@ -34,6 +34,29 @@ std::vector<c10::IValue> CanonicalGraph::Stack(const std::vector<c10::IValue>& m
   return stack;
 }
 
+namespace {
+
+void CollectOuterInputs(const torch::jit::Node* node, const torch::jit::Graph& graph,
+                        std::vector<const torch::jit::Value*>& out) {
+  for (const torch::jit::Value* in : node->inputs()) {
+    if (in->node() == graph.param_node() || in->node()->owningBlock() == graph.block()) {
+      out.push_back(in);
+    }
+  }
+  for (const auto* block : node->blocks()) {
+    for (const torch::jit::Node* inner : block->nodes()) CollectOuterInputs(inner, graph, out);
+    CollectOuterInputs(block->return_node(), graph, out);
+  }
+}
+
+}  // namespace
+
+std::vector<const torch::jit::Value*> OuterInputs(const torch::jit::Node* node) {
+  std::vector<const torch::jit::Value*> out;
+  CollectOuterInputs(node, *node->owningGraph(), out);
+  return out;
+}
+
 void IndexNodes(CanonicalGraph& canonical) {
   canonical.nodes.clear();
   canonical.layers.clear();

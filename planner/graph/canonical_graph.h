@@ -44,6 +44,10 @@ struct CanonicalGraph {
 // Changes `module`'s training flag to options.training.
 CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& options = {});
 
+// The values a top-level node reads from outside itself: its inputs plus
+// the outer values its blocks read (graph inputs or top-level outputs).
+std::vector<const torch::jit::Value*> OuterInputs(const torch::jit::Node* node);
+
 // Numbers the nodes, names their layers, analyses mutation; Canonicalize calls it, tests
 // that start from parseIR text call it directly.
 void IndexNodes(CanonicalGraph& canonical);

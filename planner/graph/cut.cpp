@@ -29,19 +29,6 @@ using torch::jit::Value;
 
 bool IsGraphInput(const Value* v) { return v->node()->kind() == c10::prim::Param; }
 
-// Values a top-level node reads from outside itself, blocks included.
-void OuterInputs(const Node* node, const Graph& graph, std::vector<const Value*>& out) {
-  for (const Value* in : node->inputs()) {
-    if (in->node() == graph.param_node() || in->node()->owningBlock() == graph.block()) {
-      out.push_back(in);
-    }
-  }
-  for (const auto* block : node->blocks()) {
-    for (const Node* inner : block->nodes()) OuterInputs(inner, graph, out);
-    OuterInputs(block->return_node(), graph, out);
-  }
-}
-
 std::string Describe(const Value* v, int version) {
   return version == 0 ? Concat("%", v->debugName())
                       : Concat("%", v->debugName(), " (after ", version, " in-place writes)");
@@ -104,9 +91,9 @@ class StageBuilder {
     };
     for (size_t id = 0; id < canonical_.nodes.size(); ++id) {
       if (stage_of_node_[id] == stage_) continue;
-      std::vector<const Value*> ins;
-      OuterInputs(canonical_.nodes[id], *canonical_.graph, ins);
-      for (const Value* v : ins) need(v, canonical_.mutation.VersionAt(v, static_cast<int>(id)));
+      for (const Value* v : OuterInputs(canonical_.nodes[id])) {
+        need(v, canonical_.mutation.VersionAt(v, static_cast<int>(id)));
+      }
     }
     for (const Value* out : canonical_.graph->outputs()) {
       need(out, canonical_.mutation.FinalVersion(out));

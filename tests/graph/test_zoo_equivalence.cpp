@@ -22,22 +22,6 @@ std::vector<mp::TensorSpec> SmallSpec(std::vector<mp::TensorSpec> specs, int64_t
   return specs;
 }
 
-std::vector<const torch::jit::Value*> OuterInputs(const torch::jit::Node* node, const torch::jit::Graph& g) {
-  std::vector<const torch::jit::Value*> out;
-  for (const auto* in : node->inputs()) {
-    if (in->node() == g.param_node() || in->node()->owningBlock() == g.block()) out.push_back(in);
-  }
-  for (const auto* block : node->blocks()) {
-    for (const auto* inner : block->nodes()) {
-      auto more = OuterInputs(inner, g);
-      out.insert(out.end(), more.begin(), more.end());
-    }
-    auto ret = OuterInputs(block->return_node(), g);
-    out.insert(out.end(), ret.begin(), ret.end());
-  }
-  return out;
-}
-
 // A random cut into exactly k stages in which no node reads from a later
 // stage: a random contiguous split, then nodes pulled one stage earlier at
 // random where their inputs allow it, so stages are not always contiguous.
@@ -51,7 +35,7 @@ std::vector<int> RandomCut(const mp::CanonicalGraph& c, int k, std::mt19937& rng
     for (int i = 0; i < n; ++i) {
       int base = static_cast<int>(std::upper_bound(bounds.begin(), bounds.end(), i) - bounds.begin());
       int lowest = 0;
-      for (const auto* v : OuterInputs(c.nodes[i], *c.graph)) {
+      for (const auto* v : mp::OuterInputs(c.nodes[i])) {
         const int version = c.mutation.VersionAt(v, i);
         int holder = -1;
         if (version > 0) {
