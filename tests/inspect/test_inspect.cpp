@@ -77,6 +77,24 @@ TEST_CASE("--input overrides the embedded spec, one per model input") {
                        doctest::Contains("the model rejects these inputs"), mp::InputError);
 }
 
+TEST_CASE("a model without an embedded spec needs --input, and says for which inputs") {
+  torch::jit::Module m("Plain");
+  m.register_parameter("w", torch::ones({4}), false);
+  m.define(R"(
+def forward(self, x, y):
+    return x * self.w + y
+)");
+  const auto path = mp::test::TempPath("plain.pt");
+  m.save(path);
+  CHECK_THROWS_WITH_AS(mp::InspectModel(path, {}),
+                       doctest::Contains("model carries no input spec; give one --input dtype[d0,...] "
+                                         "per model input (x, y)"),
+                       mp::InputError);
+  auto s = mp::InspectModel(path, {"float32[4]", "float32[4]"});
+  CHECK(s.params == 1);
+  CHECK(s.param_bytes == 16);
+}
+
 TEST_CASE("mpplan errors are one line and a non-zero exit") {
   auto missing = RunMpplan("/nonexistent.pt --inspect");
   CHECK(missing.status == 1);
