@@ -73,13 +73,14 @@ void IndexNodes(CanonicalGraph& canonical) {
 CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& options) {
   module.train(options.training);
   CanonicalGraph canonical;
-  canonical.graph = module.get_method("forward").graph()->copy();
+  const torch::jit::Method forward = module.get_method("forward");
+  canonical.graph = forward.graph()->copy();
   auto& graph = canonical.graph;
   torch::jit::Inline(*graph);
 
   canonical.num_model_inputs = graph->inputs().size() - 1;  // all but self
+  const auto& schema_args = forward.function().getSchema().arguments();
   for (size_t i = 1; i < graph->inputs().size(); ++i) {
-    const auto& schema_args = module.get_method("forward").function().getSchema().arguments();
     canonical.input_names.push_back(i < schema_args.size() ? schema_args[i].name()
                                                           : graph->inputs()[i]->debugName());
   }
