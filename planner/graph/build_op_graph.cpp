@@ -103,7 +103,9 @@ void FillShapes(const CanonicalGraph& canonical, const std::vector<c10::IValue>&
   const std::vector<Node*> nodes(probe->nodes().begin(), probe->nodes().end());
   for (Node* node : nodes) {
     for (Value* out : node->outputs()) {
-      if (out->type()->kind() == c10::TypeKind::TensorType) {
+      // prim::Uninitialized stands for a Tensor on a path that raises
+      // (inlined F.interpolate has them): there is nothing to measure.
+      if (out->type()->kind() == c10::TypeKind::TensorType && node->kind() != c10::prim::Uninitialized) {
         torch::jit::WithInsertPoint guard(node->next());
         probe->registerOutput(probe->insert(c10::aten::size, {out}));
         probe->registerOutput(probe->insert(c10::prim::dtype, {out}));

@@ -125,4 +125,26 @@ std::string FormatTensorSpec(const TensorSpec& spec) {
   return out + "]";
 }
 
+int64_t SpecBatch(const std::vector<TensorSpec>& inputs) {
+  int64_t batch = -1;
+  for (const auto& spec : inputs) {
+    if (spec.batch_dim < 0 || spec.batch_dim >= static_cast<int>(spec.shape.size()))
+      throw InputError(Concat("input '", spec.name, "' ", FormatTensorSpec(spec), " has no batch dimension ",
+                              spec.batch_dim));
+    const int64_t b = spec.shape[spec.batch_dim];
+    if (batch >= 0 && b != batch)
+      throw InputError(Concat("inputs disagree on the batch size: ", batch, " and ", b, " (input '", spec.name, "')"));
+    batch = b;
+  }
+  if (inputs.empty()) throw InputError("the model has no inputs, so nothing to split into micro-batches");
+  if (batch < 1) throw InputError(Concat("the batch size must be at least 1, got ", batch));
+  return batch;
+}
+
+std::vector<TensorSpec> WithBatch(std::vector<TensorSpec> inputs, int64_t batch) {
+  SpecBatch(inputs);  // every input has a batch dimension
+  for (auto& spec : inputs) spec.shape[spec.batch_dim] = batch;
+  return inputs;
+}
+
 }  // namespace mp

@@ -34,4 +34,11 @@ std::string FormatTensorSpec(const TensorSpec& spec);
 int64_t DtypeBytes(const std::string& dtype);
 bool IsIntegerDtype(const std::string& dtype);
 
+// The batch size of a full-batch spec: every input's batch dimension must
+// exist and agree. Throws InputError naming the input otherwise.
+int64_t SpecBatch(const std::vector<TensorSpec>& inputs);
+
+// `inputs` with every batch dimension set to `batch`.
+std::vector<TensorSpec> WithBatch(std::vector<TensorSpec> inputs, int64_t batch);
+
 }  // namespace mp

@@ -9,6 +9,7 @@
 #include "planner/graph/build_op_graph.h"
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/model_file.h"
+#include "planner/graph/resolve_inputs.h"
 #include "planner/graph/run_graph.h"
 
 namespace mp {
@@ -18,52 +19,8 @@ double MsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 std::string TopLayer(const std::string& path) {
   return path.empty() ? "(root)" : path.substr(0, path.find('.'));
-}
-
-// The embedded spec, or the --input flags with names and integer ranges
-// taken from the embedded spec where it has them.
-std::vector<TensorSpec> ResolveInputs(const ModelFile& model, const CanonicalGraph& canonical,
-                                      const std::vector<std::string>& flags) {
-  const size_t expected = canonical.num_model_inputs;
-  if (flags.empty()) {
-    if (model.input_spec.empty()) {
-      throw InputError(Concat(model.path, ": model carries no input spec; give one --input "
-                              "dtype[d0,...] per model input (", JoinNames(canonical.input_names), ")"));
-    }
-    if (model.input_spec.size() != expected) {
-      throw InputError(Concat(model.path, ": embedded input spec has ", model.input_spec.size(),
-                              " inputs, forward takes ", expected));
-    }
-    return model.input_spec;
-  }
-  if (flags.size() != expected) {
-    throw InputError(Concat("--input given ", flags.size(), " times, model takes ", expected,
-                            " inputs (", JoinNames(canonical.input_names), ")"));
-  }
-  std::vector<TensorSpec> specs;
-  for (size_t i = 0; i < flags.size(); ++i) {
-    TensorSpec spec = ParseTensorSpec(flags[i]);
-    spec.name = canonical.input_names[i];
-    if (i < model.input_spec.size()) {
-      const auto& embedded = model.input_spec[i];
-      spec.batch_dim = embedded.batch_dim;
-      if (embedded.has_range && IsIntegerDtype(spec.dtype)) {
-        spec.has_range = true;
-        spec.low = embedded.low;
-        spec.high = embedded.high;
-      }
-    }
-    specs.push_back(spec);
-  }
-  return specs;
 }
 
 }  // namespace

@@ -1,0 +1,20 @@
+// Writing an output file so that nobody ever sees half of it: the text goes
+// to a temporary file beside the target, which is then renamed over it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mp {
+
+// Writes `text` to `path` atomically. `protected_paths` are files the
+// command reads (the model, the plan): writing over one of them is an
+// InputError, as is an unwritable directory. On any error the target is
+// untouched and the temporary file is removed.
+void WriteFileAtomically(const std::string& path, const std::string& text,
+                         const std::vector<std::string>& protected_paths = {});
+
+// The whole content of `path`; InputError naming it when it cannot be read.
+std::string ReadTextFile(const std::string& path, const std::string& what = "file");
+
+}  // namespace mp

@@ -1,0 +1,86 @@
+// Devices and links: transfer times, validation, byte formatting for
+// messages. A transfer costs its latency plus bytes over bandwidth, the
+// alpha-beta model used by PipeDream's and Alpa's cost models.
+#include "planner/partition/cluster.h"
+
+#include <cstdio>
+
+#include "common/error.h"
+
+namespace mp {
+
+Cluster UniformCluster(int n, const Device& device, const Link& link) {
+  Cluster cluster;
+  cluster.devices.assign(n, device);
+  cluster.links = {link};
+  return cluster;
+}
+
+Link LinkAt(const Cluster& cluster, int boundary) {
+  if (cluster.links.empty()) return {};
+  if (cluster.links.size() == 1) return cluster.links.front();
+  return cluster.links.at(boundary);
+}
+
+double TransferMs(int64_t bytes, const Link& link) {
+  if (bytes <= 0) return 0;
+  const double wire = link.bandwidth_bytes_per_s > 0 ? 1000.0 * double(bytes) / link.bandwidth_bytes_per_s : 0;
+  return link.latency_ms + wire;
+}
+
+bool IsHomogeneous(const Cluster& cluster) {
+  for (const Device& d : cluster.devices) {
+    const Device& f = cluster.devices.front();
+    if (d.memory_bytes != f.memory_bytes || d.speed != f.speed) return false;
+  }
+  for (const Link& l : cluster.links) {
+    const Link& f = cluster.links.front();
+    if (l.bandwidth_bytes_per_s != f.bandwidth_bytes_per_s || l.latency_ms != f.latency_ms) return false;
+  }
+  return true;
+}
+
+void ValidateCluster(const Cluster& cluster) {
+  if (cluster.devices.empty()) throw InputError("cluster: no devices");
+  for (size_t i = 0; i < cluster.devices.size(); ++i) {
+    const Device& d = cluster.devices[i];
+    if (d.memory_bytes <= 0) {
+      throw InputError(Concat("cluster: devices[", i, "] (", d.name, "): memory ", d.memory_bytes,
+                              " bytes; expected > 0"));
+    }
+    if (!(d.speed > 0)) {
+      throw InputError(Concat("cluster: devices[", i, "] (", d.name, "): speed ", d.speed, "; expected > 0"));
+    }
+  }
+  const size_t n = cluster.links.size();
+  if (n > 1 && n != cluster.devices.size() - 1) {
+    throw InputError(Concat("cluster: ", n, " links for ", cluster.devices.size(),
+                            " devices; expected 0, 1 or one per neighbouring pair (",
+                            cluster.devices.size() - 1, ")"));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Link& l = cluster.links[i];
+    if (l.bandwidth_bytes_per_s < 0 || l.latency_ms < 0) {
+      throw InputError(Concat("cluster: links[", i, "]: bandwidth ", l.bandwidth_bytes_per_s, " B/s, latency ",
+                              l.latency_ms, " ms; expected both >= 0"));
+    }
+  }
+}
+
+std::string FormatBytes(int64_t bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = double(bytes);
+  int unit = 0;
+  while (v >= 1024 && unit < 4) {
+    v /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f", v);
+  std::string out = text;
+  while (out.back() == '0') out.pop_back();
+  if (out.back() == '.') out.pop_back();
+  return out + " " + kUnits[unit];
+}
+
+}  // namespace mp

@@ -1,0 +1,52 @@
+// The devices a plan runs on, in pipeline order, and the links between
+// neighbours. Times in a Profile are taken on one device; a Device's speed is
+// the multiplier that turns them into its own (2.0 = twice as slow).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace mp {
+
+constexpr int64_t kUnlimitedMemory = std::numeric_limits<int64_t>::max();
+
+struct Device {
+  std::string name = "device";
+  int64_t memory_bytes = kUnlimitedMemory;
+  double speed = 1.0;  // time multiplier relative to the profiled device
+};
+
+struct Link {
+  double bandwidth_bytes_per_s = 0;  // 0: infinitely fast
+  double latency_ms = 0;
+};
+
+struct Cluster {
+  std::vector<Device> devices;  // stage s runs on devices[s]
+  std::vector<Link> links;      // links[i] joins devices[i] and devices[i + 1];
+                                // a single entry serves every pair; empty: free
+};
+
+// n copies of one device joined by one kind of link.
+Cluster UniformCluster(int n, const Device& device, const Link& link = {});
+
+// The link between stage `boundary` and stage `boundary + 1`.
+Link LinkAt(const Cluster& cluster, int boundary);
+
+// latency + bytes / bandwidth; 0 when nothing is sent.
+double TransferMs(int64_t bytes, const Link& link);
+
+// True when every device and every link is the same.
+bool IsHomogeneous(const Cluster& cluster);
+
+// Throws InputError naming the device or link: no devices, memory <= 0,
+// speed <= 0, negative bandwidth or latency, or a link count that is neither
+// 0, 1 nor devices - 1.
+void ValidateCluster(const Cluster& cluster);
+
+// "512 MiB", "1.31 GiB", "12 KiB", "100 B".
+std::string FormatBytes(int64_t bytes);
+
+}  // namespace mp

@@ -1,0 +1,100 @@
+// Liveness of values over a pipeline order: each value's birth and last use
+// as positions, summed into per-cut byte counts with a difference array
+// (O(nodes + values + reads)). See cut_cost.h for what crosses a cut.
+#include "planner/partition/cut_cost.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "planner/graph/input_spec.h"
+
+namespace mp {
+namespace {
+
+void CheckProfileMatches(const OpGraph& graph, const Profile& profile, const std::vector<int>& order) {
+  if (profile.nodes.size() != graph.nodes.size() || profile.values.size() != graph.values.size()) {
+    throw InputError(Concat("profile: ", profile.nodes.size(), " nodes and ", profile.values.size(),
+                            " values; the graph has ", graph.nodes.size(), " and ", graph.values.size()));
+  }
+  if (!profile.fingerprint.empty() && !graph.fingerprint.empty() && profile.fingerprint != graph.fingerprint) {
+    throw InputError(Concat("profile: graph fingerprint ", profile.fingerprint, "; the graph's is ",
+                            graph.fingerprint));
+  }
+  if (order.size() != graph.nodes.size()) {
+    throw InternalError(Concat("order of ", order.size(), " nodes for a graph of ", graph.nodes.size()));
+  }
+}
+
+bool CarriesGradient(const OpGraph& graph, const OpValue& v) {
+  if (v.producer < 0) return false;  // a model input
+  return !IsIntegerDtype(v.dtype) && v.dtype != "bool";
+}
+
+}  // namespace
+
+OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const std::vector<int>& order,
+                             int64_t microbatch, bool training) {
+  CheckProfileMatches(graph, profile, order);
+  const int n = int(order.size());
+  OrderCosts c;
+  c.microbatch = microbatch;
+  c.training = training;
+  c.order = order;
+  c.position.assign(n, -1);
+  for (int p = 0; p < n; ++p) c.position.at(order[p]) = p;
+  c.forward_ms.resize(n);
+  c.backward_ms.assign(n, 0);
+  c.param_bytes.assign(n, 0);
+  c.output_bytes.assign(n, 0);
+  for (int p = 0; p < n; ++p) {
+    c.forward_ms[p] = ForwardMs(profile, order[p], microbatch);
+    if (training) c.backward_ms[p] = BackwardMs(profile, order[p], microbatch);
+  }
+  std::vector<int64_t> grow(n + 2, 0), grad_grow(n + 2, 0);
+  for (const OpValue& v : graph.values) {
+    if (v.consumers.empty() && v.producer < 0) continue;
+    const int64_t bytes = ValueBytesAt(profile, v.id, microbatch);
+    if (v.is_param) {
+      if (!v.consumers.empty()) c.param_bytes[c.position[v.consumers.front()]] += bytes;
+      continue;
+    }
+    if (v.rematerializable) continue;
+    int first = n, last = -1;
+    for (int reader : v.consumers) {
+      first = std::min(first, c.position[reader]);
+      last = std::max(last, c.position[reader]);
+    }
+    const int born = v.producer >= 0 ? c.position[v.producer] : first;
+    if (v.producer >= 0) c.output_bytes[born] += bytes;
+    if (last <= born || bytes <= 0) continue;
+    LiveValue live{v.id, born, last, bytes, training && CarriesGradient(graph, v)};
+    c.live_values.push_back(live);
+    grow[born + 1] += bytes;
+    grow[last + 1] -= bytes;
+    if (live.carries_gradient) {
+      grad_grow[born + 1] += bytes;
+      grad_grow[last + 1] -= bytes;
+    }
+  }
+  c.cut_bytes.assign(n + 1, 0);
+  c.cut_grad_bytes.assign(n + 1, 0);
+  int64_t live = 0, grad = 0;
+  for (int i = 0; i <= n; ++i) {
+    live += grow[i];
+    grad += grad_grow[i];
+    c.cut_bytes[i] = (i == 0 || i == n) ? 0 : live;
+    c.cut_grad_bytes[i] = (i == 0 || i == n) ? 0 : grad;
+  }
+  return c;
+}
+
+std::vector<LiveValue> ValuesAcrossCut(const OrderCosts& costs, int cut) {
+  std::vector<LiveValue> out;
+  for (const LiveValue& v : costs.live_values) {
+    if (v.born < cut && cut <= v.last_use) out.push_back(v);
+  }
+  std::sort(out.begin(), out.end(), [](const LiveValue& a, const LiveValue& b) { return a.value < b.value; });
+  return out;
+}
+
+}  // namespace mp

@@ -1,0 +1,60 @@
+// What a pipeline order costs at one micro-batch size, position by position:
+// compute times, parameter and activation bytes, and the bytes that cross
+// each cut by liveness. A cut between positions i-1 and i carries every value
+// produced before it and read after it (skip connections included), so a
+// stage receives what crosses the cut before it and sends what crosses the
+// cut after it, relaying values bound for later stages.
+//
+// What crosses: tensors and other values produced by nodes. Parameters live
+// on the stages that read them and constants (rematerializable values) are
+// cloned, so neither crosses. A model input is fed to the first stage that
+// reads it and crosses every cut up to its last reader after that.
+// Gradients flow back through the same cuts for every crossing value except
+// model inputs and integer or boolean tensors. A graph output is returned by
+// the stage that makes it: it crosses a cut only if a later node reads it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "planner/graph/op_graph.h"
+#include "planner/profile/profile.h"
+
+namespace mp {
+
+// A value that crosses cuts: live across every cut i with born < i <= last_use.
+struct LiveValue {
+  int value = 0;
+  int born = 0;      // position of the producer (of the first reader for model inputs)
+  int last_use = 0;  // position of the last reader
+  int64_t bytes = 0;
+  bool carries_gradient = false;
+};
+
+struct OrderCosts {
+  int64_t microbatch = 0;
+  bool training = false;
+  std::vector<int> order;                  // position -> node id
+  std::vector<int> position;               // node id -> position
+  std::vector<double> forward_ms;          // per position, one micro-batch
+  std::vector<double> backward_ms;         // per position; 0 in inference
+  std::vector<int64_t> param_bytes;        // per position: parameters it reads first
+  std::vector<int64_t> output_bytes;       // per position: what it produces (activations)
+  std::vector<int64_t> cut_bytes;          // per cut 0..n: activations crossing forward
+  std::vector<int64_t> cut_grad_bytes;     // per cut 0..n: gradients crossing backward
+  std::vector<LiveValue> live_values;      // values that cross at least one cut
+
+  int Positions() const { return int(order.size()); }
+  bool Useful(int p) const { return forward_ms[p] + backward_ms[p] > 0; }
+};
+
+// Throws InputError when the profile does not describe the graph (node or
+// value count, fingerprint) and PlanError when the micro-batch size is
+// outside the profiled sizes.
+OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const std::vector<int>& order,
+                             int64_t microbatch, bool training);
+
+// The values crossing cut i (0 < i < n), ascending by value id.
+std::vector<LiveValue> ValuesAcrossCut(const OrderCosts& costs, int cut);
+
+}  // namespace mp

@@ -1,0 +1,105 @@
+// From stage bounds to a Partition: node lists, the tensors each cut carries
+// (by liveness, so relayed skip connections appear on every cut they
+// cross), per-stage times and memory, and the simulator's inputs.
+#include "planner/partition/partition.h"
+
+#include "common/error.h"
+
+namespace mp {
+namespace {
+
+std::vector<CutTensor> CutTensors(const OrderCosts& costs, int cut, int peer) {
+  std::vector<CutTensor> out;
+  for (const LiveValue& v : ValuesAcrossCut(costs, cut)) out.push_back({v.value, peer, v.bytes, v.carries_gradient});
+  return out;
+}
+
+}  // namespace
+
+Partition MakePartition(const StageCostModel& model, const std::vector<int>& bounds, const std::string& method,
+                        ScheduleKind schedule, int microbatches, bool with_tensors) {
+  const OrderCosts& costs = model.Costs();
+  const int K = model.Stages();
+  const int n = model.Positions();
+  if (int(bounds.size()) != K + 1 || bounds.front() != 0 || bounds.back() != n) {
+    throw InternalError(Concat("partition bounds: ", bounds.size(), " entries for ", K, " stages of ", n,
+                               " positions"));
+  }
+  Partition p;
+  p.method = method;
+  p.training = costs.training;
+  p.schedule = schedule;
+  p.microbatches = microbatches;
+  p.microbatch_size = costs.microbatch;
+  p.order = costs.order;
+  p.bounds = bounds;
+  for (int s = 0; s < K; ++s) {
+    const int a = bounds[s], e = bounds[s + 1];
+    if (e <= a) throw InternalError(Concat("partition bounds: stage ", s, " is empty [", a, ", ", e, ")"));
+    Stage st;
+    st.index = s;
+    st.device = s;
+    st.nodes.assign(costs.order.begin() + a, costs.order.begin() + e);
+    const double speed = model.Spec(s).speed;
+    for (int q = a; q < e; ++q) {
+      st.forward_ms += speed * costs.forward_ms[q];
+      st.backward_ms += speed * costs.backward_ms[q];
+      st.param_bytes += costs.param_bytes[q];
+    }
+    st.transfer_ms = model.InMs(s, a) + model.OutMs(s, e);
+    st.cost_ms = model.StageMs(s, a, e);
+    st.static_bytes = model.StaticBytes(a, e);
+    st.activation_bytes = model.ActivationBytes(a, e);
+    st.in_flight = model.Spec(s).in_flight;
+    st.peak_memory_bytes = model.MemoryBytes(s, a, e);
+    st.memory_limit_bytes = model.Spec(s).memory_bytes;
+    st.fits = model.Fits(s, a, e);
+    p.bottleneck_ms = std::max(p.bottleneck_ms, st.cost_ms);
+    p.fits = p.fits && st.fits;
+    if (s < K - 1) {
+      const Link& link = model.Spec(s).out_link;
+      p.transfers.push_back({TransferMs(costs.cut_bytes[e], link), TransferMs(costs.cut_grad_bytes[e], link)});
+    }
+    p.stages.push_back(std::move(st));
+  }
+  if (with_tensors) ListCutTensors(p, costs);
+  return p;
+}
+
+void ListCutTensors(Partition& p, const OrderCosts& costs) {
+  const int K = int(p.stages.size());
+  for (int s = 0; s < K; ++s) {
+    if (s > 0) p.stages[s].receives = CutTensors(costs, p.bounds[s], s - 1);
+    if (s < K - 1) p.stages[s].sends = CutTensors(costs, p.bounds[s + 1], s + 1);
+  }
+}
+
+SimResult SimulatePartition(const Partition& p) {
+  std::vector<StageTimes> times;
+  std::vector<StageMemory> memory;
+  for (const Stage& st : p.stages) {
+    times.push_back({st.forward_ms, st.backward_ms});
+    memory.push_back({st.static_bytes, st.activation_bytes});
+  }
+  return SimulateStep(BuildSchedule(p.schedule, int(p.stages.size()), p.microbatches), times, p.transfers, memory);
+}
+
+std::vector<int> BoundsFromStages(const std::vector<int>& stage_of_position) {
+  std::vector<int> bounds = {0};
+  for (size_t q = 1; q < stage_of_position.size(); ++q) {
+    const int step = stage_of_position[q] - stage_of_position[q - 1];
+    if (step == 1) {
+      bounds.push_back(int(q));
+    } else if (step != 0) {
+      throw InternalError(Concat("stage assignment jumps from ", stage_of_position[q - 1], " to ",
+                                 stage_of_position[q], " at position ", q));
+    }
+  }
+  if (!stage_of_position.empty() && stage_of_position.front() != 0) {
+    throw InternalError("stage assignment does not start at stage 0");
+  }
+  bounds.push_back(int(stage_of_position.size()));
+  return bounds;
+}
+
+}  // namespace mp

@@ -1,0 +1,74 @@
+// Partition: the plain result of cutting a pipeline order into stages, what
+// the plan writer, the reports and the executor read. Every partitioner (the
+// DP and the baselines) yields stage bounds; MakePartition turns bounds into
+// stages with their nodes, cut tensors, times and memory, and
+// SimulatePartition times it under a schedule.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/partition/stage_cost.h"
+#include "planner/schedule/simulator.h"
+
+namespace mp {
+
+struct CutTensor {
+  int value = 0;  // OpGraph value id
+  int peer = 0;   // the stage it comes from (receives) or goes to (sends)
+  int64_t bytes = 0;  // at the micro-batch size
+  bool carries_gradient = false;  // its gradient travels back in training
+};
+
+struct Stage {
+  int index = 0;
+  int device = 0;                  // index into Cluster::devices
+  std::vector<int> nodes;          // canonical ids, in pipeline order
+  std::vector<CutTensor> receives; // from stage index - 1 (relayed values included)
+  std::vector<CutTensor> sends;    // to stage index + 1
+  double forward_ms = 0;           // one micro-batch on its device
+  double backward_ms = 0;
+  double transfer_ms = 0;          // its sends and receives, both directions
+  double cost_ms = 0;              // forward + backward + transfer: the DP's objective
+  int64_t param_bytes = 0;
+  int64_t static_bytes = 0;        // parameters (+ gradients, optimizer state in training)
+  int64_t activation_bytes = 0;    // per micro-batch held
+  int in_flight = 1;               // micro-batches held at once under the schedule
+  int64_t peak_memory_bytes = 0;   // static + in_flight * activation
+  int64_t memory_limit_bytes = kUnlimitedMemory;
+  bool fits = true;
+};
+
+struct Partition {
+  std::string method;              // dp | uniform | params | block | layers
+  bool training = false;
+  ScheduleKind schedule = ScheduleKind::kGPipe;
+  int microbatches = 1;
+  int64_t microbatch_size = 0;
+  std::vector<int> order;          // the pipeline order that was cut
+  std::vector<int> bounds;         // stages + 1 positions into order
+  std::vector<Stage> stages;
+  std::vector<TransferTimes> transfers;  // per boundary, for the simulator
+  double bottleneck_ms = 0;        // max Stage::cost_ms
+  bool fits = true;                // every stage within its device's memory
+};
+
+// Builds the stages for `bounds` (0 = b0 < ... < bK = n, K = model.Stages()).
+// With with_tensors false the stages' receives/sends stay empty (the search
+// lists them only for the partition it keeps: they cost O(values) a cut).
+// Throws InternalError for malformed bounds.
+Partition MakePartition(const StageCostModel& model, const std::vector<int>& bounds, const std::string& method,
+                        ScheduleKind schedule, int microbatches, bool with_tensors = true);
+
+// Fills every stage's receives and sends by liveness over `costs`.
+void ListCutTensors(Partition& partition, const OrderCosts& costs);
+
+// Simulates one step of the partition under its schedule.
+SimResult SimulatePartition(const Partition& partition);
+
+// The bounds of an assignment given as the stage of each position (which
+// must be nondecreasing from 0 with no gaps); throws InternalError otherwise.
+std::vector<int> BoundsFromStages(const std::vector<int>& stage_of_position);
+
+}  // namespace mp

@@ -1,0 +1,198 @@
+// Exact min-max partition of a sequence into contiguous stages, the
+// formulation of PipeDream (Narayanan et al., SOSP 2019, section 3.1: the
+// slowest stage bounds pipeline throughput; stage time = compute plus its
+// communication) and of Alpa's inter-operator pass (Zheng et al., OSDI 2022,
+// section 5.2: minimise the max stage latency over contiguous slices of a
+// linearised graph, with per-mesh memory limits), on an ordered list of
+// possibly different devices.
+//
+// The DP runs over suffixes: V[j][a] = min over e of max(V[j-1][e], C(a, e)),
+// the best bottleneck for positions [a, n) on the last j stages. Plain, that
+// is O(K n^2); here each (j, a) looks at few ends e, exactly:
+//   - C(a, e) >= L(e) = speed * work(a, e) + in(a), which grows with e;
+//   - V[j-1][e] >= P(e) = min over e' <= e of V[j-1][e'], which shrinks with e;
+//   - memory grows with e, so the feasible ends are a prefix (binary search).
+// The cost at e is at least max(L(e), P(e)), a valley: binary-search its
+// bottom e*, scan up while L(e) < best and down while P(e) < best. Every end
+// skipped has a lower bound >= best, so the result is exact; on balanced
+// sequences a few ends per state are read: O(K n log n) in practice.
+#include "planner/partition/partition_dp.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "common/error.h"
+
+namespace mp {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The first e in [lo, end) where pred turns true (pred is false, then true),
+// or end: gallops from `hint` in whichever direction, then bisects.
+template <typename Pred>
+int FirstTrue(int lo, int end, int hint, Pred pred) {
+  int left = lo, right = end;  // the answer lies in [left, right]
+  if (hint >= lo && hint < end) {
+    if (pred(hint)) {
+      right = hint;
+      for (int step = 1;; step *= 2) {
+        const int probe = right - step;
+        if (probe < lo) break;
+        if (!pred(probe)) {
+          left = probe + 1;
+          break;
+        }
+        right = probe;
+      }
+    } else {
+      left = hint + 1;
+      for (int step = 1;; step *= 2) {
+        const int probe = left + step - 1;
+        if (probe >= end) break;
+        if (pred(probe)) {
+          right = probe;
+          break;
+        }
+        left = probe + 1;
+      }
+    }
+  }
+  while (left < right) {
+    const int mid = left + (right - left) / 2;
+    if (pred(mid)) {
+      right = mid;
+    } else {
+      left = mid + 1;
+    }
+  }
+  return left;
+}
+
+// Fills value[j][a] and next[j][a] for j = 1..K, for any stage cost with a
+// lower bound nondecreasing in e and a feasible-end limit max_end(s, a).
+template <typename Lower, typename Cost, typename MaxEnd>
+void SolveSuffixes(const StageCostModel& m, Lower lower, Cost cost, MaxEnd max_end,
+                   std::vector<std::vector<double>>& value, std::vector<std::vector<int>>& next) {
+  const int n = m.Positions();
+  const int K = m.Stages();
+  value.assign(K + 1, std::vector<double>(n + 1, kInf));
+  next.assign(K + 1, std::vector<int>(n + 1, -1));
+  for (int a = 0; a < n; ++a) {
+    if (m.FirstUsefulEnd(a) <= n && max_end(K - 1, a) >= n) {
+      value[1][a] = cost(K - 1, a, n);
+      next[1][a] = n;
+    }
+  }
+  std::vector<double> prefix_min(n + 1);
+  for (int j = 2; j <= K; ++j) {
+    const int s = K - j;
+    const auto& prev = value[j - 1];
+    int last_finite = -1;
+    for (int e = 0; e <= n; ++e) {
+      prefix_min[e] = std::min(prev[e], e > 0 ? prefix_min[e - 1] : kInf);
+      if (prev[e] < kInf) last_finite = e;
+    }
+    int hint = 0;
+    for (int a = 0; a < n; ++a) {
+      const int lo = m.FirstUsefulEnd(a);
+      const int hi = std::min(max_end(s, a), last_finite);
+      if (lo > hi) continue;
+      // First e with lower(e) >= prefix_min(e); the previous start's answer is a good hint.
+      const int left = FirstTrue(lo, hi + 1, hint, [&](int e) { return lower(s, a, e) >= prefix_min[e]; });
+      hint = left;
+      double best = kInf;
+      int arg = -1;
+      auto consider = [&](int e) {
+        const double v = std::max(prev[e], cost(s, a, e));
+        if (v < best) {
+          best = v;
+          arg = e;
+        }
+      };
+      for (int e = left; e <= hi && lower(s, a, e) < best; ++e) consider(e);
+      for (int e = left - 1; e >= lo && prefix_min[e] < best; --e) consider(e);
+      value[j][a] = best;
+      next[j][a] = arg;
+    }
+  }
+}
+
+// The largest e <= n such that [a, e) fits stage s (memory grows with e); a if none.
+int MaxFittingEnd(const StageCostModel& m, int s, int a) {
+  const int n = m.Positions();
+  if (!m.MemoryCanBind(s)) return n;
+  int left = a, right = n;  // invariant: [a, left) fits (trivially for left = a)
+  while (left < right) {
+    const int mid = (left + right + 1) / 2;
+    if (m.Fits(s, a, mid)) {
+      left = mid;
+    } else {
+      right = mid - 1;
+    }
+  }
+  return left;
+}
+
+DpSolution Extract(const StageCostModel& m, const std::vector<std::vector<double>>& value,
+                   const std::vector<std::vector<int>>& next, int stages) {
+  DpSolution solution;
+  if (stages < 1 || stages >= int(value.size()) || !(value[stages][0] < kInf)) return solution;
+  solution.feasible = true;
+  solution.bottleneck_ms = value[stages][0];
+  solution.bounds.push_back(0);
+  int a = 0;
+  for (int j = stages; j >= 1; --j) {
+    a = next[j][a];
+    solution.bounds.push_back(a);
+  }
+  return solution;
+}
+
+}  // namespace
+
+BottleneckDp::BottleneckDp(const StageCostModel& model) : model_(&model) {
+  SolveSuffixes(
+      model, [&](int s, int a, int e) { return model.ComputeMs(s, a, e) + model.InMs(s, a); },
+      [&](int s, int a, int e) { return model.StageMs(s, a, e); },
+      [&](int s, int a) { return MaxFittingEnd(model, s, a); }, value_, next_);
+}
+
+DpSolution BottleneckDp::Solve(int stages) const { return Extract(*model_, value_, next_, stages); }
+
+DpSolution PartitionMinMax(const StageCostModel& model, const std::function<double(int s, int a, int e)>& cost) {
+  std::vector<std::vector<double>> value;
+  std::vector<std::vector<int>> next;
+  SolveSuffixes(model, cost, cost, [&](int, int) { return model.Positions(); }, value, next);
+  return Extract(model, value, next, model.Stages());
+}
+
+int64_t SmallestMemoryLimit(const StageCostModel& model) {
+  const DpSolution s =
+      PartitionMinMax(model, [&](int s, int a, int e) { return double(model.MemoryBytes(s, a, e)); });
+  return s.feasible ? int64_t(s.bottleneck_ms) : -1;
+}
+
+DpSolution PartitionDp(const StageCostModel& model) {
+  const int K = model.Stages();
+  if (model.UsefulNodes() < K) {
+    throw PlanError(Concat("cannot cut into ", K, " stages: only ", model.UsefulNodes(),
+                           " nodes take time (each stage needs one)"));
+  }
+  DpSolution solution = BottleneckDp(model).Solve(K);
+  if (solution.feasible) return solution;
+  bool same = true;
+  std::string limits;
+  for (int s = 0; s < K; ++s) {
+    same = same && model.Spec(s).memory_bytes == model.Spec(0).memory_bytes;
+    limits += Concat(s ? ", " : "", FormatBytes(model.Spec(s).memory_bytes));
+  }
+  const int64_t smallest = SmallestMemoryLimit(model);
+  throw PlanError(Concat("no partition into ", K, " stages fits ",
+                         same ? FormatBytes(model.Spec(0).memory_bytes) + " per device"
+                              : "the devices' memory (" + limits + ")",
+                         "; the smallest limit that fits is ", FormatBytes(smallest),
+                         same ? "" : " per device"));
+}
+
+}  // namespace mp

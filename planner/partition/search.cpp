@@ -1,0 +1,221 @@
+// SearchPlan: the outer loop over (M, schedule, K). Per micro-batch size the
+// order's costs are computed once; with identical devices one suffix DP
+// table (BottleneckDp) answers every K, and when no device has a memory
+// limit gpipe and 1f1b share it (only in-flight counts differ between them).
+// Each partition is simulated; the lowest step time wins, ties going to
+// fewer stages, then fewer micro-batches.
+#include "planner/partition/search.h"
+
+#include <algorithm>
+#include <map>
+
+#include "common/error.h"
+#include "planner/partition/baselines.h"
+#include "planner/partition/order.h"
+#include "planner/partition/partition_dp.h"
+
+namespace mp {
+namespace {
+
+std::vector<ScheduleKind> Schedules(const PlanRequest& request) {
+  if (!request.schedule) {
+    if (!request.training) return {ScheduleKind::kForwardOnly};
+    return {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB};
+  }
+  if (IsTraining(*request.schedule) != request.training) {
+    throw InputError(Concat("schedule ", ScheduleName(*request.schedule), " does not fit ",
+                            request.training ? "training" : "inference", " (expected ",
+                            request.training ? "gpipe or 1f1b" : "forward", ")"));
+  }
+  return {*request.schedule};
+}
+
+std::vector<int> Microbatches(const Profile& profile, const PlanRequest& request, int64_t batch) {
+  if (request.microbatches == 0) {
+    auto candidates = MicrobatchCandidates(profile, batch);
+    if (candidates.empty()) {
+      throw PlanError(Concat("no micro-batch count splits batch ", batch, " into a profiled size (",
+                             profile.microbatch_sizes.empty() ? 0 : profile.microbatch_sizes.front(), " to ",
+                             profile.microbatch_sizes.empty() ? 0 : profile.microbatch_sizes.back(), ")"));
+    }
+    return candidates;
+  }
+  const int m = request.microbatches;
+  if (m < 1 || m > batch) {
+    throw InputError(Concat("micro-batches: ", m, "; expected 1 to the batch, ", batch));
+  }
+  const int64_t size = (batch + m - 1) / m;
+  if (!CanInterpolate(profile, size)) {
+    throw PlanError(Concat(m, " micro-batches of batch ", batch, " are of size ", size,
+                           ", outside the profiled sizes"));
+  }
+  return {m};
+}
+
+// Bounds for a baseline, or the DP's; throws PlanError when infeasible.
+std::vector<int> MethodBounds(const std::string& method, const StageCostModel& model, const OpGraph& graph,
+                              const std::vector<std::vector<std::string>>& groups) {
+  if (method == "dp") return PartitionDp(model).bounds;
+  if (method == "uniform") return UniformBounds(model);
+  if (method == "params") return ParamBounds(model);
+  if (method == "block") return BlockBounds(model);
+  if (method == "layers") return LayerSplitBounds(graph, model.Costs().order, groups);
+  throw InputError(Concat("partition method '", method, "': expected dp, uniform, params, block or layers"));
+}
+
+std::string MemoryProblem(const Partition& p) {
+  for (const Stage& st : p.stages) {
+    if (!st.fits) {
+      return Concat(p.method, ": stage ", st.index, " needs ", FormatBytes(st.peak_memory_bytes), "; device ",
+                    st.device, " has ", FormatBytes(st.memory_limit_bytes));
+    }
+  }
+  return "";
+}
+
+// No schedule finishes a step before stage s has done M forwards and
+// backwards, after micro-batch 0 has come through the stages before it and
+// before its gradient has gone back through them.
+double StepLowerBound(const Partition& p) {
+  double fill = 0, bound = 0;
+  for (size_t s = 0; s < p.stages.size(); ++s) {
+    const Stage& st = p.stages[s];
+    bound = std::max(bound, fill + p.microbatches * (st.forward_ms + st.backward_ms));
+    fill += st.forward_ms + st.backward_ms;
+    if (s < p.transfers.size()) fill += p.transfers[s].forward_ms + p.transfers[s].backward_ms;
+  }
+  return bound;
+}
+
+bool MemoryCanBind(const StageCostModel& model) {
+  for (int s = 0; s < model.Stages(); ++s) {
+    if (model.MemoryCanBind(s)) return true;
+  }
+  return false;
+}
+
+bool Better(const Alternative& a, const Alternative& b) {
+  if (a.step_ms != b.step_ms) return a.step_ms < b.step_ms;
+  if (a.stages != b.stages) return a.stages < b.stages;
+  return a.microbatches < b.microbatches;
+}
+
+}  // namespace
+
+std::vector<int> MicrobatchCandidates(const Profile& profile, int64_t batch) {
+  std::vector<int> counts;
+  int64_t last_size = -1;
+  for (int64_t m = 1; m <= batch; ++m) {
+    const int64_t size = (batch + m - 1) / m;
+    if (size == last_size || !CanInterpolate(profile, size)) continue;
+    last_size = size;
+    counts.push_back(int(m));
+  }
+  return counts;
+}
+
+SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
+                        const PlanRequest& request) {
+  ValidateCluster(cluster);
+  const int64_t batch = request.batch > 0 ? request.batch : profile.batch;
+  if (batch < 1) throw InputError(Concat("batch ", batch, "; expected at least 1"));
+  if (request.training && !profile.training) {
+    throw InputError("profile has no backward times; profile for training or plan inference");
+  }
+  const int devices = int(cluster.devices.size());
+  if (request.stages < 0 || request.stages > devices) {
+    throw InputError(Concat(request.stages, " stages requested for ", devices, " devices"));
+  }
+  std::vector<std::vector<std::string>> groups;
+  int k_min = request.stages > 0 ? request.stages : 1;
+  int k_max = request.stages > 0 ? request.stages : devices;
+  if (request.method == "layers") {
+    groups = ParseLayerSplit(request.layer_split);
+    const int k = int(groups.size());
+    if (k > devices || (request.stages > 0 && request.stages != k)) {
+      throw InputError(Concat("layer split has ", k, " groups; expected ",
+                              request.stages > 0 ? request.stages : devices, request.stages > 0 ? "" : " at most"));
+    }
+    k_min = k_max = k;
+  }
+  const auto schedules = Schedules(request);
+  const auto counts = Microbatches(profile, request, batch);
+  const auto order = PipelineOrder(graph);
+  const bool shared_table = request.method == "dp" && IsHomogeneous(cluster);
+
+  SearchResult result;
+  std::optional<Partition> best;
+  int best_index = -1;
+  for (int M : counts) {
+    const int64_t size = (batch + M - 1) / M;
+    const OrderCosts costs = ComputeOrderCosts(graph, profile, order, size, request.training);
+    const StageCostModel base(costs, StageSpecs(cluster, schedules.front(), 1, M), request.optimizer_state_factor);
+    const int k_top = std::min(k_max, request.stages > 0 ? k_max : std::max(1, base.UsefulNodes()));
+    std::optional<BottleneckDp> table;
+    std::optional<StageCostModel> table_model;
+    for (ScheduleKind kind : schedules) {
+      if (shared_table) {
+        // Schedules differ only in memory; where it binds no stage, one table serves both.
+        StageCostModel top = base.WithStages(StageSpecs(cluster, kind, k_top, M));
+        if (!table || MemoryCanBind(top) || MemoryCanBind(*table_model)) {
+          table_model.emplace(std::move(top));
+          table.emplace(*table_model);
+        }
+      }
+      for (int K = k_top; K >= k_min; --K) {
+        Alternative alt;
+        alt.stages = K;
+        alt.microbatches = M;
+        alt.microbatch_size = size;
+        alt.schedule = kind;
+        const StageCostModel model = base.WithStages(StageSpecs(cluster, kind, K, M));
+        try {
+          std::vector<int> bounds;
+          if (shared_table && K <= base.UsefulNodes()) {
+            DpSolution s = table->Solve(K);
+            bounds = s.feasible ? s.bounds : PartitionDp(model).bounds;  // PartitionDp says why not
+          } else {
+            bounds = MethodBounds(request.method, model, graph, groups);
+          }
+          Partition p = MakePartition(model, bounds, request.method, kind, M, false);
+          alt.bottleneck_ms = p.bottleneck_ms;
+          for (const Stage& st : p.stages) alt.peak_memory_bytes = std::max(alt.peak_memory_bytes, st.peak_memory_bytes);
+          if (!p.fits) {
+            alt.why_not = MemoryProblem(p);
+          } else if (best && (alt.step_ms = StepLowerBound(p)) > result.alternatives[best_index].step_ms) {
+            alt.feasible = true;
+          } else {
+            const SimResult sim = SimulatePartition(p);
+            alt.feasible = true;
+            alt.simulated = true;
+            alt.step_ms = sim.step_ms;
+            alt.bubble_fraction = sim.bubble_fraction;
+            if (!best || Better(alt, result.alternatives[best_index])) {
+              ListCutTensors(p, costs);
+              best = std::move(p);
+              best_index = int(result.alternatives.size());
+              result.predicted = sim;
+            }
+          }
+        } catch (const PlanError& e) {
+          alt.why_not = e.what();
+        }
+        result.alternatives.push_back(alt);
+      }
+    }
+  }
+  if (!best) {
+    const Alternative* closest = nullptr;
+    for (const auto& alt : result.alternatives) {
+      if (!closest || alt.stages > closest->stages) closest = &alt;
+    }
+    throw PlanError(Concat("no feasible plan among ", result.alternatives.size(), " alternatives; with ",
+                           closest ? closest->stages : 0, " stages: ", closest ? closest->why_not : "none tried"));
+  }
+  result.partition = std::move(*best);
+  result.schedule = BuildSchedule(result.partition.schedule, int(result.partition.stages.size()),
+                                  result.partition.microbatches);
+  return result;
+}
+
+}  // namespace mp

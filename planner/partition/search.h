@@ -1,0 +1,70 @@
+// The plan search: over stage counts K, micro-batch counts M and schedules,
+// partition the pipeline order (with the DP or a baseline), simulate one
+// step, and keep the fastest. Every combination tried is kept, with its step
+// time or why it is infeasible, for the report's table of alternatives. An
+// alternative that cannot win (its step-time lower bound, the fill time of
+// its slowest stage plus M times that stage's work, exceeds the best step so
+// far) is not simulated; stage counts are tried from the most down, so good
+// alternatives come early.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/graph/op_graph.h"
+#include "planner/partition/cluster.h"
+#include "planner/partition/partition.h"
+#include "planner/profile/profile.h"
+
+namespace mp {
+
+struct PlanRequest {
+  bool training = true;
+  int64_t batch = 0;                      // 0: the profile's batch
+  int stages = 0;                         // 0: search 1..devices
+  int microbatches = 0;                   // 0: search the profiled sizes
+  std::optional<ScheduleKind> schedule;   // unset: gpipe and 1f1b, or forward in inference
+  std::string method = "dp";              // dp | uniform | params | block | layers
+  std::string layer_split;                // method layers: "layer1,layer2 | layer3,layer4,fc"
+  double optimizer_state_factor = 2;      // Adam keeps two moments per parameter
+};
+
+struct Alternative {
+  int stages = 0;
+  int microbatches = 0;
+  int64_t microbatch_size = 0;
+  ScheduleKind schedule = ScheduleKind::kGPipe;
+  bool feasible = false;
+  std::string why_not;                    // when infeasible
+  double step_ms = 0;                     // simulated; a lower bound when !simulated
+  bool simulated = false;                 // false for a feasible alternative whose
+                                          // lower bound already exceeded the best
+  double bubble_fraction = 0;
+  double bottleneck_ms = 0;
+  int64_t peak_memory_bytes = 0;          // the largest stage's
+};
+
+struct SearchResult {
+  Partition partition;                    // the fastest feasible alternative
+  Schedule schedule;
+  SimResult predicted;
+  std::vector<Alternative> alternatives;  // in the order tried
+};
+
+// The micro-batch counts worth trying for `batch`: for each micro-batch size
+// m the profile can interpolate, the count M = ceil(batch / m) (ascending M,
+// one per distinct size; the last micro-batch may be smaller, and is timed as
+// a full one).
+std::vector<int> MicrobatchCandidates(const Profile& profile, int64_t batch);
+
+// Runs the search. Throws InputError for a malformed request (a stage count
+// above the devices, a schedule that does not match training/inference, a
+// profile without backward times for training, a bad layer split) and
+// PlanError when no alternative is feasible, with the reason of the one
+// closest to fitting.
+SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
+                        const PlanRequest& request);
+
+}  // namespace mp

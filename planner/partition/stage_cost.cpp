@@ -1,0 +1,112 @@
+// Prefix sums and a sparse table over an OrderCosts, so that every stage
+// cost the partitioner asks for is O(1). See stage_cost.h for the model.
+#include "planner/partition/stage_cost.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace mp {
+
+std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule, int stages, int microbatches) {
+  if (stages < 1 || stages > int(cluster.devices.size())) {
+    throw InputError(Concat(stages, " stages for ", cluster.devices.size(), " devices"));
+  }
+  std::vector<StageSpec> specs(stages);
+  for (int s = 0; s < stages; ++s) {
+    specs[s].speed = cluster.devices[s].speed;
+    specs[s].memory_bytes = cluster.devices[s].memory_bytes;
+    specs[s].in_flight = MicrobatchesInFlight(schedule, stages, microbatches, s);
+    if (s > 0) specs[s].in_link = LinkAt(cluster, s - 1);
+    if (s < stages - 1) specs[s].out_link = LinkAt(cluster, s);
+  }
+  return specs;
+}
+
+StageCostModel::StageCostModel(const OrderCosts& costs, std::vector<StageSpec> stages,
+                               double optimizer_state_factor)
+    : costs_(&costs),
+      stages_(std::move(stages)),
+      static_factor_(costs.training ? 2 + optimizer_state_factor : 1),
+      n_(costs.Positions()) {
+  if (stages_.empty()) throw InternalError("StageCostModel without stages");
+  auto sums = std::make_shared<Sums>();
+  sums->work.assign(n_ + 1, 0);
+  sums->params.assign(n_ + 1, 0);
+  sums->outputs.assign(n_ + 1, 0);
+  sums->useful.assign(n_ + 1, 0);
+  for (int p = 0; p < n_; ++p) {
+    sums->work[p + 1] = sums->work[p] + costs.forward_ms[p] + costs.backward_ms[p];
+    sums->params[p + 1] = sums->params[p] + costs.param_bytes[p];
+    sums->outputs[p + 1] = sums->outputs[p] + costs.output_bytes[p];
+    sums->useful[p + 1] = sums->useful[p] + (costs.Useful(p) ? 1 : 0);
+  }
+  sums->first_useful_end.assign(n_ + 1, n_ + 1);
+  for (int p = n_ - 1; p >= 0; --p) {
+    sums->first_useful_end[p] = costs.Useful(p) ? p + 1 : sums->first_useful_end[p + 1];
+  }
+  // Live bytes while position p runs: what crosses the cut before it (inputs
+  // still needed, relayed values) plus what it makes.
+  auto& peak = sums->peak;
+  peak.push_back(std::vector<int64_t>(n_));
+  for (int p = 0; p < n_; ++p) peak[0][p] = costs.cut_bytes[p] + costs.output_bytes[p];
+  for (int k = 1; (1 << k) <= n_; ++k) {
+    const auto& prev = peak[k - 1];
+    std::vector<int64_t> level(n_ - (1 << k) + 1);
+    for (size_t p = 0; p < level.size(); ++p) level[p] = std::max(prev[p], prev[p + (1 << (k - 1))]);
+    peak.push_back(std::move(level));
+  }
+  // Model inputs are the crossing values without a producer; counting every
+  // value without a gradient over-approximates them, which is safe for a bound.
+  for (const LiveValue& v : costs.live_values) {
+    if (!v.carries_gradient) sums->input_bytes += v.bytes;
+  }
+  sums_ = std::move(sums);
+}
+
+bool StageCostModel::MemoryCanBind(int s) const {
+  if (stages_[s].memory_bytes == kUnlimitedMemory) return false;
+  const int64_t activations = costs_->training ? sums_->outputs[n_] + sums_->input_bytes : PeakLive(0, n_);
+  return StaticBytes(0, n_) + stages_[s].in_flight * activations > stages_[s].memory_bytes;
+}
+
+StageCostModel StageCostModel::WithStages(std::vector<StageSpec> stages) const {
+  if (stages.empty()) throw InternalError("StageCostModel without stages");
+  StageCostModel copy = *this;
+  copy.stages_ = std::move(stages);
+  return copy;
+}
+
+double StageCostModel::InMs(int s, int a) const {
+  if (a <= 0) return 0;
+  const Link& link = stages_[s].in_link;
+  return TransferMs(costs_->cut_bytes[a], link) + TransferMs(costs_->cut_grad_bytes[a], link);
+}
+
+double StageCostModel::OutMs(int s, int e) const {
+  if (e >= n_) return 0;
+  const Link& link = stages_[s].out_link;
+  return TransferMs(costs_->cut_bytes[e], link) + TransferMs(costs_->cut_grad_bytes[e], link);
+}
+
+int64_t StageCostModel::PeakLive(int a, int e) const {
+  if (e <= a) return 0;
+  int k = 0;
+  while ((2 << k) <= e - a) ++k;
+  return std::max(sums_->peak[k][a], sums_->peak[k][e - (1 << k)]);
+}
+
+int64_t StageCostModel::StaticBytes(int a, int e) const {
+  return int64_t(static_factor_ * double(sums_->params[e] - sums_->params[a]));
+}
+
+int64_t StageCostModel::ActivationBytes(int a, int e) const {
+  if (!costs_->training) return PeakLive(a, e);
+  return sums_->outputs[e] - sums_->outputs[a] + costs_->cut_bytes[a];
+}
+
+int64_t StageCostModel::MemoryBytes(int s, int a, int e) const {
+  return StaticBytes(a, e) + stages_[s].in_flight * ActivationBytes(a, e);
+}
+
+}  // namespace mp

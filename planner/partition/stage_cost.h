@@ -1,0 +1,89 @@
+// The cost of running positions [a, e) of a pipeline order as stage s: the
+// partitioner's objective and constraint, O(1) per query from prefix sums.
+//
+//   time(s, a, e)   = speed_s * sum(forward + backward)           compute
+//                   + transfers over cut a (in) and cut e (out):  latency +
+//                     bytes / bandwidth for activations, and in training for
+//                     gradients, each way                          PipeDream's
+//                                                                  stage time
+//   memory(s, a, e) = static + in_flight_s * activations
+//       training:  static = (2 + optimizer_state_factor) * parameter bytes
+//                  (weights, gradients, optimizer state); activations = the
+//                  stage's outputs plus what it receives, stashed per
+//                  micro-batch until its backward
+//       inference: static = parameter bytes; activations = the most bytes
+//                  live at any node of the stage, one micro-batch at a time
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "planner/partition/cluster.h"
+#include "planner/partition/cut_cost.h"
+#include "planner/schedule/schedule.h"
+
+namespace mp {
+
+struct StageSpec {
+  double speed = 1.0;
+  int64_t memory_bytes = kUnlimitedMemory;
+  int in_flight = 1;  // micro-batches whose activations the stage holds
+  Link in_link;       // from the previous stage
+  Link out_link;      // to the next stage
+};
+
+// Stage s of `stages` runs on cluster.devices[s] (the first `stages` devices)
+// and holds as many micro-batches as the schedule keeps in flight there.
+std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule, int stages, int microbatches);
+
+class StageCostModel {
+ public:
+  StageCostModel(const OrderCosts& costs, std::vector<StageSpec> stages, double optimizer_state_factor);
+  // The same order and prefix sums (shared, not copied) on other stages.
+  StageCostModel WithStages(std::vector<StageSpec> stages) const;
+
+  int Positions() const { return n_; }
+  int Stages() const { return int(stages_.size()); }
+  const StageSpec& Spec(int s) const { return stages_[s]; }
+  const OrderCosts& Costs() const { return *costs_; }
+
+  double ComputeMs(int s, int a, int e) const { return stages_[s].speed * (sums_->work[e] - sums_->work[a]); }
+  double InMs(int s, int a) const;   // transfers over cut a, on the link before stage s
+  double OutMs(int s, int e) const;  // transfers over cut e, on the link after stage s
+  double StageMs(int s, int a, int e) const { return ComputeMs(s, a, e) + InMs(s, a) + OutMs(s, e); }
+
+  int64_t StaticBytes(int a, int e) const;
+  int64_t ActivationBytes(int a, int e) const;
+  int64_t MemoryBytes(int s, int a, int e) const;
+  bool Fits(int s, int a, int e) const { return MemoryBytes(s, a, e) <= stages_[s].memory_bytes; }
+  // False when every range of the order fits stage s (its memory bound by
+  // the whole model's parameters and every activation cannot exceed the
+  // limit), so the limit never constrains that stage.
+  bool MemoryCanBind(int s) const;
+
+  // Every stage must hold a node that costs time: the smallest end e > a for
+  // which [a, e) does, or n + 1 when none is left.
+  int FirstUsefulEnd(int a) const { return sums_->first_useful_end[a]; }
+  int UsefulNodes() const { return sums_->useful[n_]; }
+  int UsefulIn(int a, int e) const { return sums_->useful[e] - sums_->useful[a]; }
+
+ private:
+  int64_t PeakLive(int a, int e) const;  // max over positions of live bytes, sparse table
+
+  struct Sums {
+    std::vector<double> work;               // prefix sums of forward + backward
+    std::vector<int64_t> params, outputs;   // prefix sums
+    std::vector<int> useful, first_useful_end;
+    std::vector<std::vector<int64_t>> peak; // peak[k][p] = max live over [p, p + 2^k)
+    int64_t input_bytes = 0;                // model inputs that cross a cut
+  };
+
+  const OrderCosts* costs_;
+  std::vector<StageSpec> stages_;
+  double static_factor_;
+  int n_;
+  std::shared_ptr<const Sums> sums_;
+};
+
+}  // namespace mp

@@ -1,0 +1,120 @@
+// Roofline estimates (Williams, Waterman and Patterson, "Roofline: an
+// insightful visual performance model", CACM 2009) per canonical node,
+// with achievable rather than peak rates (the efficiencies) and a fixed
+// per-op launch cost, which dominates small micro-batches on GPUs. The
+// backward of conv/matmul costs two forward-sized products (grad input,
+// grad weight), hence 2x; elementwise backwards read and write about twice
+// the forward's bytes.
+#include "planner/profile/analytic.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "planner/profile/timer.h"
+
+namespace mp {
+namespace {
+
+bool IsConv(const std::string& kind) { return kind.find("conv") != std::string::npos; }
+
+std::string NodeDtype(const OpGraph& graph, int node) {
+  for (int v : graph.nodes[node].outputs)
+    if (!graph.values[v].dtype.empty()) return graph.values[v].dtype;
+  return "float32";
+}
+
+// Nodes whose backward runs in training: floating outputs reachable from
+// a floating parameter (every parameter counts; buffers only feed ops that
+// also read weights, so the over-count is small).
+std::vector<bool> OnGradientPath(const OpGraph& graph) {
+  std::vector<bool> needs_grad(graph.values.size(), false);
+  auto floating = [&](const OpValue& v) {
+    if (!v.dtype.empty()) return v.dtype.rfind("float", 0) == 0 || v.dtype == "bfloat16";
+    return v.type.find("Tensor") != std::string::npos;  // lists and tuples of tensors
+  };
+  for (int p : graph.params) needs_grad[p] = floating(graph.values[p]);
+  std::vector<bool> on_path(graph.nodes.size(), false);
+  for (const auto& node : graph.nodes) {
+    const bool any = std::any_of(node.inputs.begin(), node.inputs.end(), [&](int v) { return needs_grad[v]; });
+    if (!any) continue;
+    on_path[node.id] = true;
+    for (int v : node.outputs) needs_grad[v] = floating(graph.values[v]);
+  }
+  return on_path;
+}
+
+double RooflineMs(double flops, double bytes, double peak, const DeviceProfile& device) {
+  if (flops <= 0 && bytes <= 0) return 0;
+  const double compute_s = flops / (peak * device.compute_efficiency);
+  const double memory_s = bytes / (device.memory_bandwidth * device.memory_efficiency);
+  return device.launch_overhead_us / 1000.0 + 1000.0 * std::max(compute_s, memory_s);
+}
+
+}  // namespace
+
+double PeakFlopsFor(const DeviceProfile& device, const std::string& kind, const std::string& dtype) {
+  if (dtype == "float16" && device.fp16_flops > 0) return device.fp16_flops;
+  if (dtype == "bfloat16" && device.bf16_flops > 0) return device.bf16_flops;
+  if (dtype == "float32" && IsConv(kind) && device.tf32_flops > 0) return device.tf32_flops;
+  return device.fp32_flops;
+}
+
+Profile AnalyticProfile(const Profile& shapes, const OpGraph& graph, const DeviceProfile& device) {
+  if (shapes.nodes.size() != graph.nodes.size())
+    throw InternalError(Concat("profile has ", shapes.nodes.size(), " nodes, graph ", graph.nodes.size()));
+  Profile profile = shapes;
+  profile.source = "analytic";
+  profile.device = device.name;
+  profile.threads = 0;
+  profile.warmup = profile.repeats = 0;
+  profile.whole_forward_ms.clear();
+  profile.whole_backward_ms.clear();
+  profile.coverage = profile.backward_coverage = 0;
+  const auto on_path = OnGradientPath(graph);
+  for (auto& node : profile.nodes) {
+    const double peak = PeakFlopsFor(device, node.kind, NodeDtype(graph, node.id));
+    node.forward_ms.assign(profile.microbatch_sizes.size(), 0);
+    node.spread.assign(profile.microbatch_sizes.size(), 0);
+    node.backward_ms.assign(profile.training ? profile.microbatch_sizes.size() : 0, 0);
+    for (size_t i = 0; i < profile.microbatch_sizes.size(); ++i) {
+      node.forward_ms[i] = RooflineMs(node.flops[i], node.bytes_moved[i], peak, device);
+      if (profile.training && on_path[node.id])
+        node.backward_ms[i] = RooflineMs(2 * node.flops[i], 2 * node.bytes_moved[i], peak, device);
+    }
+  }
+  return profile;
+}
+
+DeviceProfile CalibrateDevice(const DeviceProfile& device, const Profile& measured, const OpGraph& graph) {
+  if (measured.nodes.size() != graph.nodes.size() || measured.microbatch_sizes.empty())
+    throw InternalError("calibration needs a measured profile of this graph");
+  const size_t last = measured.microbatch_sizes.size() - 1;
+  std::vector<double> free_ms;
+  double peak_compute_s = 0, measured_compute_s = 0, peak_memory_s = 0, measured_memory_s = 0;
+  for (const auto& node : measured.nodes) {
+    const double ms = node.forward_ms[last];
+    if (ms <= 0) continue;
+    if (node.flops[last] <= 0 && node.bytes_moved[last] <= 0) {
+      free_ms.push_back(ms);
+      continue;
+    }
+    const double compute_s = node.flops[last] / PeakFlopsFor(device, node.kind, NodeDtype(graph, node.id));
+    const double memory_s = node.bytes_moved[last] / device.memory_bandwidth;
+    if (compute_s >= memory_s) {
+      peak_compute_s += compute_s;
+      measured_compute_s += ms / 1000.0;
+    } else {
+      peak_memory_s += memory_s;
+      measured_memory_s += ms / 1000.0;
+    }
+  }
+  DeviceProfile calibrated = device;
+  if (!free_ms.empty()) calibrated.launch_overhead_us = 1000.0 * Quantile(free_ms, 0.5);
+  if (measured_compute_s > 0)
+    calibrated.compute_efficiency = std::clamp(peak_compute_s / measured_compute_s, 1e-4, 1.0);
+  if (measured_memory_s > 0)
+    calibrated.memory_efficiency = std::clamp(peak_memory_s / measured_memory_s, 1e-4, 1.0);
+  return calibrated;
+}
+
+}  // namespace mp

@@ -1,0 +1,147 @@
+// MeasureProfile: for each micro-batch size, synthetic inputs of that size,
+// one node-by-node pass (forward, and backward in training) and one timing
+// of the whole graph. Per value, bytes at the smallest and largest sizes
+// give bytes(m) = fixed + per_sample * m; per node, times, FLOPs and bytes
+// moved are kept at every size for interpolation.
+#include "planner/profile/measure.h"
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+#include "planner/graph/run_graph.h"
+#include "planner/profile/node_by_node.h"
+
+namespace mp {
+namespace {
+
+c10::Device ParseDevice(const std::string& name) {
+  c10::Device device(c10::kCPU);
+  try {
+    device = c10::Device(name);
+  } catch (const c10::Error&) {
+    throw InputError(Concat("unknown device '", name, "' (expected cpu, cuda or cuda:N)"));
+  }
+  if (device.is_cuda() && !torch::cuda::is_available())
+    throw InputError(Concat("device '", name, "' is not available: no CUDA GPU is visible to this LibTorch"));
+  if (!device.is_cpu() && !device.is_cuda())
+    throw InputError(Concat("device '", name, "' is not supported for profiling (expected cpu or cuda)"));
+  if (device.is_cuda() && device.has_index() && device.index() >= static_cast<int>(torch::cuda::device_count()))
+    throw InputError(Concat("device '", name, "' is out of range: ", torch::cuda::device_count(), " GPU(s) visible"));
+  return device;
+}
+
+// fixed + per_sample * m through the two end points.
+ValueBytes FitBytes(int64_t m0, int64_t b0, int64_t m1, int64_t b1) {
+  ValueBytes fit;
+  if (m1 == m0) {
+    fit.fixed = b0;
+    return fit;
+  }
+  fit.per_sample = (b1 - b0) / (m1 - m0);
+  fit.fixed = b0 - fit.per_sample * m0;
+  return fit;
+}
+
+}  // namespace
+
+std::vector<int64_t> DefaultMicrobatchSizes(int64_t batch) {
+  std::vector<int64_t> sizes;
+  for (double p : {0.0, 1.0 / 3, 2.0 / 3, 1.0}) {
+    const int64_t m = std::clamp<int64_t>(std::llround(std::pow(double(batch), p)), 1, batch);
+    if (sizes.empty() || sizes.back() != m) sizes.push_back(m);
+  }
+  return sizes;
+}
+
+Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<TensorSpec>& inputs,
+                       const MeasureOptions& options) {
+  Profile profile;
+  profile.fingerprint = canonical.fingerprint;
+  profile.inputs = inputs;
+  profile.batch = SpecBatch(inputs);
+  profile.training = options.training;
+  profile.source = options.timed ? "measured" : "shapes";
+  profile.threads = at::get_num_threads();
+  profile.warmup = options.timing.warmup;
+  profile.repeats = options.timing.repeats;
+  profile.microbatch_sizes =
+      options.microbatch_sizes.empty() ? DefaultMicrobatchSizes(profile.batch) : options.microbatch_sizes;
+  auto& sizes = profile.microbatch_sizes;
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  if (sizes.front() < 1 || sizes.back() > profile.batch)
+    throw InputError(Concat("micro-batch sizes must lie in [1, ", profile.batch, "] (the batch); got ",
+                            sizes.front(), "..", sizes.back()));
+  const c10::Device device = ParseDevice(options.device);
+  profile.device = device.str();
+
+  const size_t num_nodes = canonical.nodes.size();
+  profile.nodes.resize(num_nodes);
+  for (size_t n = 0; n < num_nodes; ++n) {
+    profile.nodes[n].id = static_cast<int>(n);
+    profile.nodes[n].kind = canonical.nodes[n]->kind().toQualString();
+    profile.nodes[n].layer = canonical.layers[n];
+  }
+
+  PassOptions pass;
+  pass.training = options.training;
+  pass.timed = options.timed;
+  pass.timing = options.timing;
+  pass.device = device;
+  int64_t done = 0;
+  const int64_t total =
+      static_cast<int64_t>(sizes.size() * num_nodes * (options.training ? 2 : 1) * PassCount(pass));
+  pass.progress = [&] {
+    if (options.progress) options.progress(++done, total);
+  };
+
+  std::vector<std::vector<int64_t>> value_bytes;  // [size][value]
+  double node_forward = 0, node_backward = 0;
+  for (const int64_t m : sizes) {
+    const auto model_inputs = SyntheticInputs(WithBatch(inputs, m), options.seed);
+    PassResult result = RunNodeByNode(canonical, model_inputs, pass);
+    if (options.timed) {
+      profile.whole_forward_ms.push_back(result.whole_forward.median_ms);
+      if (options.training) profile.whole_backward_ms.push_back(result.whole_backward.median_ms);
+    }
+    node_forward = node_backward = 0;
+    for (size_t n = 0; n < num_nodes; ++n) {
+      const NodeSample& s = result.nodes[n];
+      NodeCost& cost = profile.nodes[n];
+      cost.forward_ms.push_back(s.forward_ms);
+      cost.spread.push_back(s.forward_spread);
+      if (options.training) cost.backward_ms.push_back(s.backward_ms);
+      cost.flops.push_back(s.work.flops);
+      cost.bytes_moved.push_back(s.work.bytes_moved);
+      cost.param_bytes = s.param_bytes;
+      node_forward += s.forward_ms;
+      node_backward += s.backward_ms;
+    }
+    value_bytes.push_back(std::move(result.value_bytes));
+  }
+  // Coverage at the largest size, where the planner's times matter most.
+  if (options.timed && profile.whole_forward_ms.back() > 0)
+    profile.coverage = node_forward / profile.whole_forward_ms.back();
+  if (options.timed && options.training && profile.whole_backward_ms.back() > 0)
+    profile.backward_coverage = node_backward / profile.whole_backward_ms.back();
+
+  const size_t num_values = value_bytes.front().size();
+  profile.values.resize(num_values);
+  for (size_t v = 0; v < num_values; ++v)
+    profile.values[v] = FitBytes(sizes.front(), value_bytes.front()[v], sizes.back(), value_bytes.back()[v]);
+  size_t next = canonical.graph->inputs().size();
+  for (size_t n = 0; n < num_nodes; ++n) {
+    for (size_t o = 0; o < canonical.nodes[n]->outputs().size(); ++o) {
+      const ValueBytes& bytes = profile.values[next++];
+      profile.nodes[n].output_bytes_fixed += bytes.fixed;
+      profile.nodes[n].output_bytes_per_sample += bytes.per_sample;
+    }
+  }
+  return profile;
+}
+
+}  // namespace mp

@@ -1,0 +1,39 @@
+// The measured profile: the canonical graph run node by node on this
+// machine at several micro-batch sizes, plus the whole graph in one piece
+// for coverage.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "planner/graph/canonical_graph.h"
+#include "planner/graph/input_spec.h"
+#include "planner/profile/profile.h"
+#include "planner/profile/timer.h"
+
+namespace mp {
+
+struct MeasureOptions {
+  bool training = false;
+  std::vector<int64_t> microbatch_sizes;  // empty: DefaultMicrobatchSizes(batch)
+  TimingOptions timing;
+  std::string device = "cpu";             // cpu, cuda, cuda:1, ...
+  bool timed = true;                      // false: shapes, bytes and FLOPs only
+  uint64_t seed = 0;
+  // (steps done, steps in all); a step is one node's forward or backward.
+  std::function<void(int64_t, int64_t)> progress;
+};
+
+// 1, B^(1/3), B^(2/3) and B, rounded and without repeats: geometric, since
+// per-sample cost changes fastest at small micro-batches.
+std::vector<int64_t> DefaultMicrobatchSizes(int64_t batch);
+
+// Profiles `canonical` (whose training flag must match options.training)
+// for the full-batch input spec `inputs`. Uses the current intra-op
+// thread count and records it. Throws InputError for bad sizes or an
+// unavailable device.
+Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<TensorSpec>& inputs,
+                       const MeasureOptions& options);
+
+}  // namespace mp

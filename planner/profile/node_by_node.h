@@ -1,0 +1,66 @@
+// Runs the canonical graph one top-level node at a time on real tensors,
+// timing each node's forward and, in training, its backward in a reverse
+// pass: the profiler's measuring engine.
+#pragma once
+
+#include <torch/script.h>
+
+#include <functional>
+#include <vector>
+
+#include "planner/graph/canonical_graph.h"
+#include "planner/profile/flops.h"
+#include "planner/profile/timer.h"
+
+namespace mp {
+
+struct PassOptions {
+  bool training = false;       // autograd on; backward pass from the outputs
+  bool timed = true;           // false: run every node once, no timing
+  TimingOptions timing;
+  c10::Device device = c10::Device(c10::kCPU);
+  std::function<void()> progress;  // called after each node's forward and backward, every pass
+};
+
+// Passes RunNodeByNode makes (forward; training makes as many backward):
+// max(1, warmup) + max(1, repeats) when timed, else 1.
+int PassCount(const PassOptions& options);
+
+struct NodeSample {
+  double forward_ms = 0;
+  double forward_spread = 0;
+  double backward_ms = 0;
+  NodeWork work;
+  int64_t output_bytes = 0;
+  int64_t param_bytes = 0;
+};
+
+struct PassResult {
+  std::vector<NodeSample> nodes;         // canonical node id
+  std::vector<int64_t> value_bytes;      // OpGraph value id (inputs, params, node outputs)
+  std::vector<c10::IValue> outputs;      // the graph's outputs
+  // Training: d(sum of the floating-point outputs)/d(parameter), one per
+  // canonical.params entry; undefined where the output does not depend on it.
+  std::vector<at::Tensor> param_grads;
+  // Timed passes only: the whole graph in one piece (forward, and backward
+  // from the sum of the outputs), timed once before every node-by-node
+  // pass, so both medians come from the same stretch of a noisy machine.
+  Timing whole_forward;
+  Timing whole_backward;
+};
+
+// `model_inputs` are the model's inputs (not the parameters); they and the
+// parameters are moved to options.device. Each node is timed in situ, in
+// passes over the whole graph (see node_by_node.cpp). Training on a model
+// whose backward autograd refuses (an in-place write to a saved value) is
+// an InputError, raised before any per-node work. In training, every node runs on
+// detached copies of its inputs, so its backward is its own and nobody
+// else's; the reverse pass feeds each node the real gradients of its
+// outputs, so the pass as a whole is a real backward.
+PassResult RunNodeByNode(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs,
+                         const PassOptions& options);
+
+// Waits for the device's queued work; nothing to wait for on CPU.
+std::function<void()> DeviceSync(c10::Device device);
+
+}  // namespace mp

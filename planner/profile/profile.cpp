@@ -1,0 +1,49 @@
+// Reading a Profile at any micro-batch size between the measured ones.
+#include "planner/profile/profile.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace mp {
+
+double InterpolateAt(const std::vector<int64_t>& sizes, const std::vector<double>& ys, int64_t m) {
+  if (sizes.empty() || sizes.size() != ys.size())
+    throw InternalError(Concat("profile: ", ys.size(), " values for ", sizes.size(), " sizes"));
+  if (m < sizes.front() || m > sizes.back())
+    throw PlanError(Concat("micro-batch size ", m, " is outside the profiled sizes [",
+                           sizes.front(), ", ", sizes.back(), "]"));
+  auto hi = std::lower_bound(sizes.begin(), sizes.end(), m);
+  const size_t j = hi - sizes.begin();
+  if (*hi == m) return ys[j];
+  const size_t i = j - 1;
+  const double t = double(m - sizes[i]) / double(sizes[j] - sizes[i]);
+  return ys[i] + t * (ys[j] - ys[i]);
+}
+
+bool CanInterpolate(const Profile& profile, int64_t m) {
+  return !profile.microbatch_sizes.empty() && m >= profile.microbatch_sizes.front() &&
+         m <= profile.microbatch_sizes.back();
+}
+
+double ForwardMs(const Profile& profile, int node, int64_t microbatch) {
+  return InterpolateAt(profile.microbatch_sizes, profile.nodes.at(node).forward_ms, microbatch);
+}
+
+double BackwardMs(const Profile& profile, int node, int64_t microbatch) {
+  const auto& cost = profile.nodes.at(node);
+  if (cost.backward_ms.empty()) return 0;
+  return InterpolateAt(profile.microbatch_sizes, cost.backward_ms, microbatch);
+}
+
+int64_t OutputBytes(const Profile& profile, int node, int64_t microbatch) {
+  const auto& cost = profile.nodes.at(node);
+  return cost.output_bytes_fixed + cost.output_bytes_per_sample * microbatch;
+}
+
+int64_t ValueBytesAt(const Profile& profile, int value, int64_t microbatch) {
+  const auto& bytes = profile.values.at(value);
+  return bytes.fixed + bytes.per_sample * microbatch;
+}
+
+}  // namespace mp

@@ -1,0 +1,73 @@
+// Profile: what each canonical node costs, measured on a local device or
+// estimated from a device profile. Plain values (no LibTorch), shared by
+// the profiler that fills it and the partitioner and simulator that read it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/graph/input_spec.h"
+
+namespace mp {
+
+// One canonical node. Every per-size vector has one entry per
+// Profile::microbatch_sizes, in the same order.
+struct NodeCost {
+  int id = 0;
+  std::string kind;                  // aten::conv2d, prim::ListConstruct, ...
+  std::string layer;                 // layer2.3.conv1; "" for the root module
+  std::vector<double> forward_ms;    // median forward time
+  std::vector<double> backward_ms;   // median backward time; 0 in inference profiles
+  std::vector<double> spread;        // (p90 - p10) / median of the forward samples
+  std::vector<double> flops;         // FLOP estimate of one forward (0 when not a compute op)
+  std::vector<double> bytes_moved;   // bytes read + written by one forward
+  int64_t output_bytes_per_sample = 0;  // activation bytes per sample of the micro-batch
+  int64_t output_bytes_fixed = 0;       // activation bytes independent of the micro-batch
+  int64_t param_bytes = 0;           // bytes of the lifted parameters it reads
+};
+
+// Byte size of one OpGraph value as a function of the micro-batch size m:
+// bytes(m) = fixed + per_sample * m (exact for tensors whose batch
+// dimension is the micro-batch; lists and tuples sum their tensors).
+struct ValueBytes {
+  int64_t per_sample = 0;
+  int64_t fixed = 0;
+};
+
+struct Profile {
+  std::string fingerprint;           // of the canonical graph that was profiled
+  std::vector<TensorSpec> inputs;    // the full-batch input spec
+  int64_t batch = 0;
+  bool training = false;             // backward times present
+  std::string source;                // measured | analytic | calibrated
+  std::string device;                // cpu, cuda:0, or a device profile name (A100-80GB)
+  int threads = 0;                   // intra-op threads the times were taken with
+  int warmup = 0;                    // measured profiles: runs discarded per sample set
+  int repeats = 0;                   // measured profiles: samples per median
+  std::vector<int64_t> microbatch_sizes;  // ascending, each in [1, batch]
+  std::vector<NodeCost> nodes;       // index = canonical node id
+  std::vector<ValueBytes> values;    // index = OpGraph value id
+  // Whole-graph times at each micro-batch size (measured profiles), and
+  // coverage = sum of per-node forward times / whole forward time at the
+  // largest size; backward_coverage likewise for the backward.
+  std::vector<double> whole_forward_ms;
+  std::vector<double> whole_backward_ms;
+  double coverage = 0;
+  double backward_coverage = 0;
+};
+
+// Piecewise-linear interpolation of ys (one per `sizes`, ascending) at m.
+// m must lie within [sizes.front(), sizes.back()]: a profile does not
+// extrapolate, because small micro-batches do not scale linearly.
+double InterpolateAt(const std::vector<int64_t>& sizes, const std::vector<double>& ys, int64_t m);
+
+// True when m lies within the measured micro-batch sizes.
+bool CanInterpolate(const Profile& profile, int64_t m);
+
+double ForwardMs(const Profile& profile, int node, int64_t microbatch);
+double BackwardMs(const Profile& profile, int node, int64_t microbatch);
+int64_t OutputBytes(const Profile& profile, int node, int64_t microbatch);
+int64_t ValueBytesAt(const Profile& profile, int value, int64_t microbatch);
+
+}  // namespace mp

@@ -1,0 +1,114 @@
+// ProfileModel: the profile step behind mpplan. Sets the intra-op thread
+// count first (times depend on it, and the profile records it), then one
+// of three sources: --profile-in (checked against this graph and inputs),
+// --device-profile (a shapes-only pass plus the roofline, optionally
+// calibrated by a measurement here), or a measurement on --device.
+#include "planner/profile/profile_command.h"
+
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/progress.h"
+#include "planner/graph/build_op_graph.h"
+#include "planner/graph/canonical_graph.h"
+#include "planner/graph/model_file.h"
+#include "planner/graph/resolve_inputs.h"
+#include "planner/graph/run_graph.h"
+#include "planner/profile/analytic.h"
+#include "planner/profile/device_profile.h"
+#include "planner/profile/measure.h"
+#include "planner/profile/profile_file.h"
+
+namespace mp {
+namespace {
+
+Profile Measure(const CanonicalGraph& canonical, const ProfileRequest& request,
+                const std::vector<TensorSpec>& inputs, bool timed) {
+  MeasureOptions options;
+  options.training = request.training;
+  options.microbatch_sizes = request.microbatch_sizes;
+  options.timing = request.timing;
+  options.device = request.device;
+  options.timed = timed;
+  ProgressBar bar(timed ? "profiling" : "sizing", "node passes", request.progress);
+  options.progress = [&](int64_t done, int64_t total) { bar.Update(done, total); };
+  Profile profile = MeasureProfile(canonical, inputs, options);
+  bar.Finish();
+  return profile;
+}
+
+std::string Fixed(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", value);
+  return text;
+}
+
+}  // namespace
+
+int DefaultThreads(int stages) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, stages));
+}
+
+ProfiledModel ProfileModel(const ProfileRequest& request) {
+  if (request.threads < 0) throw InputError(Concat("--threads must be at least 1, got ", request.threads));
+  if (request.timing.repeats < 1) throw InputError(Concat("--repeats must be at least 1, got ", request.timing.repeats));
+  if (request.timing.warmup < 0) throw InputError(Concat("--warmup must not be negative, got ", request.timing.warmup));
+  at::set_num_threads(request.threads > 0 ? request.threads : DefaultThreads(request.stages));
+
+  ModelFile model = LoadModelFile(request.model_path);
+  CanonicalOptions canonical_options;
+  canonical_options.training = request.training;
+  const CanonicalGraph canonical = Canonicalize(model.module, canonical_options);
+  ProfiledModel result;
+  result.inputs = ResolveInputs(model, canonical, request.input_flags);
+  if (request.batch != 0) {
+    if (request.batch < 0) throw InputError(Concat("--batch must be at least 1, got ", request.batch));
+    result.inputs = WithBatch(result.inputs, request.batch);
+  }
+  SpecBatch(result.inputs);
+  result.graph = BuildOpGraph(canonical);
+  FillShapes(canonical, SyntheticInputs(result.inputs), result.graph);
+
+  if (!request.profile_in.empty()) {
+    result.profile = ProfileFromYaml(ReadTextFile(request.profile_in, "profile"), request.profile_in);
+    CheckProfileMatches(result.profile, canonical.fingerprint, result.inputs, request.training, request.profile_in);
+  } else if (!request.device_profile.empty()) {
+    DeviceProfile device = LoadDeviceProfile(request.device_profile);
+    if (request.calibrate) {
+      const std::string here = request.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
+      if (device.type != here)
+        throw InputError(Concat("--calibrate measures here (", here, ") to fit ", device.name,
+                                "; that needs a device profile of the same type, not ", device.type));
+      const auto start = std::chrono::steady_clock::now();
+      const Profile measured = Measure(canonical, request, result.inputs, true);
+      result.profiling_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const DeviceProfile fitted = CalibrateDevice(device, measured, result.graph);
+      result.calibration = Concat("compute efficiency ", Fixed(device.compute_efficiency), " -> ",
+                                  Fixed(fitted.compute_efficiency), ", memory efficiency ",
+                                  Fixed(device.memory_efficiency), " -> ", Fixed(fitted.memory_efficiency),
+                                  ", launch overhead ", Fixed(device.launch_overhead_us), " -> ",
+                                  Fixed(fitted.launch_overhead_us), " us, fitted on ", measured.device);
+      result.profile = AnalyticProfile(measured, result.graph, fitted);
+      result.profile.source = "calibrated";
+      result.profile.threads = measured.threads;
+    } else {
+      result.profile = AnalyticProfile(Measure(canonical, request, result.inputs, false), result.graph, device);
+    }
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    result.profile = Measure(canonical, request, result.inputs, true);
+    result.profiling_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  if (!request.profile_out.empty())
+    WriteFileAtomically(request.profile_out, ProfileToYaml(result.profile), {request.model_path, request.profile_in});
+  return result;
+}
+
+}  // namespace mp

@@ -1,0 +1,49 @@
+// What `mpplan MODEL --profile-only` does, and what planning will call
+// first: load, canonicalise, resolve inputs, then measure the profile
+// here, estimate it for a device profile, or read it from a file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "planner/graph/input_spec.h"
+#include "planner/graph/op_graph.h"
+#include "planner/profile/profile.h"
+#include "planner/profile/timer.h"
+
+namespace mp {
+
+struct ProfileRequest {
+  std::string model_path;
+  std::vector<std::string> input_flags;   // --input, one per model input
+  bool training = true;                   // --mode train|infer
+  int64_t batch = 0;                      // --batch; 0: the input spec's
+  int threads = 0;                        // --threads; 0: DefaultThreads(stages)
+  int stages = 1;                         // stages that will share this machine's cores
+  std::vector<int64_t> microbatch_sizes;  // empty: DefaultMicrobatchSizes
+  TimingOptions timing;
+  std::string device = "cpu";             // where to measure
+  std::string device_profile;             // name or file: estimate for that device instead
+  bool calibrate = false;                 // fit the device profile's efficiencies here first
+  std::string profile_in;                 // reuse this profile file
+  std::string profile_out;                // write the profile here
+  bool progress = true;                   // progress bar on a terminal stderr
+};
+
+struct ProfiledModel {
+  std::vector<TensorSpec> inputs;         // full batch
+  OpGraph graph;                          // with shapes at the full batch
+  Profile profile;
+  std::string calibration;                // how an analytic profile was calibrated, or ""
+  double profiling_s = 0;                 // wall time of measuring (0 when read or estimated)
+};
+
+// Intra-op threads for one stage when `stages` stages share this
+// machine's cores: cores / stages, at least 1.
+int DefaultThreads(int stages);
+
+// Throws InputError for bad files and flags, and for a --profile-in file
+// of another graph, input spec or mode.
+ProfiledModel ProfileModel(const ProfileRequest& request);
+
+}  // namespace mp

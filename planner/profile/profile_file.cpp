@@ -1,0 +1,201 @@
+// The profile file format (mpplan-profile/v1): a header with the key
+// (fingerprint, inputs, mode, device, threads) and the timing setup, then
+// one flow-style line per node and a list of [per_sample, fixed] byte pairs
+// per value, so a diff of two profiles reads node by node.
+#include "planner/profile/profile_file.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include "common/error.h"
+
+namespace mp {
+namespace {
+
+template <typename T>
+void EmitFlowSeq(YAML::Emitter& out, const std::vector<T>& items) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (const auto& item : items) out << item;
+  out << YAML::EndSeq;
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  YAML::Node Need(const YAML::Node& map, const std::string& key, const std::string& where) const {
+    const YAML::Node node = map[key];
+    if (!node) throw InputError(Concat(source_, ": ", where, key, ": missing"));
+    return node;
+  }
+
+  template <typename T>
+  T Get(const YAML::Node& map, const std::string& key, const std::string& where = "") const {
+    const YAML::Node node = Need(map, key, where);
+    try {
+      return node.as<T>();
+    } catch (const YAML::Exception&) {
+      throw InputError(Concat(source_, ": ", where, key, ": unexpected value at line ", node.Mark().line + 1));
+    }
+  }
+
+ private:
+  std::string source_;
+};
+
+}  // namespace
+
+std::string ProfileToYaml(const Profile& p) {
+  YAML::Emitter out;
+  out.SetDoublePrecision(6);
+  out << YAML::BeginMap;
+  out << YAML::Key << "format" << YAML::Value << kProfileFormat;
+  out << YAML::Key << "fingerprint" << YAML::Value << p.fingerprint;
+  out << YAML::Key << "inputs" << YAML::Value << YAML::BeginSeq;
+  for (const auto& spec : p.inputs) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << spec.name << YAML::Key << "spec"
+        << YAML::Value << FormatTensorSpec(spec) << YAML::Key << "batch_dim" << YAML::Value << spec.batch_dim;
+    if (spec.has_range) {
+      out << YAML::Key << "range" << YAML::Value;
+      EmitFlowSeq(out, std::vector<int64_t>{spec.low, spec.high});
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "batch" << YAML::Value << p.batch;
+  out << YAML::Key << "mode" << YAML::Value << (p.training ? "train" : "infer");
+  out << YAML::Key << "source" << YAML::Value << p.source;
+  out << YAML::Key << "device" << YAML::Value << p.device;
+  out << YAML::Key << "threads" << YAML::Value << p.threads;
+  out << YAML::Key << "warmup" << YAML::Value << p.warmup;
+  out << YAML::Key << "repeats" << YAML::Value << p.repeats;
+  out << YAML::Key << "microbatch_sizes" << YAML::Value;
+  EmitFlowSeq(out, p.microbatch_sizes);
+  out << YAML::Key << "whole_forward_ms" << YAML::Value;
+  EmitFlowSeq(out, p.whole_forward_ms);
+  out << YAML::Key << "whole_backward_ms" << YAML::Value;
+  EmitFlowSeq(out, p.whole_backward_ms);
+  out << YAML::Key << "coverage" << YAML::Value << p.coverage;
+  out << YAML::Key << "backward_coverage" << YAML::Value << p.backward_coverage;
+  out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
+  for (const auto& n : p.nodes) {
+    out << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "id" << YAML::Value << n.id;
+    out << YAML::Key << "kind" << YAML::Value << n.kind;
+    out << YAML::Key << "layer" << YAML::Value << n.layer;
+    out << YAML::Key << "forward_ms" << YAML::Value;
+    EmitFlowSeq(out, n.forward_ms);
+    out << YAML::Key << "backward_ms" << YAML::Value;
+    EmitFlowSeq(out, n.backward_ms);
+    out << YAML::Key << "spread" << YAML::Value;
+    EmitFlowSeq(out, n.spread);
+    out << YAML::Key << "flops" << YAML::Value;
+    EmitFlowSeq(out, n.flops);
+    out << YAML::Key << "bytes_moved" << YAML::Value;
+    EmitFlowSeq(out, n.bytes_moved);
+    out << YAML::Key << "output_bytes" << YAML::Value;
+    EmitFlowSeq(out, std::vector<int64_t>{n.output_bytes_per_sample, n.output_bytes_fixed});
+    out << YAML::Key << "param_bytes" << YAML::Value << n.param_bytes;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "values" << YAML::Value << YAML::BeginSeq;
+  for (const auto& v : p.values) EmitFlowSeq(out, std::vector<int64_t>{v.per_sample, v.fixed});
+  out << YAML::EndSeq;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    throw InputError(Concat(source, ": not valid YAML: ", e.msg, " (line ", e.mark.line + 1, ")"));
+  }
+  if (!root.IsMap()) throw InputError(Concat(source, ": not a profile (expected a YAML mapping)"));
+  const Reader r(source);
+  const auto format = r.Get<std::string>(root, "format");
+  if (format != kProfileFormat)
+    throw InputError(Concat(source, ": format: expected ", kProfileFormat, ", got '", format, "'"));
+  Profile p;
+  p.fingerprint = r.Get<std::string>(root, "fingerprint");
+  for (const auto& item : r.Need(root, "inputs", "")) {
+    TensorSpec spec = ParseTensorSpec(r.Get<std::string>(item, "spec", "inputs[]."));
+    spec.name = r.Get<std::string>(item, "name", "inputs[].");
+    spec.batch_dim = r.Get<int>(item, "batch_dim", "inputs[].");
+    if (item["range"]) {
+      const auto range = r.Get<std::vector<int64_t>>(item, "range", "inputs[].");
+      if (range.size() != 2) throw InputError(Concat(source, ": inputs[].range: expected [low, high]"));
+      spec.has_range = true;
+      spec.low = range[0];
+      spec.high = range[1];
+    }
+    p.inputs.push_back(spec);
+  }
+  p.batch = r.Get<int64_t>(root, "batch");
+  const auto mode = r.Get<std::string>(root, "mode");
+  if (mode != "train" && mode != "infer")
+    throw InputError(Concat(source, ": mode: expected train or infer, got '", mode, "'"));
+  p.training = mode == "train";
+  p.source = r.Get<std::string>(root, "source");
+  p.device = r.Get<std::string>(root, "device");
+  p.threads = r.Get<int>(root, "threads");
+  p.warmup = r.Get<int>(root, "warmup");
+  p.repeats = r.Get<int>(root, "repeats");
+  p.microbatch_sizes = r.Get<std::vector<int64_t>>(root, "microbatch_sizes");
+  p.whole_forward_ms = r.Get<std::vector<double>>(root, "whole_forward_ms");
+  p.whole_backward_ms = r.Get<std::vector<double>>(root, "whole_backward_ms");
+  p.coverage = r.Get<double>(root, "coverage");
+  p.backward_coverage = r.Get<double>(root, "backward_coverage");
+  const size_t sizes = p.microbatch_sizes.size();
+  if (sizes == 0) throw InputError(Concat(source, ": microbatch_sizes: empty"));
+  for (const auto& item : r.Need(root, "nodes", "")) {
+    NodeCost n;
+    const std::string where = Concat("nodes[", p.nodes.size(), "].");
+    n.id = r.Get<int>(item, "id", where);
+    if (n.id != static_cast<int>(p.nodes.size()))
+      throw InputError(Concat(source, ": ", where, "id: expected ", p.nodes.size(), ", got ", n.id));
+    n.kind = r.Get<std::string>(item, "kind", where);
+    n.layer = r.Get<std::string>(item, "layer", where);
+    n.forward_ms = r.Get<std::vector<double>>(item, "forward_ms", where);
+    n.backward_ms = r.Get<std::vector<double>>(item, "backward_ms", where);
+    n.spread = r.Get<std::vector<double>>(item, "spread", where);
+    n.flops = r.Get<std::vector<double>>(item, "flops", where);
+    n.bytes_moved = r.Get<std::vector<double>>(item, "bytes_moved", where);
+    for (const auto* list : {&n.forward_ms, &n.spread, &n.flops, &n.bytes_moved})
+      if (list->size() != sizes)
+        throw InputError(Concat(source, ": ", where, " has ", list->size(), " entries for ", sizes,
+                                " micro-batch sizes"));
+    if (p.training && n.backward_ms.size() != sizes)
+      throw InputError(Concat(source, ": ", where, "backward_ms: expected ", sizes, " entries"));
+    const auto out = r.Get<std::vector<int64_t>>(item, "output_bytes", where);
+    if (out.size() != 2) throw InputError(Concat(source, ": ", where, "output_bytes: expected [per_sample, fixed]"));
+    n.output_bytes_per_sample = out[0];
+    n.output_bytes_fixed = out[1];
+    n.param_bytes = r.Get<int64_t>(item, "param_bytes", where);
+    p.nodes.push_back(n);
+  }
+  for (const auto& item : r.Need(root, "values", "")) {
+    const auto pair = item.as<std::vector<int64_t>>();
+    if (pair.size() != 2) throw InputError(Concat(source, ": values[", p.values.size(), "]: expected [per_sample, fixed]"));
+    p.values.push_back({pair[0], pair[1]});
+  }
+  return p;
+}
+
+void CheckProfileMatches(const Profile& profile, const std::string& fingerprint,
+                         const std::vector<TensorSpec>& inputs, bool training, const std::string& source) {
+  if (profile.fingerprint != fingerprint)
+    throw InputError(Concat(source, ": profile of a different graph (fingerprint ", profile.fingerprint,
+                            ", this model's is ", fingerprint, ")"));
+  if (profile.training != training)
+    throw InputError(Concat(source, ": profile is for ", profile.training ? "training" : "inference",
+                            ", the plan is for ", training ? "training" : "inference"));
+  std::string theirs, ours;
+  for (const auto& s : profile.inputs) theirs += (theirs.empty() ? "" : " ") + FormatTensorSpec(s);
+  for (const auto& s : inputs) ours += (ours.empty() ? "" : " ") + FormatTensorSpec(s);
+  if (theirs != ours)
+    throw InputError(Concat(source, ": profile was taken on inputs ", theirs, ", not ", ours));
+}
+
+}  // namespace mp

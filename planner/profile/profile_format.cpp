@@ -1,0 +1,152 @@
+// Per-layer aggregation of a Profile for the terminal and for JSON. Layers
+// are top-level modules (conv1, layer3, blocks.0 stays "blocks"), in order
+// of their first node; forward's own ops are "(root)".
+#include "planner/profile/profile_format.h"
+
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace mp {
+namespace {
+
+struct LayerTotals {
+  std::string name;
+  int nodes = 0;
+  std::vector<double> forward_ms, backward_ms, flops;
+  int64_t param_bytes = 0;
+  int64_t out_bytes_per_sample = 0;
+};
+
+std::string TopLayer(const std::string& path) {
+  return path.empty() ? "(root)" : path.substr(0, path.find('.'));
+}
+
+std::vector<LayerTotals> Layers(const Profile& p) {
+  std::vector<LayerTotals> layers;
+  std::map<std::string, size_t> index;
+  const size_t sizes = p.microbatch_sizes.size();
+  for (const auto& node : p.nodes) {
+    const std::string name = TopLayer(node.layer);
+    auto it = index.find(name);
+    if (it == index.end()) {
+      it = index.emplace(name, layers.size()).first;
+      LayerTotals totals;
+      totals.name = name;
+      totals.forward_ms.assign(sizes, 0);
+      totals.backward_ms.assign(sizes, 0);
+      totals.flops.assign(sizes, 0);
+      layers.push_back(totals);
+    }
+    LayerTotals& layer = layers[it->second];
+    ++layer.nodes;
+    for (size_t i = 0; i < sizes; ++i) {
+      layer.forward_ms[i] += node.forward_ms[i];
+      if (!node.backward_ms.empty()) layer.backward_ms[i] += node.backward_ms[i];
+      layer.flops[i] += node.flops[i];
+    }
+    layer.param_bytes += node.param_bytes;
+    layer.out_bytes_per_sample += node.output_bytes_per_sample;
+  }
+  return layers;
+}
+
+std::vector<double> NodeSums(const Profile& p, bool backward) {
+  std::vector<double> sums(p.microbatch_sizes.size(), 0);
+  for (const auto& node : p.nodes) {
+    const auto& times = backward ? node.backward_ms : node.forward_ms;
+    for (size_t i = 0; i < times.size(); ++i) sums[i] += times[i];
+  }
+  return sums;
+}
+
+std::string Format(const char* format, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+
+}  // namespace
+
+std::string FormatProfile(const Profile& p, const std::string& calibration, double profiling_s) {
+  std::ostringstream out;
+  out << "profile: " << p.source << " on " << p.device;
+  if (p.threads > 0) out << ", " << p.threads << " thread" << (p.threads == 1 ? "" : "s");
+  out << ", " << (p.training ? "training" : "inference") << ", batch " << p.batch << "\n";
+  out << "micro-batch sizes:";
+  for (int64_t m : p.microbatch_sizes) out << " " << m;
+  out << "\n";
+  if (p.repeats > 0) out << "timing: " << p.warmup << " warm-up, median of " << p.repeats << "\n";
+  if (!calibration.empty()) out << "calibration: " << calibration << "\n";
+  const auto forward = NodeSums(p, false);
+  const auto backward = NodeSums(p, true);
+  const size_t last = p.microbatch_sizes.size() - 1;
+  out << "sum of nodes at " << p.microbatch_sizes[last] << ": forward " << Format("%.2f", forward[last]) << " ms";
+  if (p.training) out << ", backward " << Format("%.2f", backward[last]) << " ms";
+  out << "\n";
+  if (!p.whole_forward_ms.empty()) {
+    out << "whole graph: forward " << Format("%.2f", p.whole_forward_ms[last]) << " ms";
+    if (p.training && !p.whole_backward_ms.empty())
+      out << ", backward " << Format("%.2f", p.whole_backward_ms[last]) << " ms";
+    out << "\ncoverage: forward " << Format("%.3f", p.coverage);
+    if (p.training) out << ", backward " << Format("%.3f", p.backward_coverage);
+    out << " (sum of per-node times / whole-graph time)\n";
+  }
+  if (profiling_s > 0) out << "profiling took " << Format("%.1f", profiling_s) << " s\n";
+  out << "\n";
+  char line[256];
+  std::string header = "layer                nodes";
+  for (int64_t m : p.microbatch_sizes) header += Format("   fwd@%-4.0f", double(m));
+  header += p.training ? "   bwd@max" : "";
+  out << header << "   GFLOP@max  param MiB  act KiB/sample\n";
+  for (const auto& layer : Layers(p)) {
+    std::snprintf(line, sizeof line, "%-20s %5d", layer.name.substr(0, 20).c_str(), layer.nodes);
+    out << line;
+    for (double ms : layer.forward_ms) out << Format(" %10.3f", ms);
+    if (p.training) out << Format(" %10.3f", layer.backward_ms[last]);
+    std::snprintf(line, sizeof line, " %11.3f %10.2f %15.1f\n", layer.flops[last] / 1e9,
+                  double(layer.param_bytes) / (1 << 20), double(layer.out_bytes_per_sample) / 1024);
+    out << line;
+  }
+  return out.str();
+}
+
+nlohmann::json ProfileSummaryJson(const Profile& p, const std::string& calibration, double profiling_s) {
+  nlohmann::json j;
+  j["source"] = p.source;
+  j["device"] = p.device;
+  j["mode"] = p.training ? "train" : "infer";
+  j["threads"] = p.threads;
+  j["batch"] = p.batch;
+  j["microbatch_sizes"] = p.microbatch_sizes;
+  j["warmup"] = p.warmup;
+  j["repeats"] = p.repeats;
+  j["coverage"] = p.coverage;
+  j["backward_coverage"] = p.backward_coverage;
+  j["whole_forward_ms"] = p.whole_forward_ms;
+  j["whole_backward_ms"] = p.whole_backward_ms;
+  j["node_forward_ms"] = NodeSums(p, false);
+  j["node_backward_ms"] = NodeSums(p, true);
+  std::vector<double> flops(p.microbatch_sizes.size(), 0);
+  for (const auto& node : p.nodes)
+    for (size_t i = 0; i < flops.size(); ++i) flops[i] += node.flops[i];
+  j["flops"] = flops;
+  j["nodes"] = p.nodes.size();
+  j["profiling_s"] = profiling_s;
+  j["calibration"] = calibration;
+  j["fingerprint"] = p.fingerprint;
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& layer : Layers(p)) {
+    layers.push_back({{"name", layer.name},
+                      {"nodes", layer.nodes},
+                      {"forward_ms", layer.forward_ms},
+                      {"backward_ms", layer.backward_ms},
+                      {"flops", layer.flops},
+                      {"param_bytes", layer.param_bytes},
+                      {"activation_bytes_per_sample", layer.out_bytes_per_sample}});
+  }
+  j["layers"] = layers;
+  return j;
+}
+
+}  // namespace mp

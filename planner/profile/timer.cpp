@@ -1,0 +1,64 @@
+// Sample-based timing with adaptive inner repetition: work shorter than
+// min_sample_ms is repeated inside one sample (as Python's timeit
+// autorange does), so sub-microsecond nodes are not lost in clock noise,
+// while long work is run exactly `repeats` times.
+#include "planner/profile/timer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace mp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+double Quantile(std::vector<double> samples, double q) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  const double pos = q * double(samples.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, samples.size() - 1);
+  return samples[lo] + (pos - double(lo)) * (samples[hi] - samples[lo]);
+}
+
+Timing TimeWork(const std::function<void()>& work, const TimingOptions& options,
+                const std::function<void()>& sync) {
+  auto wait = [&] {
+    if (sync) sync();
+  };
+  auto timed_run = [&] {
+    wait();
+    const auto start = Clock::now();
+    work();
+    wait();
+    return MsSince(start);
+  };
+  // The warm-up also measures one run, to size the samples.
+  double first_ms = 0;
+  for (int i = 0; i < std::max(1, options.warmup); ++i) first_ms = timed_run();
+  Timing timing;
+  if (first_ms < options.min_sample_ms)
+    timing.runs_per_sample = static_cast<int>(
+        std::min(1000.0, std::ceil(options.min_sample_ms / std::max(first_ms, 1e-5))));
+  std::vector<double> samples;
+  for (int r = 0; r < std::max(1, options.repeats); ++r) {
+    wait();
+    const auto start = Clock::now();
+    for (int i = 0; i < timing.runs_per_sample; ++i) work();
+    wait();
+    samples.push_back(MsSince(start) / timing.runs_per_sample);
+  }
+  timing.median_ms = Quantile(samples, 0.5);
+  timing.p10_ms = Quantile(samples, 0.1);
+  timing.p90_ms = Quantile(samples, 0.9);
+  return timing;
+}
+
+}  // namespace mp

@@ -1,0 +1,37 @@
+// Timing a piece of work the way benchmarks should: warm-up runs that are
+// discarded, then several samples, each long enough for the clock, and the
+// median with its spread. Device work is synchronised around each sample.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+namespace mp {
+
+struct TimingOptions {
+  int warmup = 1;             // runs before the first sample, not recorded
+  int repeats = 5;            // samples; the result is their median
+  double min_sample_ms = 0.02;  // a sample repeats the work until it lasts this long
+};
+
+struct Timing {
+  double median_ms = 0;       // per run of the work
+  double p10_ms = 0;
+  double p90_ms = 0;
+  int runs_per_sample = 1;
+
+  // (p90 - p10) / median: 0 for perfectly steady work.
+  double Spread() const { return median_ms > 0 ? (p90_ms - p10_ms) / median_ms : 0; }
+};
+
+// Runs `work` max(1, warmup) + repeats * runs_per_sample times. `sync`
+// waits for queued device work (empty on CPU); it runs before the clock
+// starts and before it stops, so asynchronous launches are never timed
+// alone.
+Timing TimeWork(const std::function<void()>& work, const TimingOptions& options,
+                const std::function<void()>& sync = {});
+
+// Quantile q in [0, 1] of `samples` by linear interpolation (sorts a copy).
+double Quantile(std::vector<double> samples, double q);
+
+}  // namespace mp

@@ -1,0 +1,62 @@
+// Discrete-event simulation of one pipeline step: replays a Schedule's action
+// lists with per-stage compute times and per-boundary transfer times, and
+// reports the step time, busy/idle time and bubble, the peak memory of each
+// stage and a timeline a report can draw as a Gantt chart.
+//
+// Cost model: a stage's device runs its F/B one at a time in list order; a
+// SEND starts its transfer on the link to the peer as soon as the tensor is
+// ready and the link is free (links are full duplex: activations forward and
+// gradients backward travel on separate lanes, each one transfer at a time);
+// the SEND itself costs the device nothing. A RECV blocks the device until
+// its transfer has arrived.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "planner/schedule/schedule.h"
+
+namespace mp {
+
+struct StageTimes {
+  double forward_ms = 0;   // one micro-batch
+  double backward_ms = 0;
+};
+
+// The boundary between stage s and s + 1: the time to move one micro-batch's
+// activations forward and its gradients backward (latency included; 0 when
+// nothing crosses).
+struct TransferTimes {
+  double forward_ms = 0;
+  double backward_ms = 0;
+};
+
+struct StageMemory {
+  int64_t static_bytes = 0;      // parameters (+ gradients, optimizer state)
+  int64_t activation_bytes = 0;  // per micro-batch held by the stage
+};
+
+struct TimedAction {
+  Action action;
+  double start_ms = 0;  // F/B: on the device; SEND: on the link; RECV: wait
+  double end_ms = 0;
+};
+
+struct SimResult {
+  double step_ms = 0;
+  std::vector<double> busy_ms;            // per stage: sum of F/B times
+  std::vector<double> idle_ms;            // per stage: step_ms - busy_ms
+  double bubble_fraction = 0;             // sum idle / (stages * step_ms)
+  std::vector<int> max_in_flight;         // micro-batches held at once
+  std::vector<int64_t> peak_memory_bytes; // static + max_in_flight * activation
+  std::vector<std::vector<TimedAction>> timeline;  // per stage, in list order
+};
+
+// `stages` has one entry per stage; `transfers` one per boundary (K - 1) or
+// is empty for free transfers; `memory` one per stage or empty (all zero).
+// Throws InputError for mismatched sizes and for lists that deadlock.
+SimResult SimulateStep(const Schedule& schedule, const std::vector<StageTimes>& stages,
+                       const std::vector<TransferTimes>& transfers = {},
+                       const std::vector<StageMemory>& memory = {});
+
+}  // namespace mp

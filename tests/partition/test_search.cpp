@@ -1,0 +1,176 @@
+// The search over stages, micro-batches and schedules: picks the fastest,
+// keeps the alternatives, says when pipelining does not pay, and rejects
+// malformed requests.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "common/error.h"
+#include "planner/partition/search.h"
+#include "tests/partition/synthetic.h"
+
+using mp::InputError;
+using mp::ScheduleKind;
+
+namespace {
+
+const std::vector<int64_t> kSizes = {1, 2, 4, 8, 16, 32};
+
+mp::testing::GraphBuilder EvenChain(int n, int64_t bytes_per_sample) {
+  return mp::testing::Chain(std::vector<double>(n, 1.0), bytes_per_sample, 1000, kSizes);
+}
+
+}  // namespace
+
+TEST_CASE("micro-batch candidates are the profiled sizes") {
+  auto b = EvenChain(4, 1);
+  CHECK(mp::MicrobatchCandidates(b.profile, 32) == std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 32});
+  b.profile.microbatch_sizes = {8, 16};
+  for (auto& n : b.profile.nodes) {
+    n.forward_ms = {1, 1};
+    n.backward_ms = {1, 1};
+  }
+  CHECK(mp::MicrobatchCandidates(b.profile, 32) == std::vector<int>{2, 3, 4});
+}
+
+TEST_CASE("an even chain with free links uses every device and many micro-batches") {
+  auto b = EvenChain(16, 0);
+  mp::PlanRequest request;
+  auto result = mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(4, {}), request);
+  CHECK(result.partition.stages.size() == 4);
+  CHECK(result.partition.microbatches == 32);
+  CHECK(result.partition.method == "dp");
+  for (const auto& stage : result.partition.stages) CHECK(stage.nodes.size() == 4);
+  CHECK(result.alternatives.size() == 4 * 11 * 2);  // K x M x schedule
+  std::set<ScheduleKind> kinds;
+  for (const auto& alt : result.alternatives) {
+    CHECK(alt.feasible);
+    CHECK(result.predicted.step_ms <= alt.step_ms + 1e-9);
+    kinds.insert(alt.schedule);
+  }
+  CHECK(kinds.size() == 2);
+  mp::ValidateSchedule(result.schedule);
+  // An alternative left unsimulated has a bound below its real step time.
+  int pruned = 0;
+  for (const auto& alt : result.alternatives) {
+    if (alt.simulated) continue;
+    ++pruned;
+    mp::PlanRequest fixed;
+    fixed.stages = alt.stages;
+    fixed.microbatches = alt.microbatches;
+    fixed.schedule = alt.schedule;
+    auto one = mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(4, {}), fixed);
+    CHECK(one.alternatives.front().simulated);
+    CHECK(alt.step_ms <= one.predicted.step_ms + 1e-9);
+  }
+  CHECK(pruned > 0);
+  // Per micro-batch of 1 sample: 16 nodes x 3 ms / 32 x 4 per stage: (M + K - 1) t.
+  CHECK(result.predicted.step_ms == doctest::Approx((32 + 3) * 4 * 3.0 / 32));
+}
+
+TEST_CASE("a slow link makes one stage the answer") {
+  auto b = EvenChain(8, 1 << 20);
+  mp::PlanRequest request;
+  auto result = mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(4, {}, {1e6, 1.0}), request);
+  CHECK(result.partition.stages.size() == 1);
+  CHECK(result.partition.microbatches == 1);
+}
+
+TEST_CASE("inference uses the forward-only schedule") {
+  auto b = EvenChain(8, 0);
+  b.profile.training = false;
+  mp::PlanRequest request;
+  request.training = false;
+  auto result = mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(2, {}), request);
+  for (const auto& alt : result.alternatives) CHECK(alt.schedule == ScheduleKind::kForwardOnly);
+  CHECK(result.partition.stages.size() == 2);
+  CHECK(result.partition.stages[0].backward_ms == 0);
+}
+
+TEST_CASE("never more stages than nodes that take time") {
+  mp::testing::GraphBuilder b(kSizes);
+  int v = b.Input(1);
+  for (int i = 0; i < 6; ++i) v = b.Node("n", {v}, i % 2 ? 1.0 : 0.0, i % 2 ? 1.0 : 0.0, 1);
+  b.Output(v);
+  auto result = mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(8, {}), mp::PlanRequest{});
+  for (const auto& alt : result.alternatives) CHECK(alt.stages <= 3);
+  mp::PlanRequest fixed;
+  fixed.stages = 5;
+  CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(8, {}), fixed),
+                       doctest::Contains("only 3 nodes take time"), mp::PlanError);
+}
+
+TEST_CASE("fixed stages, micro-batches and schedule; baselines behind the same interface") {
+  auto b = EvenChain(8, 16);
+  mp::PlanRequest request;
+  request.stages = 2;
+  request.microbatches = 4;
+  request.schedule = ScheduleKind::kOneFOneB;
+  auto cluster = mp::UniformCluster(4, {}, {1e8, 0.01});
+  auto dp = mp::SearchPlan(b.graph, b.profile, cluster, request);
+  CHECK(dp.alternatives.size() == 1);
+  CHECK(dp.partition.microbatch_size == 8);
+  CHECK(dp.partition.stages[1].receives.size() == 1);
+  CHECK(dp.partition.stages[0].sends[0].bytes == 16 * 8);
+  for (const char* method : {"uniform", "params", "block"}) {
+    request.method = method;
+    auto base = mp::SearchPlan(b.graph, b.profile, cluster, request);
+    CHECK(base.partition.method == method);
+    CHECK(dp.partition.bottleneck_ms <= base.partition.bottleneck_ms + 1e-9);
+  }
+  request.method = "layers";
+  request.layer_split = "layer0,layer1,layer2 | layer3,layer4,layer5,layer6,layer7";
+  auto layers = mp::SearchPlan(b.graph, b.profile, cluster, request);
+  CHECK(layers.partition.stages[0].nodes == std::vector<int>{0, 1, 2});
+  request.method = "magic";
+  CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, cluster, request), doctest::Contains("'magic'"), InputError);
+}
+
+TEST_CASE("memory limits: the search skips what does not fit, or says why nothing does") {
+  auto b = EvenChain(8, 1 << 10);
+  auto cluster = mp::UniformCluster(4, {"small", 20000, 1.0});
+  auto result = mp::SearchPlan(b.graph, b.profile, cluster, mp::PlanRequest{});
+  bool some_infeasible = false;
+  for (const auto& alt : result.alternatives) {
+    if (!alt.feasible) {
+      some_infeasible = true;
+      CHECK(alt.why_not.find("no partition into") != std::string::npos);
+    }
+  }
+  CHECK(some_infeasible);
+  for (const auto& stage : result.partition.stages) CHECK(stage.peak_memory_bytes <= 20000);
+  auto tiny = mp::UniformCluster(2, {"tiny", 1000, 1.0});
+  CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, tiny, mp::PlanRequest{}),
+                       doctest::Contains("the smallest limit that fits is"), mp::PlanError);
+}
+
+TEST_CASE("malformed requests are InputErrors") {
+  auto b = EvenChain(4, 1);
+  auto cluster = mp::UniformCluster(2, {});
+  mp::PlanRequest r;
+  r.stages = 3;
+  CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, cluster, r), doctest::Contains("3 stages requested for 2"),
+                       InputError);
+  r = {};
+  r.schedule = ScheduleKind::kForwardOnly;
+  CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, cluster, r), doctest::Contains("does not fit training"),
+                       InputError);
+  r = {};
+  r.microbatches = 64;
+  CHECK_THROWS_AS(mp::SearchPlan(b.graph, b.profile, cluster, r), InputError);
+  r = {};
+  r.batch = 128;
+  r.microbatches = 2;
+  CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, cluster, r), doctest::Contains("outside the profiled sizes"),
+                       mp::PlanError);
+  r = {};
+  r.method = "layers";
+  r.layer_split = "layer0 | layer1 | layer2";
+  CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, cluster, r), doctest::Contains("3 groups"), InputError);
+  b.profile.training = false;
+  CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, cluster, mp::PlanRequest{}),
+                       doctest::Contains("no backward times"), InputError);
+  mp::Cluster empty;
+  CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, empty, mp::PlanRequest{}), doctest::Contains("no devices"),
+                       InputError);
+}

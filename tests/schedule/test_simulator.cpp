@@ -1,0 +1,132 @@
+// Simulator: closed forms for equal stages, the drawn schedules slot by slot,
+// and hand-timed runs with unequal stages and transfers.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+#include "common/error.h"
+#include "planner/schedule/simulator.h"
+
+using doctest::Approx;
+using mp::ScheduleKind;
+
+namespace {
+
+// Compute actions' start slots of one stage: "F0@0 F1@1 ...".
+std::string Starts(const mp::SimResult& r, int stage) {
+  std::string out;
+  for (const auto& t : r.timeline[stage]) {
+    if (!mp::IsCompute(t.action.kind)) continue;
+    if (!out.empty()) out += ' ';
+    out += mp::KindName(t.action.kind) + std::to_string(t.action.microbatch) + "@" +
+           std::to_string(int(t.start_ms + 0.5));
+  }
+  return out;
+}
+
+// (start, end) of one action on a stage's timeline.
+std::pair<double, double> Span(const mp::SimResult& r, int stage, const std::string& action) {
+  for (const auto& t : r.timeline[stage]) {
+    if (mp::FormatAction(t.action) == action) return {t.start_ms, t.end_ms};
+  }
+  FAIL("no action " << action << " on stage " << stage);
+  return {0, 0};
+}
+
+}  // namespace
+
+TEST_CASE("equal stages, no communication: (M + K - 1) t and bubble (K - 1) / (M + K - 1)") {
+  for (auto kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kForwardOnly}) {
+    for (int k = 1; k <= 6; ++k) {
+      for (int m = 1; m <= 10; ++m) {
+        for (auto [f, b] : {std::pair{1.0, 2.0}, std::pair{0.7, 0.7}}) {
+          const double t = f + (mp::IsTraining(kind) ? b : 0);
+          auto r = mp::SimulateStep(mp::BuildSchedule(kind, k, m), std::vector<mp::StageTimes>(k, {f, b}));
+          CAPTURE(mp::ScheduleName(kind));
+          CAPTURE(k);
+          CAPTURE(m);
+          CHECK(r.step_ms == Approx((m + k - 1) * t));
+          CHECK(r.bubble_fraction == Approx(double(k - 1) / (m + k - 1)));
+          for (int s = 0; s < k; ++s) {
+            CHECK(r.busy_ms[s] == Approx(m * t));
+            CHECK(r.idle_ms[s] == Approx((k - 1) * t));
+            CHECK(r.max_in_flight[s] == mp::MicrobatchesInFlight(kind, k, m, s));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the schedules drawn in schedule.cpp, slot by slot") {
+  const std::vector<mp::StageTimes> unit(3, {1, 1});
+  auto gpipe = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kGPipe, 3, 4), unit);
+  CHECK(Starts(gpipe, 0) == "F0@0 F1@1 F2@2 F3@3 B0@8 B1@9 B2@10 B3@11");
+  CHECK(Starts(gpipe, 1) == "F0@1 F1@2 F2@3 F3@4 B0@7 B1@8 B2@9 B3@10");
+  CHECK(Starts(gpipe, 2) == "F0@2 F1@3 F2@4 F3@5 B0@6 B1@7 B2@8 B3@9");
+  auto onef = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kOneFOneB, 3, 4), unit);
+  CHECK(Starts(onef, 0) == "F0@0 F1@1 F2@2 B0@5 F3@6 B1@7 B2@9 B3@11");
+  CHECK(Starts(onef, 1) == "F0@1 F1@2 B0@4 F2@5 B1@6 F3@7 B2@8 B3@10");
+  CHECK(Starts(onef, 2) == "F0@2 B0@3 F1@4 B1@5 F2@6 B2@7 F3@8 B3@9");
+  CHECK(onef.step_ms == Approx(12));
+  auto fwd = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kForwardOnly, 3, 4), unit);
+  CHECK(Starts(fwd, 2) == "F0@2 F1@3 F2@4 F3@5");
+}
+
+TEST_CASE("gpipe, 2 stages, unequal times and transfers, timed by hand") {
+  // s0: F 1, B 2; s1: F 2, B 3; activations 0.5 ms, gradients 0.25 ms.
+  auto r = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kGPipe, 2, 2), {{1, 2}, {2, 3}}, {{0.5, 0.25}},
+                            {{100, 10}, {50, 20}});
+  CHECK(Span(r, 0, "0SEND_F0") == std::pair{1.0, 1.5});
+  CHECK(Span(r, 0, "0SEND_F1") == std::pair{2.0, 2.5});
+  CHECK(Span(r, 1, "1RECV_F0") == std::pair{0.0, 1.5});
+  CHECK(Span(r, 1, "1F1") == std::pair{3.5, 5.5});
+  CHECK(Span(r, 1, "1B0") == std::pair{5.5, 8.5});
+  CHECK(Span(r, 1, "1SEND_B0") == std::pair{8.5, 8.75});
+  CHECK(Span(r, 0, "0B0") == std::pair{8.75, 10.75});
+  CHECK(Span(r, 0, "0B1") == std::pair{11.75, 13.75});
+  CHECK(r.step_ms == Approx(13.75));
+  CHECK(r.busy_ms[0] == Approx(6));
+  CHECK(r.busy_ms[1] == Approx(10));
+  CHECK(r.idle_ms[0] == Approx(7.75));
+  CHECK(r.bubble_fraction == Approx(11.5 / 27.5));
+  CHECK(r.peak_memory_bytes[0] == 100 + 2 * 10);
+  CHECK(r.peak_memory_bytes[1] == 50 + 2 * 20);
+}
+
+TEST_CASE("1f1b, 2 stages, slow last stage and 1 ms links, timed by hand") {
+  auto r = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kOneFOneB, 2, 3), {{1, 1}, {2, 2}}, {{1, 1}},
+                            {{0, 10}, {0, 10}});
+  CHECK(Starts(r, 0) == "F0@0 F1@1 B0@7 F2@8 B1@11 B2@15");
+  CHECK(Starts(r, 1) == "F0@2 B0@4 F1@6 B1@8 F2@10 B2@12");
+  CHECK(Span(r, 1, "1RECV_F1") == std::pair{6.0, 6.0});  // arrived at 3, long before it was needed
+  CHECK(Span(r, 0, "0RECV_B2") == std::pair{12.0, 15.0});
+  CHECK(r.step_ms == Approx(16));
+  CHECK(r.bubble_fraction == Approx(14.0 / 32));
+  CHECK(r.max_in_flight == std::vector<int>{2, 1});
+  CHECK(r.peak_memory_bytes == std::vector<int64_t>{20, 10});
+}
+
+TEST_CASE("3 stages, gpipe, a busy link delays the second transfer") {
+  // Transfers (2 ms) are slower than stage 0's forward (1 ms): the link
+  // queues them, so stage 1 receives micro-batch m at 3 + 2m.
+  auto r = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kForwardOnly, 3, 3), {{1, 0}, {1, 0}, {1, 0}},
+                            {{2, 0}, {0, 0}});
+  CHECK(Span(r, 0, "0SEND_F1") == std::pair{3.0, 5.0});
+  CHECK(Span(r, 0, "0SEND_F2") == std::pair{5.0, 7.0});
+  CHECK(Starts(r, 1) == "F0@3 F1@5 F2@7");
+  CHECK(Starts(r, 2) == "F0@4 F1@6 F2@8");
+  CHECK(r.step_ms == Approx(9));
+  CHECK(r.max_in_flight == std::vector<int>{1, 1, 1});
+}
+
+TEST_CASE("SimulateStep rejects mismatched inputs and deadlocks") {
+  auto s = mp::BuildSchedule(ScheduleKind::kGPipe, 2, 2);
+  CHECK_THROWS_WITH_AS(mp::SimulateStep(s, {{1, 1}}), doctest::Contains("1 stage times"), mp::InputError);
+  CHECK_THROWS_WITH_AS(mp::SimulateStep(s, {{1, 1}, {1, 1}}, {{1, 1}, {1, 1}}),
+                       doctest::Contains("2 transfer times for 1 boundaries"), mp::InputError);
+  s.actions[0] = mp::ParseActions("0F0 0F1 0RECV_B0 0SEND_F0 0SEND_F1 0B0 0RECV_B1 0B1");
+  CHECK_THROWS_WITH_AS(mp::SimulateStep(s, {{1, 1}, {1, 1}}), doctest::Contains("deadlocks at stage 0 action 0RECV_B0"),
+                       mp::InputError);
+}
