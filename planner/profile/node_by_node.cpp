@@ -182,6 +182,7 @@ class Engine {
     }
     result_.nodes.resize(n);
     result_.value_bytes.assign(ids_.size(), 0);
+    params_in_.assign(ids_.size(), 0);
     ComputeLastUses();
   }
 
@@ -277,6 +278,7 @@ class Engine {
         return moved;
       });
       result_.value_bytes[i] = BytesOf(env_[i]);
+      if (is_param) params_in_[i] = result_.value_bytes[i];
     }
   }
 
@@ -292,7 +294,9 @@ class Engine {
   double Forward(int n, bool first) {
     const Node* node = canonical_.nodes[n];
     if (node->kind() == c10::prim::Constant) {
-      env_[Id(node->output())] = torch::jit::toIValue(node->output()).value();
+      const int id = Id(node->output());
+      env_[id] = torch::jit::toIValue(node->output()).value();
+      if (first) result_.value_bytes[id] = BytesOf(env_[id]);
       return 0;
     }
     const NodeProgram& program = *programs_[n];
@@ -301,6 +305,10 @@ class Engine {
     std::vector<IValue> inputs;
     for (size_t i = 0; i < program.Inputs().size(); ++i) {
       const int id = Id(program.Inputs()[i]);
+      if (!options_.training) {
+        inputs.push_back(env_[id]);  // the very object: in-place writes land where readers look
+        continue;
+      }
       int k = 0;
       inputs.push_back(MapTensors(env_[id], [&](const at::Tensor& t) {
         at::Tensor seen = t;
@@ -332,7 +340,7 @@ class Engine {
     for (size_t i = 0; i < writes.size(); ++i) {
       if (!writes[i] || !options_.training) continue;
       const int id = Id(program.Inputs()[i]);
-      env_[id] = inputs[i];  // the written copy is the value from here on
+      env_[id] = inputs[i];  // the written copy (lists are rebuilt too) is the value from here on
       record.written.push_back(id);
       Record(record, id, inputs[i]);
     }
@@ -350,12 +358,19 @@ class Engine {
     const Node* node = canonical_.nodes[n];
     NodeSample& sample = result_.nodes[n];
     std::vector<ArgTensors> in_dims;
+    int64_t param_bytes = 0;
     for (const Value* in : OuterInputs(node)) {
       const bool constant = in->node()->kind() == c10::prim::Constant;
       in_dims.push_back(constant ? DimsOf(torch::jit::toIValue(in).value()) : DimsOf(env_[Id(in)]));
-      const int id = constant ? -1 : Id(in);
-      if (id >= static_cast<int>(canonical_.num_model_inputs) && id < static_cast<int>(canonical_.graph->inputs().size()))
-        sample.param_bytes += result_.value_bytes[id];
+      if (!constant) param_bytes += params_in_[Id(in)];
+    }
+    // Parameters that reach a node inside a list or tuple (nn.LSTM's
+    // weights) count where they are used, not where the list is built.
+    const bool container = node->kind() == c10::prim::ListConstruct || node->kind() == c10::prim::TupleConstruct;
+    if (container) {
+      for (const Value* out : node->outputs()) params_in_[Id(out)] = param_bytes;
+    } else {
+      sample.param_bytes = param_bytes;
     }
     sample.work = EstimateWork(node->kind().toQualString(), in_dims, out_dims);
     for (const auto& dims : out_dims)
@@ -443,6 +458,7 @@ class Engine {
   std::vector<std::unique_ptr<NodeProgram>> programs_;  // null for constants
   std::vector<std::vector<bool>> writes_;               // per program input: written in place
   std::vector<int> last_use_;
+  std::vector<int64_t> params_in_;  // parameter bytes a value is or carries
   std::vector<IValue> env_;
   std::vector<Recorded> records_;
   std::vector<std::vector<at::Tensor>> grads_;  // value id -> gradient per flattened tensor

@@ -162,12 +162,15 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
     n.spread = r.Get<std::vector<double>>(item, "spread", where);
     n.flops = r.Get<std::vector<double>>(item, "flops", where);
     n.bytes_moved = r.Get<std::vector<double>>(item, "bytes_moved", where);
-    for (const auto* list : {&n.forward_ms, &n.spread, &n.flops, &n.bytes_moved})
-      if (list->size() != sizes)
-        throw InputError(Concat(source, ": ", where, " has ", list->size(), " entries for ", sizes,
+    const std::pair<const char*, const std::vector<double>*> lists[] = {
+        {"forward_ms", &n.forward_ms}, {"backward_ms", &n.backward_ms}, {"spread", &n.spread},
+        {"flops", &n.flops}, {"bytes_moved", &n.bytes_moved}};
+    for (const auto& [key, list] : lists) {
+      const bool optional = list == &n.backward_ms && !p.training;
+      if (list->size() != sizes && !(optional && list->empty()))
+        throw InputError(Concat(source, ": ", where, key, ": ", list->size(), " entries for ", sizes,
                                 " micro-batch sizes"));
-    if (p.training && n.backward_ms.size() != sizes)
-      throw InputError(Concat(source, ": ", where, "backward_ms: expected ", sizes, " entries"));
+    }
     const auto out = r.Get<std::vector<int64_t>>(item, "output_bytes", where);
     if (out.size() != 2) throw InputError(Concat(source, ": ", where, "output_bytes: expected [per_sample, fixed]"));
     n.output_bytes_per_sample = out[0];

@@ -1,33 +1,18 @@
 // `mpplan --inspect`: the summary, its JSON, its errors, and the binary.
 #include "tests/doctest_torch.h"
 
-#include <array>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "planner/inspect/inspect.h"
 #include "../graph/zoo.h"
+#include "../run_tool.h"
 
 using mp::test::ZooPath;
 
 namespace {
 
-struct Run {
-  int status;
-  std::string out;
-};
-
-Run RunMpplan(const std::string& args) {
-  const std::string command = std::string(MP_MPPLAN) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe);
-  std::string out;
-  std::array<char, 4096> buffer;
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  return {WEXITSTATUS(status), out};
-}
+mp::test::ToolRun RunMpplan(const std::string& args) { return mp::test::RunTool(MP_MPPLAN, args); }
 
 }  // namespace
 

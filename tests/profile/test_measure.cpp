@@ -1,0 +1,195 @@
+// The measured profile on zoo models: complete and positive records, real
+// byte sizes, a node-by-node pass that computes what the model computes.
+#include "tests/doctest_torch.h"
+
+#include <torch/cuda.h>
+
+#include "common/error.h"
+#include "planner/graph/build_op_graph.h"
+#include "planner/graph/model_file.h"
+#include "planner/graph/run_graph.h"
+#include "planner/profile/measure.h"
+#include "planner/profile/node_by_node.h"
+#include "../graph/zoo.h"
+
+using mp::test::ZooPath;
+
+namespace {
+
+struct Model {
+  mp::ModelFile file;
+  mp::CanonicalGraph canonical;
+  std::vector<mp::TensorSpec> inputs;
+};
+
+Model Load(const std::string& name, bool training, int64_t batch = 0) {
+  Model m{mp::LoadModelFile(ZooPath(name)), {}, {}};
+  mp::CanonicalOptions options;
+  options.training = training;
+  m.canonical = mp::Canonicalize(m.file.module, options);
+  m.inputs = batch ? mp::WithBatch(m.file.input_spec, batch) : m.file.input_spec;
+  return m;
+}
+
+mp::MeasureOptions Quick(bool training) {
+  mp::MeasureOptions options;
+  options.training = training;
+  options.timing.warmup = 0;
+  options.timing.repeats = 1;
+  return options;
+}
+
+bool Heavy(const std::string& kind) {
+  return kind == "aten::conv2d" || kind == "aten::linear" || kind == "aten::lstm" || kind == "aten::matmul";
+}
+
+void CheckComplete(const std::string& name, bool training, int64_t batch) {
+  CAPTURE(name);
+  CAPTURE(training);
+  Model m = Load(name, training, batch);
+  const mp::Profile p = mp::MeasureProfile(m.canonical, m.inputs, Quick(training));
+  const size_t sizes = p.microbatch_sizes.size();
+  CHECK(p.source == "measured");
+  CHECK(p.fingerprint == m.canonical.fingerprint);
+  CHECK(p.microbatch_sizes.back() == p.batch);
+  REQUIRE(p.nodes.size() == m.canonical.nodes.size());
+  for (const auto& n : p.nodes) {
+    CAPTURE(n.id);
+    CAPTURE(n.kind);
+    REQUIRE(n.forward_ms.size() == sizes);
+    REQUIRE(n.flops.size() == sizes);
+    REQUIRE(n.backward_ms.size() == (training ? sizes : 0));
+    for (size_t i = 0; i < sizes; ++i) {
+      if (n.kind == "prim::Constant") {
+        CHECK(n.forward_ms[i] == 0);
+      } else {
+        CHECK(n.forward_ms[i] > 0);
+      }
+      if (Heavy(n.kind)) {
+        CHECK(n.flops[i] > 0);
+        if (training) CHECK(n.backward_ms[i] > 0);
+      }
+      if (!n.backward_ms.empty()) CHECK(n.backward_ms[i] >= 0);
+    }
+    if (Heavy(n.kind) && n.kind != "aten::matmul") CHECK(n.param_bytes > 0);
+  }
+  CHECK(p.whole_forward_ms.size() == sizes);
+  CHECK(p.coverage > 0);
+
+  // Bytes at the full batch equal the sizes of the real tensors.
+  mp::OpGraph graph = mp::BuildOpGraph(m.canonical);
+  mp::FillShapes(m.canonical, mp::SyntheticInputs(m.inputs), graph);
+  REQUIRE(p.values.size() == graph.values.size());
+  int64_t param_bytes = 0;
+  for (const auto& v : graph.values) {
+    if (v.type != "Tensor" || v.bytes == 0) continue;
+    CAPTURE(v.name);
+    CHECK(mp::ValueBytesAt(p, v.id, p.batch) == v.bytes);
+    if (v.is_param) param_bytes += v.bytes;
+  }
+  int64_t read_bytes = 0;
+  for (const auto& n : p.nodes) read_bytes += n.param_bytes;
+  CHECK(read_bytes >= param_bytes);  // every parameter is read at least once
+}
+
+}  // namespace
+
+TEST_CASE("per-node records are complete for every zoo model") {
+  for (const char* name : {"toy.script.pt", "convnet.script.pt", "mlp.script.pt", "gpt.script.pt",
+                           "lstm.script.pt", "branchy.script.pt", "branchy.trace.pt", "gpt.trace.pt"}) {
+    CheckComplete(name, true, 0);
+    CheckComplete(name, false, 0);
+  }
+  CheckComplete("inplace.script.pt", false, 0);
+  CheckComplete("resnet50.script.pt", true, 2);
+}
+
+TEST_CASE("the node-by-node forward computes exactly what the model computes") {
+  for (const char* name : {"toy.script.pt", "convnet.script.pt", "gpt.script.pt", "lstm.script.pt",
+                           "branchy.script.pt", "inplace.script.pt", "inplace.trace.pt", "resnet50.trace.pt"}) {
+    CAPTURE(name);
+    Model m = Load(name, false, 2);
+    const auto inputs = mp::SyntheticInputs(m.inputs, 3);
+    torch::NoGradGuard no_grad;
+    std::vector<c10::IValue> want = {m.file.module.forward(inputs)};
+    mp::PassOptions options;
+    options.timed = false;
+    const auto got = mp::RunNodeByNode(m.canonical, inputs, options);
+    mp::test::CheckBitEqual(got.outputs, want);
+  }
+}
+
+TEST_CASE("the node-by-node backward gives autograd's parameter gradients") {
+  for (const char* name : {"toy.script.pt", "mlp.script.pt", "gpt.script.pt", "lstm.script.pt",
+                           "convnet.script.pt", "resnet50.script.pt"}) {
+    CAPTURE(name);
+    Model m = Load(name, true, 2);
+    const auto inputs = mp::SyntheticInputs(m.inputs, 5);
+    mp::PassOptions options;
+    options.training = true;
+    options.timed = false;
+    const auto got = mp::RunNodeByNode(m.canonical, inputs, options);
+    // Reference: the canonical graph in one piece, d(sum of outputs)/d(params).
+    std::vector<at::Tensor> params;
+    auto stack = m.canonical.Stack(inputs);
+    for (size_t i = 0; i < m.canonical.params.size(); ++i) {
+      at::Tensor t = m.canonical.params[i].tensor.detach();
+      if (m.canonical.params[i].tensor.requires_grad()) t.requires_grad_(true);
+      stack[m.canonical.num_model_inputs + i] = t;
+      params.push_back(t);
+    }
+    const auto outputs = mp::GraphRunner(m.canonical.graph).Run(stack);
+    at::Tensor loss = at::zeros({});
+    for (const auto& v : outputs)
+      for (const auto& t : mp::FlattenTensors(v)) loss = loss + t.sum();
+    loss.backward();
+    REQUIRE(got.param_grads.size() == params.size());
+    int compared = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      CAPTURE(m.canonical.params[i].name);
+      if (!params[i].requires_grad()) continue;
+      const at::Tensor& want = params[i].grad();
+      const at::Tensor& have = got.param_grads[i];
+      CHECK((want.defined() == have.defined()));
+      if (!want.defined() || !have.defined()) continue;
+      // Sums may add in another order: equal to float32 rounding.
+      CHECK(at::allclose(have, want, 1e-4, 1e-5));
+      ++compared;
+    }
+    CHECK(compared > 0);
+  }
+}
+
+TEST_CASE("sizes, devices and models that cannot be trained are refused clearly") {
+  Model m = Load("mlp.script.pt", true);
+  auto options = Quick(true);
+  options.microbatch_sizes = {1, 65};
+  CHECK_THROWS_WITH_AS(mp::MeasureProfile(m.canonical, m.inputs, options),
+                       "micro-batch sizes must lie in [1, 64] (the batch); got 1..65", mp::InputError);
+  options = Quick(true);
+  options.device = "tpu";
+  CHECK_THROWS_WITH_AS(mp::MeasureProfile(m.canonical, m.inputs, options),
+                       "unknown device 'tpu' (expected cpu, cuda or cuda:N)", mp::InputError);
+  if (!torch::cuda::is_available()) {
+    options.device = "cuda";
+    CHECK_THROWS_WITH_AS(mp::MeasureProfile(m.canonical, m.inputs, options),
+                         "device 'cuda' is not available: no CUDA GPU is visible to this LibTorch", mp::InputError);
+  }
+  // relu_ overwrites a value fc2 saved for its backward: eager PyTorch cannot train it either.
+  Model inplace = Load("inplace.script.pt", true);
+  CHECK_THROWS_WITH_AS(mp::MeasureProfile(inplace.canonical, inplace.inputs, Quick(true)),
+                       doctest::Contains("the model cannot be trained: autograd refuses its backward"),
+                       mp::InputError);
+}
+
+TEST_CASE("profiling on a GPU" * doctest::skip(!torch::cuda::is_available())) {
+  Model m = Load("resnet50.script.pt", true, 8);
+  auto options = Quick(true);
+  options.device = "cuda";
+  options.timing.warmup = 2;
+  options.timing.repeats = 5;
+  const mp::Profile p = mp::MeasureProfile(m.canonical, m.inputs, options);
+  CHECK(p.device == "cuda");
+  CHECK(p.coverage > 0.85);
+  CHECK(p.coverage < 1.15);
+}

@@ -1,0 +1,91 @@
+// `mpplan --profile-only`: JSON output, profile files in and out, and errors.
+#include "tests/doctest_torch.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "../graph/zoo.h"
+#include "../run_tool.h"
+
+using mp::test::TempPath;
+using mp::test::ZooPath;
+
+namespace {
+
+mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::RunTool(MP_MPPLAN, args); }
+
+const std::string kQuick = " --profile-only --warmup 0 --repeats 1 --quiet";
+
+}  // namespace
+
+TEST_CASE("--json reports the profile's source and coverage") {
+  auto run = Mpplan(ZooPath("mlp.script.pt") + kQuick + " --json --microbatch-sizes 2,16 --batch 16");
+  REQUIRE(run.status == 0);
+  const auto j = nlohmann::json::parse(run.out);
+  CHECK(j["profile"]["source"] == "measured");
+  CHECK(j["profile"]["coverage"].get<double>() > 0);
+  CHECK(j["profile"]["microbatch_sizes"] == nlohmann::json::array({2, 16}));
+  CHECK(j["profile"]["mode"] == "train");
+  CHECK(j["profile"]["threads"].get<int>() >= 1);
+}
+
+TEST_CASE("--device-profile estimates without measuring") {
+  auto run = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --json --device-profile h100-sxm");
+  REQUIRE(run.status == 0);
+  const auto j = nlohmann::json::parse(run.out);
+  CHECK(j["profile"]["source"] == "analytic");
+  CHECK(j["profile"]["device"] == "H100-SXM");
+  CHECK(j["profile"]["node_forward_ms"].back().get<double>() > 0);
+  auto cross = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --device-profile h100-sxm --calibrate");
+  CHECK(cross.status == 1);
+  CHECK(cross.out ==
+        "mpplan: --calibrate measures here (cpu) to fit H100-SXM; that needs a device profile of the same type, "
+        "not cuda\n");
+  auto calibrated = Mpplan(ZooPath("mlp.script.pt") + kQuick + " --json --device-profile generic-cpu --calibrate");
+  REQUIRE(calibrated.status == 0);
+  CHECK(nlohmann::json::parse(calibrated.out)["profile"]["source"] == "calibrated");
+}
+
+TEST_CASE("a profile written with --profile-out is reused by --profile-in, and refused elsewhere") {
+  const std::string file = TempPath("toy.profile.yaml");
+  std::filesystem::remove(file);
+  auto write = Mpplan(ZooPath("toy.script.pt") + kQuick + " --json --profile-out " + file);
+  REQUIRE(write.status == 0);
+  REQUIRE(std::filesystem::exists(file));
+  auto read = Mpplan(ZooPath("toy.script.pt") + kQuick + " --json --profile-in " + file);
+  REQUIRE(read.status == 0);
+  CHECK(nlohmann::json::parse(read.out)["profile"]["node_forward_ms"] ==
+        nlohmann::json::parse(write.out)["profile"]["node_forward_ms"]);
+  auto other_batch = Mpplan(ZooPath("toy.script.pt") + kQuick + " --batch 4 --profile-in " + file);
+  CHECK(other_batch.status == 1);
+  CHECK(other_batch.out == "mpplan: " + file + ": profile was taken on inputs float32[20,10], not float32[4,10]\n");
+  auto other_model = Mpplan(ZooPath("mlp.script.pt") + kQuick + " --profile-in " + file);
+  CHECK(other_model.status == 1);
+  CHECK(other_model.out.find(file + ": profile of a different graph") != std::string::npos);
+  auto other_mode = Mpplan(ZooPath("toy.script.pt") + kQuick + " --mode infer --profile-in " + file);
+  CHECK(other_mode.status == 1);
+}
+
+TEST_CASE("outputs never overwrite the model, and bad flags are one line") {
+  const std::string model = TempPath("toy-copy.pt");
+  std::filesystem::copy_file(ZooPath("toy.script.pt"), model, std::filesystem::copy_options::overwrite_existing);
+  const auto size = std::filesystem::file_size(model);
+  auto over = Mpplan(model + kQuick + " --profile-out " + model);
+  CHECK(over.status == 1);
+  CHECK(over.out == "mpplan: " + model + ": refusing to overwrite " + model + ", which this command reads\n");
+  CHECK(std::filesystem::file_size(model) == size);
+  auto no_dir = Mpplan(ZooPath("toy.script.pt") + kQuick + " --profile-out /nonexistent/dir/p.yaml");
+  CHECK(no_dir.status == 1);
+  CHECK(no_dir.out == "mpplan: /nonexistent/dir/p.yaml: directory /nonexistent/dir does not exist\n");
+  auto sizes = Mpplan(ZooPath("toy.script.pt") + kQuick + " --microbatch-sizes 0,4");
+  CHECK(sizes.status == 1);
+  CHECK(sizes.out == "mpplan: micro-batch sizes must lie in [1, 20] (the batch); got 0..4\n");
+  auto unknown = Mpplan(ZooPath("toy.script.pt") + kQuick + " --device-profile tpu");
+  CHECK(unknown.status == 1);
+  CHECK(unknown.out.rfind("mpplan: unknown device profile 'tpu' (known: ", 0) == 0);
+  auto threads = Mpplan(ZooPath("toy.script.pt") + kQuick + " --threads -2");
+  CHECK(threads.status == 1);
+  CHECK(threads.out == "mpplan: --threads must be at least 1, got -2\n");
+}

@@ -1,0 +1,121 @@
+// Profile files round-trip, refuse other graphs and inputs, and name bad
+// keys; interpolation between measured micro-batch sizes.
+#include <doctest/doctest.h>
+
+#include "common/error.h"
+#include "planner/profile/profile.h"
+#include "planner/profile/profile_file.h"
+
+namespace {
+
+mp::Profile Sample() {
+  mp::Profile p;
+  p.fingerprint = "1a2b3c4d5e6f7081";
+  mp::TensorSpec x = mp::ParseTensorSpec("int64[8,64]");
+  x.name = "idx";
+  x.has_range = true;
+  x.high = 1024;
+  p.inputs = {x};
+  p.batch = 8;
+  p.training = true;
+  p.source = "measured";
+  p.device = "cpu";
+  p.threads = 2;
+  p.warmup = 1;
+  p.repeats = 5;
+  p.microbatch_sizes = {1, 2, 8};
+  p.whole_forward_ms = {1.5, 2.25, 6.125};
+  p.whole_backward_ms = {3, 4.5, 12.25};
+  p.coverage = 0.97;
+  p.backward_coverage = 1.02;
+  for (int i = 0; i < 3; ++i) {
+    mp::NodeCost n;
+    n.id = i;
+    n.kind = i == 1 ? "aten::linear" : "aten::relu";
+    n.layer = i == 0 ? "" : "blocks.0.fc";
+    n.forward_ms = {0.5 + i, 1.0 + i, 3.0 + i};
+    n.backward_ms = {1.0, 2.0, 6.0};
+    n.spread = {0.01, 0.02, 0.03};
+    n.flops = {1e6, 2e6, 8e6};
+    n.bytes_moved = {4096, 8192, 32768};
+    n.output_bytes_per_sample = 512;
+    n.output_bytes_fixed = i;
+    n.param_bytes = i == 1 ? 65536 : 0;
+    p.nodes.push_back(n);
+  }
+  p.values = {{256, 0}, {0, 65536}, {512, 0}, {512, 1}};
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a profile round-trips through YAML") {
+  const mp::Profile p = Sample();
+  const mp::Profile q = mp::ProfileFromYaml(mp::ProfileToYaml(p), "p.yaml");
+  CHECK(q.fingerprint == p.fingerprint);
+  REQUIRE(q.inputs.size() == 1);
+  CHECK(mp::FormatTensorSpec(q.inputs[0]) == "int64[8,64]");
+  CHECK(q.inputs[0].has_range);
+  CHECK(q.inputs[0].high == 1024);
+  CHECK(q.training);
+  CHECK(q.microbatch_sizes == p.microbatch_sizes);
+  CHECK(q.whole_forward_ms == p.whole_forward_ms);
+  CHECK(q.coverage == doctest::Approx(p.coverage));
+  REQUIRE(q.nodes.size() == p.nodes.size());
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    CHECK(q.nodes[i].kind == p.nodes[i].kind);
+    CHECK(q.nodes[i].layer == p.nodes[i].layer);
+    CHECK(q.nodes[i].forward_ms == p.nodes[i].forward_ms);
+    CHECK(q.nodes[i].backward_ms == p.nodes[i].backward_ms);
+    CHECK(q.nodes[i].flops == p.nodes[i].flops);
+    CHECK(q.nodes[i].output_bytes_fixed == p.nodes[i].output_bytes_fixed);
+    CHECK(q.nodes[i].param_bytes == p.nodes[i].param_bytes);
+  }
+  REQUIRE(q.values.size() == p.values.size());
+  CHECK(q.values[3].per_sample == 512);
+  CHECK(q.values[3].fixed == 1);
+  // Writing the read profile gives the same text: nothing is lost either way.
+  CHECK(mp::ProfileToYaml(q) == mp::ProfileToYaml(p));
+}
+
+TEST_CASE("a profile of another graph, input spec or mode is refused") {
+  const mp::Profile p = Sample();
+  CHECK_NOTHROW(mp::CheckProfileMatches(p, p.fingerprint, p.inputs, true, "p.yaml"));
+  CHECK_THROWS_WITH_AS(mp::CheckProfileMatches(p, "ffff", p.inputs, true, "p.yaml"),
+                       "p.yaml: profile of a different graph (fingerprint 1a2b3c4d5e6f7081, this model's is ffff)",
+                       mp::InputError);
+  auto other = p.inputs;
+  other[0].shape = {16, 64};
+  CHECK_THROWS_WITH_AS(mp::CheckProfileMatches(p, p.fingerprint, other, true, "p.yaml"),
+                       "p.yaml: profile was taken on inputs int64[8,64], not int64[16,64]", mp::InputError);
+  CHECK_THROWS_WITH_AS(mp::CheckProfileMatches(p, p.fingerprint, p.inputs, false, "p.yaml"),
+                       "p.yaml: profile is for training, the plan is for inference", mp::InputError);
+}
+
+TEST_CASE("malformed profile files name the problem") {
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml("format: [", "p.yaml"), doctest::Contains("p.yaml: not valid YAML"),
+                       mp::InputError);
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml("format: other/v9\n", "p.yaml"),
+                       "p.yaml: format: expected mpplan-profile/v1, got 'other/v9'", mp::InputError);
+  std::string text = mp::ProfileToYaml(Sample());
+  const std::string no_batch = text.substr(0, text.find("batch:")) + text.substr(text.find("mode:"));
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_batch, "p.yaml"), "p.yaml: batch: missing", mp::InputError);
+  const size_t at = text.find("forward_ms: [0.5, 1, 3]");
+  REQUIRE(at != std::string::npos);
+  const std::string short_list = text.replace(at, 23, "forward_ms: [0.5, 1]");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(short_list, "p.yaml"),
+                       "p.yaml: nodes[0].forward_ms: 2 entries for 3 micro-batch sizes", mp::InputError);
+}
+
+TEST_CASE("times interpolate between measured sizes and never extrapolate") {
+  const mp::Profile p = Sample();
+  CHECK(mp::ForwardMs(p, 0, 1) == doctest::Approx(0.5));
+  CHECK(mp::ForwardMs(p, 0, 8) == doctest::Approx(3.0));
+  CHECK(mp::ForwardMs(p, 0, 5) == doctest::Approx(1.0 + 3.0 / 6.0 * 2.0));
+  CHECK(mp::BackwardMs(p, 2, 2) == doctest::Approx(2.0));
+  CHECK(mp::CanInterpolate(p, 8));
+  CHECK_FALSE(mp::CanInterpolate(p, 9));
+  CHECK_THROWS_AS(mp::ForwardMs(p, 0, 9), mp::PlanError);
+  CHECK(mp::ValueBytesAt(p, 3, 4) == 1 + 512 * 4);
+  CHECK(mp::OutputBytes(p, 2, 3) == 2 + 512 * 3);
+}
