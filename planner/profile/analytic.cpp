@@ -67,8 +67,7 @@ Profile AnalyticProfile(const Profile& shapes, const OpGraph& graph, const Devic
   profile.device = device.name;
   profile.threads = 0;
   profile.warmup = profile.repeats = 0;
-  profile.whole_forward_ms.clear();
-  profile.whole_backward_ms.clear();
+  profile.whole_forward_ms = profile.whole_backward_ms = 0;
   profile.coverage = profile.backward_coverage = 0;
   const auto on_path = OnGradientPath(graph);
   for (auto& node : profile.nodes) {

@@ -191,7 +191,8 @@ class Engine {
     const int passes = PassCount(options_);
     const int warmup = passes - (options_.timed ? std::max(1, options_.timing.repeats) : 1);
     std::unique_ptr<WholeGraph> whole;
-    if (options_.timed) whole = std::make_unique<WholeGraph>(canonical_, model_inputs, options_);
+    if (options_.timed && options_.whole_graph)
+      whole = std::make_unique<WholeGraph>(canonical_, model_inputs, options_);
     std::vector<double> whole_samples;
     std::vector<std::vector<double>> samples(n);
     for (int pass = 0; pass < passes; ++pass) {

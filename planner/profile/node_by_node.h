@@ -17,6 +17,7 @@ namespace mp {
 struct PassOptions {
   bool training = false;       // autograd on; backward pass from the outputs
   bool timed = true;           // false: run every node once, no timing
+  bool whole_graph = true;     // timed: also time the graph in one piece (whole_forward/backward)
   TimingOptions timing;
   c10::Device device = c10::Device(c10::kCPU);
   std::function<void()> progress;  // called after each node's forward and backward, every pass

@@ -48,11 +48,11 @@ struct Profile {
   std::vector<int64_t> microbatch_sizes;  // ascending, each in [1, batch]
   std::vector<NodeCost> nodes;       // index = canonical node id
   std::vector<ValueBytes> values;    // index = OpGraph value id
-  // Whole-graph times at each micro-batch size (measured profiles), and
-  // coverage = sum of per-node forward times / whole forward time at the
-  // largest size; backward_coverage likewise for the backward.
-  std::vector<double> whole_forward_ms;
-  std::vector<double> whole_backward_ms;
+  // Measured profiles: the whole graph in one piece at the largest size,
+  // and coverage = sum of per-node forward times / whole forward time
+  // there; backward_coverage likewise for the backward. 0 when not measured.
+  double whole_forward_ms = 0;
+  double whole_backward_ms = 0;
   double coverage = 0;
   double backward_coverage = 0;
 };

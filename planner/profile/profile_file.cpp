@@ -70,10 +70,8 @@ std::string ProfileToYaml(const Profile& p) {
   out << YAML::Key << "repeats" << YAML::Value << p.repeats;
   out << YAML::Key << "microbatch_sizes" << YAML::Value;
   EmitFlowSeq(out, p.microbatch_sizes);
-  out << YAML::Key << "whole_forward_ms" << YAML::Value;
-  EmitFlowSeq(out, p.whole_forward_ms);
-  out << YAML::Key << "whole_backward_ms" << YAML::Value;
-  EmitFlowSeq(out, p.whole_backward_ms);
+  out << YAML::Key << "whole_forward_ms" << YAML::Value << p.whole_forward_ms;
+  out << YAML::Key << "whole_backward_ms" << YAML::Value << p.whole_backward_ms;
   out << YAML::Key << "coverage" << YAML::Value << p.coverage;
   out << YAML::Key << "backward_coverage" << YAML::Value << p.backward_coverage;
   out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
@@ -143,8 +141,8 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
   p.warmup = r.Get<int>(root, "warmup");
   p.repeats = r.Get<int>(root, "repeats");
   p.microbatch_sizes = r.Get<std::vector<int64_t>>(root, "microbatch_sizes");
-  p.whole_forward_ms = r.Get<std::vector<double>>(root, "whole_forward_ms");
-  p.whole_backward_ms = r.Get<std::vector<double>>(root, "whole_backward_ms");
+  p.whole_forward_ms = r.Get<double>(root, "whole_forward_ms");
+  p.whole_backward_ms = r.Get<double>(root, "whole_backward_ms");
   p.coverage = r.Get<double>(root, "coverage");
   p.backward_coverage = r.Get<double>(root, "backward_coverage");
   const size_t sizes = p.microbatch_sizes.size();

@@ -84,10 +84,9 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
   out << "sum of nodes at " << p.microbatch_sizes[last] << ": forward " << Format("%.2f", forward[last]) << " ms";
   if (p.training) out << ", backward " << Format("%.2f", backward[last]) << " ms";
   out << "\n";
-  if (!p.whole_forward_ms.empty()) {
-    out << "whole graph: forward " << Format("%.2f", p.whole_forward_ms[last]) << " ms";
-    if (p.training && !p.whole_backward_ms.empty())
-      out << ", backward " << Format("%.2f", p.whole_backward_ms[last]) << " ms";
+  if (p.whole_forward_ms > 0) {
+    out << "whole graph: forward " << Format("%.2f", p.whole_forward_ms) << " ms";
+    if (p.training) out << ", backward " << Format("%.2f", p.whole_backward_ms) << " ms";
     out << "\ncoverage: forward " << Format("%.3f", p.coverage);
     if (p.training) out << ", backward " << Format("%.3f", p.backward_coverage);
     out << " (sum of per-node times / whole-graph time)\n";

@@ -73,7 +73,8 @@ void CheckComplete(const std::string& name, bool training, int64_t batch) {
     }
     if (Heavy(n.kind) && n.kind != "aten::matmul") CHECK(n.param_bytes > 0);
   }
-  CHECK(p.whole_forward_ms.size() == sizes);
+  CHECK(p.whole_forward_ms > 0);
+  CHECK((p.whole_backward_ms > 0) == training);
   CHECK(p.coverage > 0);
 
   // Bytes at the full batch equal the sizes of the real tensors.
