@@ -12,6 +12,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "planner/profile/yaml_document.h"
 
 #ifndef MP_SOURCE_PROFILES_DIR
 #define MP_SOURCE_PROFILES_DIR "profiles"
@@ -71,12 +72,7 @@ std::vector<std::string> BundledProfiles() {
 }
 
 DeviceProfile ParseDeviceProfile(const std::string& yaml, const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml);
-  } catch (const YAML::Exception& e) {
-    throw InputError(Concat(source, ": not valid YAML: ", e.msg, " (line ", e.mark.line + 1, ")"));
-  }
+  const YAML::Node root = LoadYamlDocument(yaml, source);
   CheckKeys(root, {"name", "type", "memory_bytes", "peak_flops", "memory_bandwidth", "links", "link_latency_us",
                    "efficiency", "launch_overhead_us"},
             source);

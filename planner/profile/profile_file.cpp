@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/error.h"
+#include "planner/profile/yaml_document.h"
 
 namespace mp {
 namespace {
@@ -104,12 +105,7 @@ std::string ProfileToYaml(const Profile& p) {
 }
 
 Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml);
-  } catch (const YAML::Exception& e) {
-    throw InputError(Concat(source, ": not valid YAML: ", e.msg, " (line ", e.mark.line + 1, ")"));
-  }
+  const YAML::Node root = LoadYamlDocument(yaml, source);
   if (!root.IsMap()) throw InputError(Concat(source, ": not a profile (expected a YAML mapping)"));
   const Reader r(source);
   const auto format = r.Get<std::string>(root, "format");
