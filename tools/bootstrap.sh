@@ -11,6 +11,7 @@ packages=(
   libboost-graph-dev                 # op DAG for the partitioner
   doctest-dev libcli11-dev nlohmann-json3-dev
   python3-torch python3-torchvision  # models/export.py only
+  libxml2-utils                      # xmllint: tests check the Gantt SVG parses
 )
 
 missing=()

@@ -1,62 +1,106 @@
 // mpplan: plans pipeline-parallel execution of a TorchScript model.
-// This main parses flags, calls one library function and turns mp::Error
+// This main parses flags, calls one library function (RunPlanCommand,
+// InspectModel or ProfileModel), prints its result, and turns mp::Error
 // into one line on stderr and a non-zero exit.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 
+#include "common/byte_size.h"
 #include "common/error.h"
+#include "planner/command/plan_command.h"
 #include "planner/inspect/inspect.h"
-#include "planner/profile/profile_command.h"
 #include "planner/profile/profile_format.h"
+#include "planner/report/report_text.h"
+
+namespace {
+
+// "auto" -> 0, else a positive integer; InputError naming the flag otherwise.
+int AutoOrCount(const std::string& text, const std::string& flag) {
+  if (text == "auto") return 0;
+  size_t used = 0;
+  int value = 0;
+  try {
+    value = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value < 1) {
+    throw mp::InputError(mp::Concat(flag, ": '", text, "' is not auto or a positive count"));
+  }
+  return value;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"mpplan: ahead-of-time pipeline planner for TorchScript models"};
+  CLI::App app{
+      "mpplan: ahead-of-time pipeline planner for TorchScript models.\n"
+      "Profiles the model, partitions its graph into pipeline stages over N devices, picks the\n"
+      "micro-batch count and schedule, and writes a plan for mpexec (MODEL.plan.yaml)."};
   app.footer(
       "Examples:\n"
-      "  mpplan build/models/resnet50.script.pt --inspect\n"
-      "  mpplan model.pt --inspect --json --input float32[4,3,64,64]\n"
-      "  mpplan build/models/mlp.script.pt --profile-only --profile-out mlp.profile.yaml\n"
-      "  mpplan build/models/gpt.script.pt --profile-only --device-profile a100-80gb --json");
+      "  mpplan build/models/resnet50.script.pt --gpus 2\n"
+      "      plan training on 2 workers of this machine, print the report\n"
+      "  mpplan model.pt --gpus 4 --device-profile a100-80gb --report plan.md --dot plan.dot\n"
+      "      plan for 4 A100s that are not here; Markdown report with a Gantt chart\n"
+      "  mpplan model.pt --gpus 2 --split 'layer1,layer2|layer3,layer4,fc' --explain\n"
+      "      also compare with a hand split, at every split size that divides the batch\n"
+      "  mpplan model.pt --inspect            the canonical graph: inputs, layers, node kinds\n"
+      "  mpplan model.pt --profile-only       per-layer forward/backward times and coverage");
   std::string model;
-  bool inspect = false;
-  bool profile_only = false;
-  bool json = false;
-  bool quiet = false;
-  std::string mode = "train";
+  bool inspect = false, profile_only = false, json = false, quiet = false, explain = false;
+  std::string mode = "train", stages = "auto", microbatches = "auto", schedule = "auto", memory;
   std::vector<std::string> inputs;
-  mp::ProfileRequest request;
+  mp::PlanCommandRequest request;
+  mp::ProfileRequest& profile = request.profile;
   app.add_option("model", model, "TorchScript model file (.pt)")->required();
-  app.add_flag("--inspect", inspect, "print the canonical graph summary");
-  app.add_flag("--profile-only", profile_only, "profile the model and print the per-layer costs");
-  app.add_flag("--json", json, "print one JSON object instead of text");
-  app.add_flag("--quiet", quiet, "no progress bar");
+  app.add_option("--gpus", request.gpus, "devices to plan for (CPU workers here, or --device-profile devices)")
+      ->default_str("1");
+  app.add_option("--stages", stages, "pipeline stages: auto (1 to --gpus) or a count")->default_str("auto");
+  app.add_option("--microbatches", microbatches, "micro-batches per step: auto or a count")->default_str("auto");
+  app.add_option("--schedule", schedule, "gpipe, 1f1b or auto (training); inference always runs forward-only")
+      ->check(CLI::IsMember({"gpipe", "1f1b", "auto"}))
+      ->default_str("auto");
+  app.add_option("--mode", mode, "train (forward and backward) or infer (forward only)")
+      ->check(CLI::IsMember({"train", "infer"}))
+      ->default_str("train");
+  app.add_option("--batch", profile.batch, "batch size (default: the input spec's)");
   app.add_option("--input", inputs,
                  "input spec dtype[d0,d1,...], once per model input in order "
                  "(default: the spec embedded in the model)")
       ->take_last()
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--mode", mode, "train (forward and backward) or infer (forward only)")
-      ->check(CLI::IsMember({"train", "infer"}))
-      ->default_str("train");
-  app.add_option("--batch", request.batch, "batch size (default: the input spec's)");
-  app.add_option("--gpus", request.stages, "devices the plan will use; CPU stages share this machine's cores")
-      ->default_str("1");
-  app.add_option("--threads", request.threads, "intra-op threads to profile with (default: cores / --gpus)");
-  app.add_option("--microbatch-sizes", request.microbatch_sizes,
+  app.add_option("--device-profile", profile.device_profile,
+                 "plan for devices that are not here: a bundled profile (a100-80gb, h100-sxm, v100, t4, ...) "
+                 "or a YAML file");
+  app.add_option("--memory", memory, "memory limit per device, e.g. 40GiB, 512MiB (default: the device's)");
+  app.add_option("--partitioner", request.partitioner, "dp (optimal), uniform, params, block, or layers (--split)")
+      ->check(CLI::IsMember({"dp", "uniform", "params", "block", "layers"}))
+      ->default_str("dp");
+  app.add_option("--split", request.split,
+                 "a hand split by layer names, e.g. 'layer1,layer2|layer3,layer4,fc': compared with the plan "
+                 "(--explain), or used with --partitioner layers");
+  app.add_option("--profile-in", profile.profile_in, "reuse a profile written by --profile-out");
+  app.add_option("--profile-out", profile.profile_out, "write the profile (YAML)");
+  app.add_option("-o,--output", request.output, "plan file (default: MODEL.plan.yaml beside the model)");
+  app.add_option("--report", request.report, "write a Markdown report, with an SVG Gantt chart beside it");
+  app.add_option("--dot", request.dot, "write the op graph grouped by layer, coloured by stage (Graphviz)");
+  app.add_flag("--explain", explain, "also print every alternative tried and the comparison with the baselines");
+  app.add_flag("--json", json, "print one JSON object instead of the report");
+  app.add_flag("--quiet", quiet, "no progress bar");
+  app.add_flag("--inspect", inspect, "only print the canonical graph summary");
+  app.add_flag("--profile-only", profile_only, "only profile the model and print the per-layer costs");
+  app.add_option("--threads", profile.threads, "intra-op threads to profile with (default: cores / --gpus)");
+  app.add_option("--microbatch-sizes", profile.microbatch_sizes,
                  "micro-batch sizes to measure, e.g. 1,8,32,120 (default: 1, B^1/3, B^2/3, B)")
       ->delimiter(',');
-  app.add_option("--warmup", request.timing.warmup, "discarded runs before timing each node")->default_str("1");
-  app.add_option("--repeats", request.timing.repeats, "timed samples per node; the median is kept")
-      ->default_str("5");
-  app.add_option("--device", request.device, "device to measure on: cpu, cuda, cuda:N")->default_str("cpu");
-  app.add_option("--device-profile", request.device_profile,
-                 "estimate for this device instead of measuring (profiles/: a100-80gb, h100-sxm, ... or a file)");
-  app.add_flag("--calibrate", request.calibrate,
+  app.add_option("--warmup", profile.timing.warmup, "discarded runs before timing each node")->default_str("1");
+  app.add_option("--repeats", profile.timing.repeats, "timed samples per node; the median is kept")->default_str("5");
+  app.add_option("--device", profile.device, "device to measure on: cpu, cuda, cuda:N")->default_str("cpu");
+  app.add_flag("--calibrate", profile.calibrate,
                "with --device-profile: fit its efficiencies to a measurement on this machine first");
-  app.add_option("--profile-in", request.profile_in, "reuse a profile written by --profile-out");
-  app.add_option("--profile-out", request.profile_out, "write the profile (YAML)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -65,22 +109,36 @@ int main(int argc, char** argv) {
       std::cout << (json ? mp::SummaryToJson(summary).dump() + "\n" : mp::FormatSummary(summary));
       return 0;
     }
-    if (!profile_only) {
-      throw mp::InputError("planning is not available yet; use --inspect or --profile-only");
+    profile.model_path = model;
+    profile.input_flags = inputs;
+    profile.training = mode == "train";
+    profile.progress = !quiet && !json;
+    if (profile_only) {
+      if (request.gpus < 1) throw mp::InputError(mp::Concat("--gpus must be at least 1, got ", request.gpus));
+      profile.stages = request.gpus;
+      const mp::ProfiledModel result = mp::ProfileModel(profile);
+      if (json) {
+        nlohmann::json out;
+        out["model"] = model;
+        out["profile"] = mp::ProfileSummaryJson(result.profile, result.calibration, result.profiling_s);
+        std::cout << out.dump() << "\n";
+      } else {
+        std::cout << mp::FormatProfile(result.profile, result.calibration, result.profiling_s);
+      }
+      return 0;
     }
-    if (request.stages < 1) throw mp::InputError(mp::Concat("--gpus must be at least 1, got ", request.stages));
-    request.model_path = model;
-    request.input_flags = inputs;
-    request.training = mode == "train";
-    request.progress = !quiet;
-    const mp::ProfiledModel result = mp::ProfileModel(request);
+    request.stages = AutoOrCount(stages, "--stages");
+    request.microbatches = AutoOrCount(microbatches, "--microbatches");
+    if (schedule != "auto") request.schedule = mp::ParseScheduleKind(schedule);
+    if (!memory.empty()) request.memory_bytes = mp::ParseByteSize(memory, "--memory");
+    const mp::PlanCommandResult result = mp::RunPlanCommand(request);
     if (json) {
-      nlohmann::json out;
-      out["model"] = model;
-      out["profile"] = mp::ProfileSummaryJson(result.profile, result.calibration, result.profiling_s);
-      std::cout << out.dump() << "\n";
+      std::cout << mp::PlanResultJson(result).dump() << "\n";
     } else {
-      std::cout << mp::FormatProfile(result.profile, result.calibration, result.profiling_s);
+      std::cout << mp::FormatPlanReport(result.plan, explain);
+      std::cout << "plan written to " << result.plan_path << "\n";
+      if (!request.report.empty()) std::cout << "report written to " << request.report << " and " << result.svg_path << "\n";
+      if (!request.dot.empty()) std::cout << "graph written to " << request.dot << "\n";
     }
   } catch (const mp::Error& e) {
     std::cerr << "mpplan: " << e.what() << "\n";

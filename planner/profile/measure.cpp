@@ -46,6 +46,24 @@ ValueBytes FitBytes(int64_t m0, int64_t b0, int64_t m1, int64_t b1) {
   return fit;
 }
 
+// Replaces the per-size vectors measured at `probed` (two sizes) by their
+// affine extension to `sizes`; times stay 0 (a shapes-only profile).
+void ExtrapolateWork(const std::vector<int64_t>& probed, const std::vector<int64_t>& sizes, Profile& profile) {
+  const double m0 = double(probed[0]), m1 = double(probed[1]);
+  const auto extend = [&](std::vector<double>& ys) {
+    const double y0 = ys[0], slope = (ys[1] - ys[0]) / (m1 - m0);
+    ys.clear();
+    for (int64_t m : sizes) ys.push_back(std::max(0.0, y0 + slope * (double(m) - m0)));
+  };
+  for (NodeCost& cost : profile.nodes) {
+    extend(cost.flops);
+    extend(cost.bytes_moved);
+    cost.forward_ms.assign(sizes.size(), 0.0);
+    cost.spread.assign(sizes.size(), 0.0);
+    if (profile.training) cost.backward_ms.assign(sizes.size(), 0.0);
+  }
+}
+
 }  // namespace
 
 std::vector<int64_t> DefaultMicrobatchSizes(int64_t batch) {
@@ -92,16 +110,22 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   pass.timed = options.timed;
   pass.timing = options.timing;
   pass.device = device;
+  // A shapes-only pass needs no times, and FLOPs and bytes are affine in the
+  // micro-batch size: probe the two smallest sizes and extrapolate, rather
+  // than run the graph at the full batch.
+  const std::vector<int64_t> run_sizes = options.timed || sizes.size() <= 2 || profile.batch < 2
+                                             ? sizes
+                                             : std::vector<int64_t>{1, 2};
   int64_t done = 0;
   const int64_t total =
-      static_cast<int64_t>(sizes.size() * num_nodes * (options.training ? 2 : 1) * PassCount(pass));
+      static_cast<int64_t>(run_sizes.size() * num_nodes * (options.training ? 2 : 1) * PassCount(pass));
   pass.progress = [&] {
     if (options.progress) options.progress(++done, total);
   };
 
-  std::vector<std::vector<int64_t>> value_bytes;  // [size][value]
+  std::vector<std::vector<int64_t>> value_bytes;  // [run size][value]
   double node_forward = 0, node_backward = 0;
-  for (const int64_t m : sizes) {
+  for (const int64_t m : run_sizes) {
     const auto model_inputs = SyntheticInputs(WithBatch(inputs, m), options.seed);
     // The whole-graph reference only where coverage is taken: it costs as
     // much as the node passes, and the budget is 30 whole steps.
@@ -126,6 +150,7 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     }
     value_bytes.push_back(std::move(result.value_bytes));
   }
+  if (run_sizes != sizes) ExtrapolateWork(run_sizes, sizes, profile);
   // Coverage at the largest size, where the planner's times matter most.
   if (profile.whole_forward_ms > 0) profile.coverage = node_forward / profile.whole_forward_ms;
   if (profile.whole_backward_ms > 0) profile.backward_coverage = node_backward / profile.whole_backward_ms;
@@ -133,7 +158,8 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   const size_t num_values = value_bytes.front().size();
   profile.values.resize(num_values);
   for (size_t v = 0; v < num_values; ++v)
-    profile.values[v] = FitBytes(sizes.front(), value_bytes.front()[v], sizes.back(), value_bytes.back()[v]);
+    profile.values[v] =
+        FitBytes(run_sizes.front(), value_bytes.front()[v], run_sizes.back(), value_bytes.back()[v]);
   size_t next = canonical.graph->inputs().size();
   for (size_t n = 0; n < num_nodes; ++n) {
     for (size_t o = 0; o < canonical.nodes[n]->outputs().size(); ++o) {

@@ -19,6 +19,7 @@
 #include "planner/graph/model_file.h"
 #include "planner/graph/resolve_inputs.h"
 #include "planner/graph/run_graph.h"
+#include "planner/graph/scaled_shapes.h"
 #include "planner/profile/analytic.h"
 #include "planner/profile/device_profile.h"
 #include "planner/profile/measure.h"
@@ -61,6 +62,7 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
   if (request.timing.warmup < 0) throw InputError(Concat("--warmup must not be negative, got ", request.timing.warmup));
   at::set_num_threads(request.threads > 0 ? request.threads : DefaultThreads(request.stages));
 
+  const auto load_start = std::chrono::steady_clock::now();
   ModelFile model = LoadModelFile(request.model_path);
   CanonicalOptions canonical_options;
   canonical_options.training = request.training;
@@ -73,7 +75,9 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
   }
   SpecBatch(result.inputs);
   result.graph = BuildOpGraph(canonical);
-  FillShapes(canonical, SyntheticInputs(result.inputs), result.graph);
+  FillShapesForBatch(canonical, result.inputs, result.graph);
+  result.load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  if (request.check_graph) request.check_graph(result.graph);
 
   if (!request.profile_in.empty()) {
     result.profile = ProfileFromYaml(ReadTextFile(request.profile_in, "profile"), request.profile_in);

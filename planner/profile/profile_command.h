@@ -3,6 +3,7 @@
 // here, estimate it for a device profile, or read it from a file.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct ProfileRequest {
   std::string profile_in;                 // reuse this profile file
   std::string profile_out;                // write the profile here
   bool progress = true;                   // progress bar on a terminal stderr
+  // Called with the sized graph before any profiling, so a request that
+  // depends on the graph (a layer split) fails in seconds, not minutes.
+  std::function<void(const OpGraph&)> check_graph;
 };
 
 struct ProfiledModel {
@@ -35,6 +39,7 @@ struct ProfiledModel {
   OpGraph graph;                          // with shapes at the full batch
   Profile profile;
   std::string calibration;                // how an analytic profile was calibrated, or ""
+  double load_s = 0;                      // wall time of loading, canonicalising and sizing
   double profiling_s = 0;                 // wall time of measuring (0 when read or estimated)
 };
 

@@ -4,6 +4,8 @@
 #include "common/error.h"
 #include "planner/graph/build_op_graph.h"
 #include "planner/graph/model_file.h"
+#include "planner/graph/resolve_inputs.h"
+#include "planner/graph/scaled_shapes.h"
 #include "zoo.h"
 
 namespace {
@@ -106,4 +108,22 @@ TEST_CASE("mutating nodes are marked") {
   int mutating = 0;
   for (const auto& n : l.graph.nodes) mutating += n.mutates;
   CHECK(mutating == 2);  // relu_ and add_
+}
+
+TEST_CASE("shapes scaled from batch 1 and 2 equal a full-batch pass on every zoo model") {
+  for (const std::string& file : mp::test::ZooFiles()) {
+    CAPTURE(file);
+    Loaded l = Load(file);
+    const std::vector<mp::TensorSpec> spec = mp::WithBatch(mp::ResolveInputs(l.model, l.canonical, {}), 12);
+    mp::OpGraph scaled = l.graph, full = l.graph;
+    mp::FillShapesForBatch(l.canonical, spec, scaled);
+    mp::FillShapes(l.canonical, mp::SyntheticInputs(spec), full);
+    REQUIRE(scaled.values.size() == full.values.size());
+    for (size_t v = 0; v < full.values.size(); ++v) {
+      CAPTURE(full.values[v].name);
+      CHECK(scaled.values[v].shape == full.values[v].shape);
+      CHECK(scaled.values[v].bytes == full.values[v].bytes);
+      CHECK(scaled.values[v].dtype == full.values[v].dtype);
+    }
+  }
 }

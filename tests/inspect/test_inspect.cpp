@@ -87,6 +87,7 @@ TEST_CASE("mpplan errors are one line and a non-zero exit") {
   auto bad_flag = RunMpplan(ZooPath("toy.script.pt") + " --inspect --input float32[4,x]");
   CHECK(bad_flag.status == 1);
   CHECK(bad_flag.out == "mpplan: --input 'float32[4,x]': dimension 'x' is not a positive integer\n");
-  auto no_mode = RunMpplan(ZooPath("toy.script.pt"));
-  CHECK(no_mode.status != 0);
+  auto bad_mode = RunMpplan(ZooPath("toy.script.pt") + " --inspect --mode fly");
+  CHECK(bad_mode.status != 0);
+  CHECK(bad_mode.out.find("--mode") != std::string::npos);
 }

@@ -1,0 +1,14 @@
+// SHA-256 (FIPS 180-4) of a file or a string, as lowercase hex: what a plan
+// records of its model so the executor can refuse a model that changed.
+#pragma once
+
+#include <string>
+
+namespace mp {
+
+std::string Sha256Hex(const std::string& bytes);
+
+// Streams the file; throws InputError naming the path when it cannot be read.
+std::string Sha256File(const std::string& path);
+
+}  // namespace mp

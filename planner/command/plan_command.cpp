@@ -1,0 +1,188 @@
+// RunPlanCommand: ProfileModel -> MakePlanDevices -> SearchPlan -> BuildPlan
+// -> ComparePartitioners, then the outputs. The plan text is parsed back and
+// checked against the graph before anything is written, so a plan mpplan
+// writes is always one mpexec accepts.
+#include "planner/command/plan_command.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/sha256.h"
+#include "planner/command/plan_devices.h"
+#include "planner/partition/baselines.h"
+#include "planner/partition/order.h"
+#include "planner/plan/comparisons.h"
+#include "planner/plan/plan_build.h"
+#include "planner/plan/plan_reader.h"
+#include "planner/plan/plan_writer.h"
+#include "planner/report/gantt_svg.h"
+#include "planner/report/graph_dot.h"
+#include "planner/report/report_markdown.h"
+
+namespace mp {
+namespace {
+
+namespace fs = std::filesystem;
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The model's path as the plan records it: relative to the plan's directory.
+std::string ModelPathFromPlan(const std::string& model, const std::string& plan) {
+  const fs::path model_abs = fs::absolute(model).lexically_normal();
+  const fs::path plan_dir = fs::absolute(plan).lexically_normal().parent_path();
+  const fs::path relative = model_abs.lexically_relative(plan_dir);
+  return relative.empty() ? model_abs.string() : relative.string();
+}
+
+std::string SvgPathFor(const std::string& report) {
+  fs::path svg(report);
+  svg.replace_extension(".svg");
+  return svg.string();
+}
+
+// No two outputs may be the same file, and none may be an input.
+void CheckOutputs(const std::vector<std::string>& outputs,
+                  const std::vector<std::string>& inputs) {
+  std::vector<fs::path> seen;
+  for (const std::string& out : outputs) {
+    if (out.empty()) continue;
+    const fs::path path = fs::absolute(out).lexically_normal();
+    for (const std::string& in : inputs) {
+      if (!in.empty() && fs::exists(in) && fs::exists(path) && fs::equivalent(in, path)) {
+        throw InputError(Concat(out, ": refusing to overwrite an input file"));
+      }
+    }
+    for (const fs::path& other : seen) {
+      if (other == path) throw InputError(Concat(out, ": given as two different outputs"));
+    }
+    seen.push_back(path);
+  }
+}
+
+}  // namespace
+
+std::string DefaultPlanPath(const std::string& model_path) {
+  fs::path path(model_path);
+  if (path.extension() == ".pt" || path.extension() == ".pth") path.replace_extension();
+  return path.string() + ".plan.yaml";
+}
+
+PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
+  PlanCommandResult result;
+  result.plan_path = request.output.empty() ? DefaultPlanPath(request.profile.model_path) : request.output;
+  if (!request.report.empty()) result.svg_path = SvgPathFor(request.report);
+  const std::vector<std::string> inputs = {request.profile.model_path, request.profile.profile_in};
+  CheckOutputs({result.plan_path, request.report, result.svg_path, request.dot, request.profile.profile_out},
+               inputs);
+  if (request.gpus < 1) throw InputError(Concat("--gpus must be at least 1, got ", request.gpus));
+  if (request.stages < 0 || request.stages > request.gpus) {
+    throw InputError(Concat("--stages ", request.stages, ": expected auto or 1 to --gpus (", request.gpus, ")"));
+  }
+  if (request.partitioner == "layers" && request.split.empty()) {
+    throw InputError("--partitioner layers needs --split 'layer1,layer2|layer3,layer4,fc'");
+  }
+  const PlanDevices devices =
+      MakePlanDevices(request.gpus, request.profile.device_profile, request.profile.device, request.memory_bytes);
+
+  ProfileRequest profile_request = request.profile;
+  profile_request.stages = request.gpus;
+  if (!request.split.empty()) {
+    const auto groups = ParseLayerSplit(request.split);
+    profile_request.check_graph = [groups](const OpGraph& graph) {
+      LayerSplitBounds(graph, PipelineOrder(graph), groups);  // names every layer, contiguous
+    };
+  }
+  const auto start = std::chrono::steady_clock::now();
+  ProfiledModel profiled = ProfileModel(profile_request);
+  const double total_ms = MsSince(start);
+  result.load_ms = profiled.load_s * 1000;
+  result.profile_ms = total_ms - result.load_ms;
+
+  PlanRequest plan_request;
+  plan_request.training = request.profile.training;
+  plan_request.batch = profiled.profile.batch;
+  plan_request.stages = request.stages;
+  plan_request.microbatches = request.microbatches;
+  plan_request.schedule = request.schedule;
+  plan_request.method = request.partitioner;
+  plan_request.layer_split = request.split;
+  const auto search_start = std::chrono::steady_clock::now();
+  const SearchResult search = SearchPlan(profiled.graph, profiled.profile, devices.cluster, plan_request);
+  PlanSource source;
+  source.model_path = ModelPathFromPlan(request.profile.model_path, result.plan_path);
+  source.model_sha256 = Sha256File(request.profile.model_path);
+  source.devices = devices.devices;
+  source.profile_file = request.profile.profile_in;
+  source.calibration = profiled.calibration;
+  result.plan = BuildPlan(profiled.graph, profiled.profile, devices.cluster, plan_request, search, source);
+  result.partition_ms = MsSince(search_start);
+  const auto compare_start = std::chrono::steady_clock::now();
+  result.plan.comparisons =
+      ComparePartitioners(profiled.graph, profiled.profile, devices.cluster, plan_request, result.plan);
+  result.compare_ms = MsSince(compare_start);
+
+  // What we write must be what mpexec reads: parse it back first.
+  const std::string yaml = PlanToYaml(result.plan);
+  CheckPlanAgainstGraph(ParsePlan(yaml, result.plan_path), profiled.graph, result.plan_path);
+  WriteFileAtomically(result.plan_path, yaml, inputs);
+  if (!request.report.empty()) {
+    const std::string svg_name = fs::path(result.svg_path).filename().string();
+    WriteFileAtomically(result.svg_path, GanttSvg(result.plan, SimulatePlan(result.plan)), inputs);
+    WriteFileAtomically(request.report, FormatPlanMarkdown(result.plan, svg_name, true), inputs);
+  }
+  if (!request.dot.empty()) WriteFileAtomically(request.dot, GraphDot(profiled.graph, result.plan), inputs);
+  result.graph = std::move(profiled.graph);
+  return result;
+}
+
+nlohmann::json PlanResultJson(const PlanCommandResult& r) {
+  const Plan& p = r.plan;
+  nlohmann::json out;
+  out["plan"] = r.plan_path;
+  out["stages"] = p.stages.size();
+  out["microbatches"] = p.microbatches;
+  out["microbatch_size"] = p.microbatch_size;
+  out["schedule"] = ScheduleName(p.schedule);
+  out["partitioner"] = p.partitioner;
+  out["predicted_step_ms"] = p.predicted.step_ms;
+  out["bottleneck_ms"] = p.predicted.bottleneck_ms;
+  out["bubble_fraction"] = p.predicted.bubble_fraction;
+  out["samples_per_s"] = p.predicted.samples_per_s;
+  out["one_device_step_ms"] = p.predicted.one_device_step_ms;
+  out["speedup_vs_one_device"] = p.predicted.speedup_vs_one_device;
+  out["profile"] = {{"source", p.profile.source}, {"device", p.profile.device}, {"coverage", p.profile.coverage}};
+  out["timing"] = {{"load_ms", r.load_ms},
+                   {"profile_ms", r.profile_ms},
+                   {"partition_ms", r.partition_ms},
+                   {"compare_ms", r.compare_ms}};
+  nlohmann::json stages = nlohmann::json::array();
+  for (const PlanStage& s : p.stages) {
+    stages.push_back({{"id", s.id},
+                      {"device", s.device},
+                      {"nodes", s.nodes},
+                      {"layers", s.layers},
+                      {"forward_ms", s.forward_ms},
+                      {"backward_ms", s.backward_ms},
+                      {"peak_memory_bytes", s.peak_memory_bytes}});
+  }
+  out["stage_list"] = stages;
+  nlohmann::json comparisons = nlohmann::json::array();
+  for (const PlanComparison& c : p.comparisons) {
+    comparisons.push_back({{"method", c.method},
+                           {"stages", c.stages},
+                           {"microbatches", c.microbatches},
+                           {"schedule", ScheduleName(c.schedule)},
+                           {"feasible", c.feasible},
+                           {"step_ms", c.step_ms}});
+  }
+  out["comparisons"] = comparisons;
+  out["warnings"] = p.warnings;
+  if (!r.svg_path.empty()) out["svg"] = r.svg_path;
+  return out;
+}
+
+}  // namespace mp

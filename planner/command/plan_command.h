@@ -1,0 +1,56 @@
+// What `mpplan MODEL --gpus N` does: profile (or read/estimate a profile),
+// search the plans, build the chosen one, and write the plan file and the
+// reports the user asked for. The main only parses flags and prints.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "planner/graph/op_graph.h"
+#include "planner/plan/plan.h"
+#include "planner/profile/profile_command.h"
+
+namespace mp {
+
+struct PlanCommandRequest {
+  ProfileRequest profile;              // model path, inputs, mode, batch, profile source and files
+  int gpus = 1;
+  int stages = 0;                      // 0: auto (1..gpus)
+  int microbatches = 0;                // 0: auto
+  std::optional<ScheduleKind> schedule;  // unset: auto
+  std::string partitioner = "dp";      // dp | uniform | params | block | layers
+  std::string split;                   // --split: compared with, or used by partitioner layers
+  int64_t memory_bytes = 0;            // per device; 0: the device's own
+  std::string output;                  // -o; "": MODEL.plan.yaml beside the model
+  std::string report;                  // --report FILE.md (+ FILE.svg beside it)
+  std::string dot;                     // --dot FILE.dot
+};
+
+struct PlanCommandResult {
+  Plan plan;
+  OpGraph graph;
+  std::string plan_path;
+  std::string svg_path;                // written with --report
+  double load_ms = 0;                  // load, canonicalise, shapes
+  double profile_ms = 0;               // measure, estimate or read the profile
+  double partition_ms = 0;             // search + building the plan
+  double compare_ms = 0;               // the baselines and --split comparisons
+};
+
+// The default plan path: MODEL with its .pt extension replaced by .plan.yaml.
+std::string DefaultPlanPath(const std::string& model_path);
+
+// Runs the command. Every output is written atomically, after the plan has
+// been read back and checked, and never over the model or an input file.
+PlanCommandResult RunPlanCommand(const PlanCommandRequest& request);
+
+// What `mpplan --json` prints: plan, stages, microbatches, schedule,
+// predicted_step_ms, bottleneck_ms, bubble_fraction, profile {source,
+// device, coverage}, timing {load_ms, profile_ms, partition_ms, compare_ms},
+// stage_list, comparisons and warnings.
+nlohmann::json PlanResultJson(const PlanCommandResult& result);
+
+}  // namespace mp

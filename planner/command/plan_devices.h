@@ -1,0 +1,27 @@
+// The devices a plan is made for: N copies of a device profile's device
+// (--device-profile), or N workers of this machine (its CPU cores shared
+// among the stages, or its CUDA device), each with the memory limit
+// --memory gives or the device's own, joined by that device's link.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/partition/cluster.h"
+#include "planner/plan/plan.h"
+
+namespace mp {
+
+struct PlanDevices {
+  Cluster cluster;
+  std::vector<PlanDevice> devices;  // the same devices as the executor addresses them
+};
+
+// memory_bytes 0: the device's own memory (a device profile's, or this
+// machine's RAM divided among the CPU workers; unlimited for a local CUDA
+// device). Throws InputError for gpus < 1 or an unknown device profile.
+PlanDevices MakePlanDevices(int gpus, const std::string& device_profile, const std::string& local_device,
+                            int64_t memory_bytes);
+
+}  // namespace mp

@@ -1,0 +1,68 @@
+// Each comparison is one SearchPlan call with K, M and the schedule fixed,
+// so a baseline is costed and simulated exactly like the chosen plan. A row
+// that cannot be planned (too little memory, a split with more groups than
+// devices) is kept with the reason, since that is itself an answer.
+#include "planner/plan/comparisons.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "planner/partition/baselines.h"
+
+namespace mp {
+namespace {
+
+PlanComparison Compare(const OpGraph& graph, const Profile& profile, const Cluster& cluster, PlanRequest request,
+                       const std::string& method, int stages, int microbatches, ScheduleKind schedule) {
+  request.method = method;
+  request.stages = stages;
+  request.microbatches = microbatches;
+  request.schedule = schedule;
+  PlanComparison row;
+  row.method = method;
+  if (method == "layers") row.split = request.layer_split;
+  row.stages = stages;
+  row.microbatches = microbatches;
+  const int64_t batch = request.batch > 0 ? request.batch : profile.batch;
+  row.microbatch_size = (batch + microbatches - 1) / microbatches;
+  row.schedule = schedule;
+  try {
+    const SearchResult result = SearchPlan(graph, profile, cluster, request);
+    row.feasible = true;
+    row.step_ms = result.predicted.step_ms;
+    row.bottleneck_ms = result.partition.bottleneck_ms;
+    row.bubble_fraction = result.predicted.bubble_fraction;
+  } catch (const Error& e) {
+    row.why_not = e.what();
+  }
+  return row;
+}
+
+}  // namespace
+
+std::vector<PlanComparison> ComparePartitioners(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
+                                                const PlanRequest& request, const Plan& chosen) {
+  std::vector<PlanComparison> rows;
+  const int K = int(chosen.stages.size());
+  if (K > 1) {
+    for (const char* method : {"dp", "uniform", "params", "block"}) {
+      if (method == chosen.partitioner) continue;
+      rows.push_back(Compare(graph, profile, cluster, request, method, K, chosen.microbatches, chosen.schedule));
+    }
+  }
+  if (request.layer_split.empty()) return rows;
+  const int split_stages = int(ParseLayerSplit(request.layer_split).size());
+  std::vector<int> counts = {chosen.microbatches};
+  for (int64_t size = 1; size <= chosen.batch; ++size) {
+    if (chosen.batch % size == 0 && CanInterpolate(profile, size)) counts.push_back(int(chosen.batch / size));
+  }
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  for (int m : counts) {
+    if (chosen.partitioner == "layers" && m == chosen.microbatches && split_stages == K) continue;
+    rows.push_back(Compare(graph, profile, cluster, request, "layers", split_stages, m, chosen.schedule));
+  }
+  return rows;
+}
+
+}  // namespace mp

@@ -1,0 +1,66 @@
+// Plan helpers: node ranges, the stage of each node, and replaying the
+// plan's action lists through the simulator with its own predictions.
+#include "planner/plan/plan.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace mp {
+
+std::vector<NodeRange> ToRanges(std::vector<int> nodes) {
+  std::sort(nodes.begin(), nodes.end());
+  std::vector<NodeRange> ranges;
+  for (int id : nodes) {
+    if (!ranges.empty() && ranges.back().second + 1 >= id) {
+      ranges.back().second = std::max(ranges.back().second, id);
+    } else {
+      ranges.push_back({id, id});
+    }
+  }
+  return ranges;
+}
+
+std::vector<int> FromRanges(const std::vector<NodeRange>& ranges) {
+  std::vector<int> nodes;
+  for (const NodeRange& r : ranges) {
+    for (int id = r.first; id <= r.second; ++id) nodes.push_back(id);
+  }
+  return nodes;
+}
+
+std::vector<int> StageOfNode(const Plan& plan) {
+  std::vector<int> stage_of(plan.model.nodes, -1);
+  for (const PlanStage& stage : plan.stages) {
+    for (int id : FromRanges(stage.nodes)) {
+      if (id >= 0 && id < plan.model.nodes) stage_of[id] = stage.id;
+    }
+  }
+  return stage_of;
+}
+
+Schedule PlanSchedule(const Plan& plan) {
+  Schedule schedule;
+  schedule.kind = plan.schedule;
+  schedule.stages = int(plan.stages.size());
+  schedule.microbatches = plan.microbatches;
+  for (const PlanStage& stage : plan.stages) schedule.actions.push_back(stage.actions);
+  return schedule;
+}
+
+SimResult SimulatePlan(const Plan& plan) {
+  std::vector<StageTimes> times;
+  std::vector<TransferTimes> transfers;
+  std::vector<StageMemory> memory;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const PlanStage& stage = plan.stages[s];
+    times.push_back({stage.forward_ms, stage.backward_ms});
+    memory.push_back({stage.static_bytes, stage.activation_bytes});
+    if (s + 1 < plan.stages.size()) {
+      transfers.push_back({stage.send_ms, plan.stages[s + 1].send_gradients_ms});
+    }
+  }
+  return SimulateStep(PlanSchedule(plan), times, transfers, memory);
+}
+
+}  // namespace mp

@@ -1,0 +1,148 @@
+// Plan: the contract between mpplan and mpexec, as plain values. One Plan is
+// one YAML file (format mpplan/v1, docs/plan-format.md): which model, which
+// inputs, how the batch is split, which canonical nodes run on which device,
+// the action list each stage runs, and what the planner predicted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "planner/graph/input_spec.h"
+#include "planner/partition/search.h"
+#include "planner/schedule/schedule.h"
+
+namespace mp {
+
+constexpr const char* kPlanFormat = "mpplan/v1";
+
+struct PlanModel {
+  std::string path;               // relative to the plan file's directory (or absolute)
+  std::string sha256;             // of the model file's bytes
+  std::string graph_fingerprint;  // of the canonical graph
+  int nodes = 0;                  // canonical node count
+};
+
+struct PlanDevice {
+  int id = 0;
+  std::string type;               // cpu | cuda
+  int index = 0;                  // cuda:index; CPU workers count from 0
+  std::string name;               // H100-SXM, cpu
+  int64_t memory_bytes = 0;       // the limit the plan was made under; 0: none
+  double speed = 1;               // time multiplier relative to the profiled device
+};
+
+// The link between stage s and s + 1 (plans store one per boundary).
+struct PlanLink {
+  double bandwidth_bytes_per_s = 0;  // 0: free
+  double latency_ms = 0;
+};
+
+// A value crossing a stage boundary, per micro-batch.
+struct PlanTensor {
+  std::string value;              // OpGraph value name (IR debug name)
+  int value_id = 0;               // OpGraph value id
+  int peer = 0;                   // the stage it comes from or goes to
+  std::string dtype;
+  std::vector<int64_t> shape;     // at the micro-batch size; empty for non-tensors
+  int64_t bytes = 0;
+  bool gradient = false;          // its gradient travels back in training
+};
+
+using NodeRange = std::pair<int, int>;  // inclusive [first, last]
+
+struct PlanStage {
+  int id = 0;
+  int device = 0;                 // index into Plan::devices
+  std::vector<NodeRange> nodes;   // canonical ids, ascending, disjoint, not adjacent
+  std::vector<std::string> layers;  // layer names in pipeline order (top two levels)
+  int64_t param_count = 0;
+  int64_t param_bytes = 0;
+  std::vector<PlanTensor> receives;
+  std::vector<PlanTensor> sends;
+  // Predictions for one micro-batch on this stage's device.
+  double forward_ms = 0;
+  double backward_ms = 0;
+  double send_ms = 0;             // its activations to stage id + 1
+  double send_gradients_ms = 0;   // its input gradients to stage id - 1
+  double busy_fraction = 0;       // busy / step time
+  int64_t static_bytes = 0;       // parameters (+ gradients and optimizer state in training)
+  int64_t activation_bytes = 0;   // held per micro-batch in flight
+  int64_t peak_memory_bytes = 0;
+  std::vector<Action> actions;
+};
+
+struct PlanPrediction {
+  double step_ms = 0;
+  double bottleneck_ms = 0;
+  double bubble_fraction = 0;
+  double samples_per_s = 0;
+  double one_device_step_ms = 0;  // the whole batch on one device (K = 1, M = 1)
+  double speedup_vs_one_device = 0;
+};
+
+struct PlanProfile {
+  std::string source;             // measured | analytic | calibrated | file
+  std::string device;             // cpu, cuda:0, A100-80GB
+  std::string file;               // --profile-in, or ""
+  int threads = 0;
+  std::vector<int64_t> microbatch_sizes;
+  double coverage = 0;            // measured: sum of node times / whole-graph time
+  double backward_coverage = 0;
+  std::string calibration;        // how an analytic profile was calibrated, or ""
+};
+
+// One row of --explain's comparison: a baseline or a user split at a given
+// K, M and schedule, next to the chosen plan.
+struct PlanComparison {
+  std::string method;             // dp | uniform | params | block | layers
+  std::string split;              // layers: the user's split text
+  int stages = 0;
+  int microbatches = 0;
+  int64_t microbatch_size = 0;
+  ScheduleKind schedule = ScheduleKind::kGPipe;
+  bool feasible = false;
+  std::string why_not;
+  double step_ms = 0;
+  double bottleneck_ms = 0;
+  double bubble_fraction = 0;
+};
+
+struct Plan {
+  std::string format = kPlanFormat;
+  PlanModel model;
+  std::vector<TensorSpec> inputs;  // full batch
+  bool training = true;            // mode: train | infer
+  int64_t batch = 0;
+  int microbatches = 1;
+  int64_t microbatch_size = 0;     // ceil(batch / microbatches); the last may be smaller
+  ScheduleKind schedule = ScheduleKind::kGPipe;
+  std::string partitioner = "dp";  // dp | uniform | params | block | layers
+  std::string split;               // the --split text when partitioner is layers
+  double optimizer_state_factor = 2;
+  std::vector<PlanDevice> devices;
+  std::vector<PlanLink> links;     // one per boundary (stages - 1)
+  std::vector<PlanStage> stages;
+  PlanPrediction predicted;
+  PlanProfile profile;
+  std::vector<Alternative> alternatives;
+  std::vector<PlanComparison> comparisons;  // --explain: baselines and a user split
+  std::vector<std::string> warnings;
+};
+
+// Sorted node ids -> inclusive ranges, and back.
+std::vector<NodeRange> ToRanges(std::vector<int> nodes);
+std::vector<int> FromRanges(const std::vector<NodeRange>& ranges);
+
+// stage_of_node[id] for every canonical node; -1 where no stage has it.
+std::vector<int> StageOfNode(const Plan& plan);
+
+// The schedule the plan's action lists form (kind, K, M and the lists).
+Schedule PlanSchedule(const Plan& plan);
+
+// Replays the plan's action lists with its per-stage predictions: the same
+// simulation the planner ran, for reports and for measured-vs-predicted.
+SimResult SimulatePlan(const Plan& plan);
+
+}  // namespace mp

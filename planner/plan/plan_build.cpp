@@ -1,0 +1,217 @@
+// BuildPlan: the Partition and SimResult of the chosen alternative become
+// the plan's stages; tensor shapes are the graph's full-batch shapes with the
+// batch dimension set to the micro-batch size (values whose bytes scale with
+// the batch). Warnings cover what a user would otherwise find out by running:
+// BatchNorm statistics per micro-batch, a pipeline slower than one device, a
+// stage near its memory limit, a profile that does not add up.
+#include "planner/plan/plan_build.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "common/error.h"
+
+namespace mp {
+namespace {
+
+std::string TopLevel(const std::string& layer) { return layer.substr(0, layer.find('.')); }
+
+std::string SecondLevel(const std::string& layer) {
+  const size_t dot = layer.find('.');
+  if (dot == std::string::npos) return layer;
+  const size_t next = layer.find('.', dot + 1);
+  return layer.substr(0, next);
+}
+
+PlanTensor MakeTensor(const OpGraph& graph, const Profile& profile, const CutTensor& cut, int64_t microbatch) {
+  const OpValue& value = graph.values[cut.value];
+  PlanTensor t;
+  t.value = value.name;
+  t.value_id = cut.value;
+  t.peer = cut.peer;
+  t.dtype = value.dtype;
+  t.bytes = cut.bytes;
+  t.gradient = cut.carries_gradient;
+  t.shape = value.shape;
+  const bool scales = cut.value < int(profile.values.size()) && profile.values[cut.value].per_sample > 0;
+  if (scales) {
+    for (int64_t& d : t.shape) {
+      if (d == profile.batch) {
+        d = microbatch;
+        break;
+      }
+    }
+  }
+  return t;
+}
+
+// Elements of the parameters; a parameter of unknown shape counts 0.
+int64_t ParamCount(const OpGraph& graph, const std::set<int>& params) {
+  int64_t count = 0;
+  for (int v : params) {
+    const OpValue& value = graph.values[v];
+    if (value.bytes == 0) continue;
+    int64_t n = 1;
+    for (int64_t d : value.shape) n *= d;
+    count += n;
+  }
+  return count;
+}
+
+std::string Percent(double fraction) { return Concat(std::lround(fraction * 100), "%"); }
+
+std::vector<std::string> Warnings(const OpGraph& graph, const Profile& profile, const Plan& plan) {
+  std::vector<std::string> warnings;
+  if (plan.training && plan.microbatches > 1) {
+    const bool batch_norm = std::any_of(graph.nodes.begin(), graph.nodes.end(),
+                                        [](const OpNode& n) { return n.kind == "aten::batch_norm"; });
+    if (batch_norm) {
+      warnings.push_back(Concat("BatchNorm in training computes its statistics over each micro-batch of ",
+                                plan.microbatch_size, " samples, not over the batch of ", plan.batch,
+                                ": results differ from one-device training"));
+    }
+  }
+  if (plan.stages.size() > 1 && plan.predicted.one_device_step_ms > 0 &&
+      plan.predicted.step_ms > plan.predicted.one_device_step_ms) {
+    warnings.push_back(Concat("pipelining over ", plan.stages.size(), " stages is predicted slower than one device (",
+                              plan.predicted.step_ms, " ms vs ", plan.predicted.one_device_step_ms,
+                              " ms a step); --stages 1 would be faster"));
+  }
+  for (const PlanStage& stage : plan.stages) {
+    const int64_t limit = plan.devices[stage.device].memory_bytes;
+    if (limit > 0 && stage.peak_memory_bytes > 0.9 * double(limit)) {
+      warnings.push_back(Concat("stage ", stage.id, " is predicted to use ", FormatBytes(stage.peak_memory_bytes),
+                                " of device ", stage.device, "'s ", FormatBytes(limit), " (",
+                                Percent(double(stage.peak_memory_bytes) / double(limit)),
+                                "): little room for the allocator's fragmentation"));
+    }
+  }
+  if (profile.coverage > 0 && std::abs(profile.coverage - 1) > 0.15) {
+    warnings.push_back(Concat("the per-node profile adds up to ", Percent(profile.coverage),
+                              " of the whole-graph forward time: predictions may be off by as much"));
+  }
+  return warnings;
+}
+
+}  // namespace
+
+std::vector<std::string> StageLayers(const OpGraph& graph, const std::vector<int>& stage_nodes) {
+  // Constants say nothing about where a layer runs: every stage that needs
+  // one clones it, wherever the order happened to put it.
+  const auto counts = [&](const OpNode& n) {
+    if (n.layer.empty()) return false;
+    return std::any_of(n.outputs.begin(), n.outputs.end(),
+                       [&](int v) { return !graph.values[v].rematerializable; });
+  };
+  std::map<std::string, int> nodes_in_top;  // all nodes of each top-level layer
+  for (const OpNode& n : graph.nodes) {
+    if (counts(n)) ++nodes_in_top[TopLevel(n.layer)];
+  }
+  std::map<std::string, int> stage_in_top;
+  for (int id : stage_nodes) {
+    if (counts(graph.nodes[id])) ++stage_in_top[TopLevel(graph.nodes[id].layer)];
+  }
+  std::vector<std::string> layers;
+  for (int id : stage_nodes) {
+    if (!counts(graph.nodes[id])) continue;
+    const std::string& layer = graph.nodes[id].layer;
+    const std::string top = TopLevel(layer);
+    const std::string name = stage_in_top[top] == nodes_in_top[top] ? top : SecondLevel(layer);
+    if (std::find(layers.begin(), layers.end(), name) == layers.end()) layers.push_back(name);
+  }
+  return layers;
+}
+
+double OneDeviceStepMs(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
+                       const PlanRequest& request) {
+  PlanRequest one = request;
+  one.stages = 1;
+  one.microbatches = 1;
+  one.method = "dp";
+  one.schedule = request.training ? ScheduleKind::kGPipe : ScheduleKind::kForwardOnly;
+  Device device = cluster.devices.front();
+  device.memory_bytes = kUnlimitedMemory;
+  const int64_t batch = request.batch > 0 ? request.batch : profile.batch;
+  if (!CanInterpolate(profile, batch)) return 0;
+  return SearchPlan(graph, profile, UniformCluster(1, device), one).predicted.step_ms;
+}
+
+Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& cluster, const PlanRequest& request,
+               const SearchResult& result, const PlanSource& source) {
+  const Partition& partition = result.partition;
+  const SimResult& sim = result.predicted;
+  Plan plan;
+  plan.model.path = source.model_path;
+  plan.model.sha256 = source.model_sha256;
+  plan.model.graph_fingerprint = graph.fingerprint;
+  plan.model.nodes = int(graph.nodes.size());
+  plan.training = request.training;
+  plan.batch = request.batch > 0 ? request.batch : profile.batch;
+  plan.inputs = WithBatch(profile.inputs, plan.batch);
+  plan.microbatches = partition.microbatches;
+  plan.microbatch_size = (plan.batch + plan.microbatches - 1) / plan.microbatches;
+  plan.schedule = partition.schedule;
+  plan.partitioner = partition.method;
+  if (partition.method == "layers") plan.split = request.layer_split;
+  plan.optimizer_state_factor = request.optimizer_state_factor;
+  plan.devices = source.devices;
+  for (PlanDevice& d : plan.devices) {
+    if (d.memory_bytes == kUnlimitedMemory) d.memory_bytes = 0;
+  }
+  const int K = int(partition.stages.size());
+  for (int b = 0; b + 1 < K; ++b) {
+    const Link link = LinkAt(cluster, b);
+    plan.links.push_back({link.bandwidth_bytes_per_s, link.latency_ms});
+  }
+  for (int s = 0; s < K; ++s) {
+    const Stage& st = partition.stages[s];
+    PlanStage ps;
+    ps.id = s;
+    ps.device = st.device;
+    ps.nodes = ToRanges(st.nodes);
+    ps.layers = StageLayers(graph, st.nodes);
+    std::set<int> params;
+    for (int id : st.nodes) {
+      for (int v : graph.nodes[id].inputs) {
+        if (graph.values[v].is_param) params.insert(v);
+      }
+    }
+    ps.param_count = ParamCount(graph, params);
+    for (int v : params) ps.param_bytes += graph.values[v].bytes;
+    for (const CutTensor& c : st.receives) ps.receives.push_back(MakeTensor(graph, profile, c, plan.microbatch_size));
+    for (const CutTensor& c : st.sends) ps.sends.push_back(MakeTensor(graph, profile, c, plan.microbatch_size));
+    ps.forward_ms = st.forward_ms;
+    ps.backward_ms = st.backward_ms;
+    ps.send_ms = s + 1 < K ? partition.transfers[s].forward_ms : 0;
+    ps.send_gradients_ms = s > 0 ? partition.transfers[s - 1].backward_ms : 0;
+    ps.busy_fraction = sim.step_ms > 0 ? sim.busy_ms[s] / sim.step_ms : 0;
+    ps.static_bytes = st.static_bytes;
+    ps.activation_bytes = st.activation_bytes;
+    ps.peak_memory_bytes = sim.peak_memory_bytes[s];
+    ps.actions = result.schedule.actions[s];
+    plan.stages.push_back(std::move(ps));
+  }
+  plan.predicted.step_ms = sim.step_ms;
+  plan.predicted.bottleneck_ms = partition.bottleneck_ms;
+  plan.predicted.bubble_fraction = sim.bubble_fraction;
+  plan.predicted.samples_per_s = sim.step_ms > 0 ? double(plan.batch) * 1000.0 / sim.step_ms : 0;
+  plan.predicted.one_device_step_ms = OneDeviceStepMs(graph, profile, cluster, request);
+  if (plan.predicted.one_device_step_ms > 0 && sim.step_ms > 0) {
+    plan.predicted.speedup_vs_one_device = plan.predicted.one_device_step_ms / sim.step_ms;
+  }
+  plan.profile.source = profile.source;
+  plan.profile.device = profile.device;
+  plan.profile.file = source.profile_file;
+  plan.profile.threads = profile.threads;
+  plan.profile.microbatch_sizes = profile.microbatch_sizes;
+  plan.profile.coverage = profile.coverage;
+  plan.profile.backward_coverage = profile.backward_coverage;
+  plan.profile.calibration = source.calibration;
+  plan.alternatives = result.alternatives;
+  plan.warnings = Warnings(graph, profile, plan);
+  return plan;
+}
+
+}  // namespace mp

@@ -1,0 +1,377 @@
+// The plan reader: YAML -> Plan through YamlCursor, so every error names its
+// key path; then the checks that span keys (node coverage, the direction of
+// transfers, the schedule) in the order a user would fix them.
+#include "planner/plan/plan_reader.h"
+
+#include <limits>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "planner/plan/yaml_cursor.h"
+#include "planner/profile/yaml_document.h"
+#include "planner/schedule/schedule.h"
+
+namespace mp {
+namespace {
+
+constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+
+ScheduleKind ReadSchedule(const YamlCursor& c) {
+  const std::string name = c.String();
+  if (name == "gpipe") return ScheduleKind::kGPipe;
+  if (name == "1f1b") return ScheduleKind::kOneFOneB;
+  if (name == "forward") return ScheduleKind::kForwardOnly;
+  c.Fail("unknown schedule '" + name + "' (expected gpipe, 1f1b or forward)");
+}
+
+TensorSpec ReadInput(const YamlCursor& c) {
+  c.ExpectMap({"dtype", "shape"}, {"name", "batch_dim", "range"});
+  TensorSpec spec;
+  if (c.Has("name")) spec.name = c["name"].String();
+  spec.dtype = c["dtype"].String();
+  if (DtypeBytes(spec.dtype) == 0) c["dtype"].Fail("unknown dtype '" + spec.dtype + "'");
+  spec.shape = c["shape"].IntList();
+  for (size_t i = 0; i < spec.shape.size(); ++i) {
+    if (spec.shape[i] < 0) c["shape"][int(i)].Fail("a dimension must not be negative");
+  }
+  if (c.Has("batch_dim")) spec.batch_dim = c["batch_dim"].IntIn(0, std::max<int64_t>(0, int64_t(spec.shape.size()) - 1));
+  if (c.Has("range")) {
+    const YamlCursor range = c["range"];
+    range.ExpectList(2);
+    spec.has_range = true;
+    spec.low = range[0].Int();
+    spec.high = range[1].Int();
+    if (spec.low >= spec.high) range.Fail("expected [low, high) with low < high");
+  }
+  return spec;
+}
+
+PlanTensor ReadTensor(const YamlCursor& c, const char* peer_key, int stages) {
+  c.ExpectMap({"value", peer_key}, {"value_id", "dtype", "shape", "bytes", "gradient"});
+  PlanTensor t;
+  t.value = c["value"].String();
+  if (c.Has("value_id")) t.value_id = c["value_id"].IntIn(0, kMaxInt);
+  t.peer = c[peer_key].IntIn(0, stages - 1);
+  if (c.Has("dtype")) t.dtype = c["dtype"].String();
+  if (c.Has("shape")) t.shape = c["shape"].IntList();
+  if (c.Has("bytes")) t.bytes = c["bytes"].Int();
+  if (c.Has("gradient")) t.gradient = c["gradient"].Bool();
+  return t;
+}
+
+PlanStage ReadStage(const YamlCursor& c, int index, const Plan& plan, int stages) {
+  c.ExpectMap({"id", "device", "nodes", "actions"}, {"layers", "params", "receives", "sends", "predicted"});
+  PlanStage s;
+  s.id = c["id"].IntIn(0, kMaxInt);
+  if (s.id != index) c["id"].Fail(Concat("stage ids must count up from 0: expected ", index, ", found ", s.id));
+  s.device = c["device"].Int();
+  if (s.device < 0 || s.device >= int64_t(plan.devices.size())) {
+    c["device"].Fail(Concat("device ", s.device, " is out of range (the plan has ", plan.devices.size(), " devices)"));
+  }
+  const YamlCursor nodes = c["nodes"];
+  const int ranges = nodes.ExpectList();
+  if (ranges == 0) nodes.Fail("a stage needs at least one node");
+  for (int i = 0; i < ranges; ++i) {
+    const YamlCursor range = nodes[i];
+    range.ExpectList(2);
+    const int first = static_cast<int>(range[0].Int()), last = static_cast<int>(range[1].Int());
+    for (int id : {first, last}) {
+      if (id < 0 || id >= plan.model.nodes) {
+        range.Fail(Concat("node ", id, " is out of range (the graph has ", plan.model.nodes, " nodes)"));
+      }
+    }
+    if (first > last) range.Fail(Concat("expected [first, last] with first <= last, found [", first, ", ", last, "]"));
+    s.nodes.push_back({first, last});
+  }
+  if (c.Has("layers")) s.layers = c["layers"].StringList();
+  if (c.Has("params")) {
+    const YamlCursor params = c["params"];
+    params.ExpectMap({"count", "bytes"});
+    s.param_count = params["count"].Int();
+    s.param_bytes = params["bytes"].Int();
+  }
+  for (const char* key : {"receives", "sends"}) {
+    if (!c.Has(key)) continue;
+    const YamlCursor list = c[key];
+    const bool receives = std::string(key) == "receives";
+    const int n = list.ExpectList();
+    for (int i = 0; i < n; ++i) {
+      PlanTensor t = ReadTensor(list[i], receives ? "from" : "to", stages);
+      const YamlCursor peer = list[i][receives ? "from" : "to"];
+      if (receives && t.peer >= s.id) {
+        peer.Fail(Concat("stage ", s.id, " reads '", t.value, "' from stage ", t.peer,
+                         ", which is not an earlier stage"));
+      }
+      if (!receives && t.peer <= s.id) {
+        peer.Fail(Concat("stage ", s.id, " sends '", t.value, "' to stage ", t.peer, ", which is not a later stage"));
+      }
+      (receives ? s.receives : s.sends).push_back(t);
+    }
+  }
+  if (c.Has("predicted")) {
+    const YamlCursor p = c["predicted"];
+    p.ExpectMap({}, {"forward_ms", "backward_ms", "send_ms", "send_gradients_ms", "busy_fraction", "static_bytes",
+                     "activation_bytes", "peak_memory_bytes"});
+    if (p.Has("forward_ms")) s.forward_ms = p["forward_ms"].Number();
+    if (p.Has("backward_ms")) s.backward_ms = p["backward_ms"].Number();
+    if (p.Has("send_ms")) s.send_ms = p["send_ms"].Number();
+    if (p.Has("send_gradients_ms")) s.send_gradients_ms = p["send_gradients_ms"].Number();
+    if (p.Has("busy_fraction")) s.busy_fraction = p["busy_fraction"].Number();
+    if (p.Has("static_bytes")) s.static_bytes = p["static_bytes"].Int();
+    if (p.Has("activation_bytes")) s.activation_bytes = p["activation_bytes"].Int();
+    if (p.Has("peak_memory_bytes")) s.peak_memory_bytes = p["peak_memory_bytes"].Int();
+  }
+  const YamlCursor actions = c["actions"];
+  const int n = actions.ExpectList();
+  for (int i = 0; i < n; ++i) {
+    const YamlCursor a = actions[i];
+    Action action;
+    try {
+      action = ParseAction(a.String());
+    } catch (const InputError& e) {
+      a.Fail(e.what());
+    }
+    if (action.stage != s.id) a.Fail(Concat("action ", a.String(), " belongs to stage ", action.stage));
+    if (action.microbatch >= plan.microbatches) {
+      a.Fail(Concat("micro-batch ", action.microbatch, " is out of range (the plan has ", plan.microbatches, ")"));
+    }
+    s.actions.push_back(action);
+  }
+  return s;
+}
+
+Alternative ReadAlternative(const YamlCursor& c) {
+  c.ExpectMap({"stages", "microbatches", "schedule"},
+              {"microbatch_size", "feasible", "simulated", "step_ms", "bottleneck_ms", "bubble_fraction",
+               "peak_memory_bytes", "why_not"});
+  Alternative a;
+  a.stages = c["stages"].IntIn(1, kMaxInt);
+  a.microbatches = c["microbatches"].IntIn(1, kMaxInt);
+  a.schedule = ReadSchedule(c["schedule"]);
+  if (c.Has("microbatch_size")) a.microbatch_size = c["microbatch_size"].Int();
+  if (c.Has("feasible")) a.feasible = c["feasible"].Bool();
+  if (c.Has("simulated")) a.simulated = c["simulated"].Bool();
+  if (c.Has("step_ms")) a.step_ms = c["step_ms"].Number();
+  if (c.Has("bottleneck_ms")) a.bottleneck_ms = c["bottleneck_ms"].Number();
+  if (c.Has("bubble_fraction")) a.bubble_fraction = c["bubble_fraction"].Number();
+  if (c.Has("peak_memory_bytes")) a.peak_memory_bytes = c["peak_memory_bytes"].Int();
+  if (c.Has("why_not")) a.why_not = c["why_not"].String();
+  return a;
+}
+
+PlanComparison ReadComparison(const YamlCursor& c) {
+  c.ExpectMap({"method", "stages", "microbatches", "schedule"},
+              {"split", "microbatch_size", "feasible", "step_ms", "bottleneck_ms", "bubble_fraction", "why_not"});
+  PlanComparison r;
+  r.method = c["method"].String();
+  if (c.Has("split")) r.split = c["split"].String();
+  r.stages = c["stages"].IntIn(1, kMaxInt);
+  r.microbatches = c["microbatches"].IntIn(1, kMaxInt);
+  r.schedule = ReadSchedule(c["schedule"]);
+  if (c.Has("microbatch_size")) r.microbatch_size = c["microbatch_size"].Int();
+  if (c.Has("feasible")) r.feasible = c["feasible"].Bool();
+  if (c.Has("step_ms")) r.step_ms = c["step_ms"].Number();
+  if (c.Has("bottleneck_ms")) r.bottleneck_ms = c["bottleneck_ms"].Number();
+  if (c.Has("bubble_fraction")) r.bubble_fraction = c["bubble_fraction"].Number();
+  if (c.Has("why_not")) r.why_not = c["why_not"].String();
+  return r;
+}
+
+void ReadHeader(const YamlCursor& root, Plan& plan) {
+  plan.format = root["format"].String();
+  if (plan.format != kPlanFormat) {
+    root["format"].Fail(Concat("unknown format '", plan.format, "' (this mpexec reads ", kPlanFormat, ")"));
+  }
+  const YamlCursor model = root["model"];
+  model.ExpectMap({"path", "sha256", "graph_fingerprint", "nodes"});
+  plan.model.path = model["path"].String();
+  plan.model.sha256 = model["sha256"].String();
+  plan.model.graph_fingerprint = model["graph_fingerprint"].String();
+  plan.model.nodes = model["nodes"].IntIn(1, kMaxInt);
+
+  const std::string mode = root["mode"].String();
+  if (mode != "train" && mode != "infer") root["mode"].Fail("unknown mode '" + mode + "' (expected train or infer)");
+  plan.training = mode == "train";
+  plan.batch = root["batch"].Int();
+  if (plan.batch < 1) root["batch"].Fail(Concat("the batch must be at least 1, found ", plan.batch));
+  plan.microbatches = static_cast<int>(root["microbatches"].Int());
+  if (plan.microbatches < 1 || plan.microbatches > plan.batch) {
+    root["microbatches"].Fail(Concat("expected 1 to the batch (", plan.batch, "), found ", plan.microbatches));
+  }
+  plan.microbatch_size = (plan.batch + plan.microbatches - 1) / plan.microbatches;
+  if (root.Has("microbatch_size") && root["microbatch_size"].Int() != plan.microbatch_size) {
+    root["microbatch_size"].Fail(Concat("batch ", plan.batch, " in ", plan.microbatches,
+                                        " micro-batches makes micro-batches of ", plan.microbatch_size));
+  }
+  plan.schedule = ReadSchedule(root["schedule"]);
+  if (IsTraining(plan.schedule) != plan.training) {
+    root["schedule"].Fail(Concat("schedule ", ScheduleName(plan.schedule), " does not fit mode ", mode,
+                                 plan.training ? " (expected gpipe or 1f1b)" : " (expected forward)"));
+  }
+  if (root.Has("partitioner")) plan.partitioner = root["partitioner"].String();
+  if (root.Has("split")) plan.split = root["split"].String();
+  if (root.Has("optimizer_state_factor")) plan.optimizer_state_factor = root["optimizer_state_factor"].Number();
+
+  const YamlCursor inputs = root["inputs"];
+  const int n = inputs.ExpectList();
+  if (n == 0) inputs.Fail("a model needs at least one input");
+  for (int i = 0; i < n; ++i) {
+    plan.inputs.push_back(ReadInput(inputs[i]));
+    const TensorSpec& spec = plan.inputs.back();
+    if (spec.shape.empty() || spec.shape[spec.batch_dim] != plan.batch) {
+      inputs[i]["shape"].Fail(Concat("the batch dimension must be the plan's batch, ", plan.batch));
+    }
+  }
+}
+
+void ReadDevices(const YamlCursor& root, Plan& plan) {
+  const YamlCursor devices = root["devices"];
+  const int n = devices.ExpectList();
+  if (n == 0) devices.Fail("a plan needs at least one device");
+  for (int i = 0; i < n; ++i) {
+    const YamlCursor c = devices[i];
+    c.ExpectMap({"id", "type", "index", "name"}, {"memory_bytes", "speed"});
+    PlanDevice d;
+    d.id = c["id"].IntIn(0, kMaxInt);
+    if (d.id != i) c["id"].Fail(Concat("device ids must count up from 0: expected ", i, ", found ", d.id));
+    d.type = c["type"].String();
+    if (d.type != "cpu" && d.type != "cuda") c["type"].Fail("unknown device type '" + d.type + "' (expected cpu or cuda)");
+    d.index = c["index"].IntIn(0, kMaxInt);
+    d.name = c["name"].String();
+    if (c.Has("memory_bytes")) {
+      d.memory_bytes = c["memory_bytes"].Int();
+      if (d.memory_bytes < 0) c["memory_bytes"].Fail("expected 0 (no limit) or a positive byte count");
+    }
+    if (c.Has("speed")) {
+      d.speed = c["speed"].Number();
+      if (!(d.speed > 0)) c["speed"].Fail("expected a positive time multiplier");
+    }
+    plan.devices.push_back(d);
+  }
+}
+
+void ReadLinks(const YamlCursor& root, Plan& plan) {
+  if (!root.Has("links")) {
+    plan.links.assign(plan.stages.empty() ? 0 : plan.stages.size() - 1, PlanLink{});
+    return;
+  }
+  const YamlCursor links = root["links"];
+  const int n = links.ExpectList(int(plan.stages.size()) - 1);
+  for (int i = 0; i < n; ++i) {
+    const YamlCursor c = links[i];
+    c.ExpectMap({"from", "to"}, {"bandwidth_bytes_per_s", "latency_ms"});
+    if (c["from"].Int() != i || c["to"].Int() != i + 1) c.Fail(Concat("expected the link from stage ", i, " to ", i + 1));
+    PlanLink link;
+    if (c.Has("bandwidth_bytes_per_s")) link.bandwidth_bytes_per_s = c["bandwidth_bytes_per_s"].Number();
+    if (c.Has("latency_ms")) link.latency_ms = c["latency_ms"].Number();
+    if (link.bandwidth_bytes_per_s < 0 || link.latency_ms < 0) c.Fail("bandwidth and latency must not be negative");
+    plan.links.push_back(link);
+  }
+}
+
+// Every node in exactly one stage.
+void CheckCoverage(const YamlCursor& root, const Plan& plan) {
+  std::vector<int> owner(plan.model.nodes, -1);
+  for (const PlanStage& stage : plan.stages) {
+    for (size_t r = 0; r < stage.nodes.size(); ++r) {
+      for (int id = stage.nodes[r].first; id <= stage.nodes[r].second; ++id) {
+        if (owner[id] != -1) {
+          root["stages"][stage.id]["nodes"][int(r)].Fail(
+              Concat("node ", id, " is already in stage ", owner[id], " (each node belongs to exactly one stage)"));
+        }
+        owner[id] = stage.id;
+      }
+    }
+  }
+  for (int id = 0; id < plan.model.nodes; ++id) {
+    if (owner[id] == -1) root["stages"].Fail(Concat("node ", id, " is in no stage (each node belongs to exactly one stage)"));
+  }
+}
+
+void ReadResults(const YamlCursor& root, Plan& plan) {
+  if (root.Has("predicted")) {
+    const YamlCursor p = root["predicted"];
+    p.ExpectMap({"step_ms"}, {"bottleneck_ms", "bubble_fraction", "samples_per_s", "one_device_step_ms",
+                              "speedup_vs_one_device"});
+    plan.predicted.step_ms = p["step_ms"].Number();
+    if (p.Has("bottleneck_ms")) plan.predicted.bottleneck_ms = p["bottleneck_ms"].Number();
+    if (p.Has("bubble_fraction")) plan.predicted.bubble_fraction = p["bubble_fraction"].Number();
+    if (p.Has("samples_per_s")) plan.predicted.samples_per_s = p["samples_per_s"].Number();
+    if (p.Has("one_device_step_ms")) plan.predicted.one_device_step_ms = p["one_device_step_ms"].Number();
+    if (p.Has("speedup_vs_one_device")) plan.predicted.speedup_vs_one_device = p["speedup_vs_one_device"].Number();
+  }
+  if (root.Has("profile")) {
+    const YamlCursor p = root["profile"];
+    p.ExpectMap({"source"}, {"device", "file", "threads", "microbatch_sizes", "coverage", "backward_coverage",
+                             "calibration"});
+    plan.profile.source = p["source"].String();
+    if (p.Has("device")) plan.profile.device = p["device"].String();
+    if (p.Has("file")) plan.profile.file = p["file"].String();
+    if (p.Has("threads")) plan.profile.threads = p["threads"].IntIn(0, kMaxInt);
+    if (p.Has("microbatch_sizes")) plan.profile.microbatch_sizes = p["microbatch_sizes"].IntList();
+    if (p.Has("coverage")) plan.profile.coverage = p["coverage"].Number();
+    if (p.Has("backward_coverage")) plan.profile.backward_coverage = p["backward_coverage"].Number();
+    if (p.Has("calibration")) plan.profile.calibration = p["calibration"].String();
+  }
+  if (root.Has("alternatives")) {
+    const YamlCursor list = root["alternatives"];
+    const int n = list.ExpectList();
+    for (int i = 0; i < n; ++i) plan.alternatives.push_back(ReadAlternative(list[i]));
+  }
+  if (root.Has("comparisons")) {
+    const YamlCursor list = root["comparisons"];
+    const int n = list.ExpectList();
+    for (int i = 0; i < n; ++i) plan.comparisons.push_back(ReadComparison(list[i]));
+  }
+  if (root.Has("warnings")) plan.warnings = root["warnings"].StringList();
+}
+
+}  // namespace
+
+Plan ParsePlan(const std::string& yaml, const std::string& source) {
+  const YamlCursor root(LoadYamlDocument(yaml, source), source);
+  root.ExpectMap({"format", "model", "inputs", "mode", "batch", "microbatches", "schedule", "devices", "stages"},
+                 {"microbatch_size", "partitioner", "split", "optimizer_state_factor", "links", "predicted", "profile",
+                  "alternatives", "comparisons", "warnings"});
+  Plan plan;
+  ReadHeader(root, plan);
+  ReadDevices(root, plan);
+  const YamlCursor stages = root["stages"];
+  const int k = stages.ExpectList();
+  if (k == 0) stages.Fail("a plan needs at least one stage");
+  for (int i = 0; i < k; ++i) plan.stages.push_back(ReadStage(stages[i], i, plan, k));
+  CheckCoverage(root, plan);
+  ReadLinks(root, plan);
+  try {
+    ValidateSchedule(PlanSchedule(plan));
+  } catch (const InputError& e) {
+    stages.Fail(Concat("the action lists cannot run: ", e.what()));
+  }
+  ReadResults(root, plan);
+  return plan;
+}
+
+Plan ReadPlan(const std::string& path) { return ParsePlan(ReadTextFile(path, "plan"), path); }
+
+void CheckPlanAgainstGraph(const Plan& plan, const OpGraph& graph, const std::string& source) {
+  if (plan.model.nodes != int(graph.nodes.size())) {
+    throw InputError(Concat(source, ": model.nodes: the plan has ", plan.model.nodes,
+                            " nodes but the model's canonical graph has ", graph.nodes.size()));
+  }
+  if (!graph.fingerprint.empty() && plan.model.graph_fingerprint != graph.fingerprint) {
+    throw InputError(Concat(source, ": model.graph_fingerprint: the plan was made for graph ",
+                            plan.model.graph_fingerprint, " but the model's canonical graph is ", graph.fingerprint));
+  }
+  const std::vector<int> stage_of = StageOfNode(plan);
+  for (const OpNode& node : graph.nodes) {
+    for (int value : node.inputs) {
+      const int producer = graph.values[value].producer;
+      if (producer < 0 || stage_of[producer] <= stage_of[node.id]) continue;
+      throw InputError(Concat(source, ": stages[", stage_of[node.id], "].nodes: node ", node.id, " (", node.kind,
+                              node.layer.empty() ? "" : " in " + node.layer, ") reads '", graph.values[value].name,
+                              "' from node ", producer, " in stage ", stage_of[producer], ", a later stage"));
+    }
+  }
+}
+
+}  // namespace mp

@@ -1,0 +1,207 @@
+// Writes a Plan as YAML, key by key in the order docs/plan-format.md lists
+// them. Optional keys (split, calibration, why_not) are left out when empty
+// so that a plain plan stays short; the reader accepts both.
+#include "planner/plan/plan_writer.h"
+
+#include <yaml-cpp/yaml.h>
+
+namespace mp {
+namespace {
+
+template <typename T>
+void FlowSeq(YAML::Emitter& out, const std::vector<T>& items) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (const auto& item : items) out << item;
+  out << YAML::EndSeq;
+}
+
+template <typename T>
+void KeyValue(YAML::Emitter& out, const char* key, const T& value) {
+  out << YAML::Key << key << YAML::Value << value;
+}
+
+void WriteTensor(YAML::Emitter& out, const PlanTensor& t, const char* peer_key) {
+  out << YAML::Flow << YAML::BeginMap;
+  KeyValue(out, "value", t.value);
+  KeyValue(out, "value_id", t.value_id);
+  KeyValue(out, peer_key, t.peer);
+  KeyValue(out, "dtype", t.dtype);
+  out << YAML::Key << "shape" << YAML::Value;
+  FlowSeq(out, t.shape);
+  KeyValue(out, "bytes", t.bytes);
+  KeyValue(out, "gradient", t.gradient);
+  out << YAML::EndMap;
+}
+
+void WriteStage(YAML::Emitter& out, const PlanStage& s) {
+  out << YAML::BeginMap;
+  KeyValue(out, "id", s.id);
+  KeyValue(out, "device", s.device);
+  out << YAML::Key << "nodes" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const NodeRange& r : s.nodes) out << YAML::Flow << YAML::BeginSeq << r.first << r.second << YAML::EndSeq;
+  out << YAML::EndSeq;
+  out << YAML::Key << "layers" << YAML::Value;
+  FlowSeq(out, s.layers);
+  out << YAML::Key << "params" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  KeyValue(out, "count", s.param_count);
+  KeyValue(out, "bytes", s.param_bytes);
+  out << YAML::EndMap;
+  out << YAML::Key << "receives" << YAML::Value;
+  if (s.receives.empty()) out << YAML::Flow;  // "[]" rather than a dangling block
+  out << YAML::BeginSeq;
+  for (const PlanTensor& t : s.receives) WriteTensor(out, t, "from");
+  out << YAML::EndSeq;
+  out << YAML::Key << "sends" << YAML::Value;
+  if (s.sends.empty()) out << YAML::Flow;
+  out << YAML::BeginSeq;
+  for (const PlanTensor& t : s.sends) WriteTensor(out, t, "to");
+  out << YAML::EndSeq;
+  out << YAML::Key << "predicted" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  KeyValue(out, "forward_ms", s.forward_ms);
+  KeyValue(out, "backward_ms", s.backward_ms);
+  KeyValue(out, "send_ms", s.send_ms);
+  KeyValue(out, "send_gradients_ms", s.send_gradients_ms);
+  KeyValue(out, "busy_fraction", s.busy_fraction);
+  KeyValue(out, "static_bytes", s.static_bytes);
+  KeyValue(out, "activation_bytes", s.activation_bytes);
+  KeyValue(out, "peak_memory_bytes", s.peak_memory_bytes);
+  out << YAML::EndMap;
+  std::vector<std::string> actions;
+  for (const Action& a : s.actions) actions.push_back(FormatAction(a));
+  out << YAML::Key << "actions" << YAML::Value;
+  FlowSeq(out, actions);
+  out << YAML::EndMap;
+}
+
+void WriteAlternative(YAML::Emitter& out, const Alternative& a) {
+  out << YAML::Flow << YAML::BeginMap;
+  KeyValue(out, "stages", a.stages);
+  KeyValue(out, "microbatches", a.microbatches);
+  KeyValue(out, "microbatch_size", a.microbatch_size);
+  KeyValue(out, "schedule", ScheduleName(a.schedule));
+  KeyValue(out, "feasible", a.feasible);
+  KeyValue(out, "simulated", a.simulated);
+  KeyValue(out, "step_ms", a.step_ms);
+  KeyValue(out, "bottleneck_ms", a.bottleneck_ms);
+  KeyValue(out, "bubble_fraction", a.bubble_fraction);
+  KeyValue(out, "peak_memory_bytes", a.peak_memory_bytes);
+  if (!a.why_not.empty()) KeyValue(out, "why_not", a.why_not);
+  out << YAML::EndMap;
+}
+
+void WriteComparison(YAML::Emitter& out, const PlanComparison& c) {
+  out << YAML::Flow << YAML::BeginMap;
+  KeyValue(out, "method", c.method);
+  if (!c.split.empty()) KeyValue(out, "split", c.split);
+  KeyValue(out, "stages", c.stages);
+  KeyValue(out, "microbatches", c.microbatches);
+  KeyValue(out, "microbatch_size", c.microbatch_size);
+  KeyValue(out, "schedule", ScheduleName(c.schedule));
+  KeyValue(out, "feasible", c.feasible);
+  KeyValue(out, "step_ms", c.step_ms);
+  KeyValue(out, "bottleneck_ms", c.bottleneck_ms);
+  KeyValue(out, "bubble_fraction", c.bubble_fraction);
+  if (!c.why_not.empty()) KeyValue(out, "why_not", c.why_not);
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string PlanToYaml(const Plan& p) {
+  YAML::Emitter out;
+  out.SetDoublePrecision(9);
+  out << YAML::BeginMap;
+  KeyValue(out, "format", p.format);
+  out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+  KeyValue(out, "path", p.model.path);
+  KeyValue(out, "sha256", p.model.sha256);
+  KeyValue(out, "graph_fingerprint", p.model.graph_fingerprint);
+  KeyValue(out, "nodes", p.model.nodes);
+  out << YAML::EndMap;
+  out << YAML::Key << "inputs" << YAML::Value << YAML::BeginSeq;
+  for (const TensorSpec& spec : p.inputs) {
+    out << YAML::Flow << YAML::BeginMap;
+    KeyValue(out, "name", spec.name);
+    KeyValue(out, "dtype", spec.dtype);
+    out << YAML::Key << "shape" << YAML::Value;
+    FlowSeq(out, spec.shape);
+    KeyValue(out, "batch_dim", spec.batch_dim);
+    if (spec.has_range) {
+      out << YAML::Key << "range" << YAML::Value;
+      FlowSeq(out, std::vector<int64_t>{spec.low, spec.high});
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  KeyValue(out, "mode", p.training ? "train" : "infer");
+  KeyValue(out, "batch", p.batch);
+  KeyValue(out, "microbatches", p.microbatches);
+  KeyValue(out, "microbatch_size", p.microbatch_size);
+  KeyValue(out, "schedule", ScheduleName(p.schedule));
+  KeyValue(out, "partitioner", p.partitioner);
+  if (!p.split.empty()) KeyValue(out, "split", p.split);
+  KeyValue(out, "optimizer_state_factor", p.optimizer_state_factor);
+  out << YAML::Key << "devices" << YAML::Value << YAML::BeginSeq;
+  for (const PlanDevice& d : p.devices) {
+    out << YAML::Flow << YAML::BeginMap;
+    KeyValue(out, "id", d.id);
+    KeyValue(out, "type", d.type);
+    KeyValue(out, "index", d.index);
+    KeyValue(out, "name", d.name);
+    KeyValue(out, "memory_bytes", d.memory_bytes);
+    KeyValue(out, "speed", d.speed);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "links" << YAML::Value;
+  if (p.links.empty()) out << YAML::Flow;
+  out << YAML::BeginSeq;
+  for (size_t i = 0; i < p.links.size(); ++i) {
+    out << YAML::Flow << YAML::BeginMap;
+    KeyValue(out, "from", int(i));
+    KeyValue(out, "to", int(i) + 1);
+    KeyValue(out, "bandwidth_bytes_per_s", p.links[i].bandwidth_bytes_per_s);
+    KeyValue(out, "latency_ms", p.links[i].latency_ms);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;
+  for (const PlanStage& s : p.stages) WriteStage(out, s);
+  out << YAML::EndSeq;
+  out << YAML::Key << "predicted" << YAML::Value << YAML::BeginMap;
+  KeyValue(out, "step_ms", p.predicted.step_ms);
+  KeyValue(out, "bottleneck_ms", p.predicted.bottleneck_ms);
+  KeyValue(out, "bubble_fraction", p.predicted.bubble_fraction);
+  KeyValue(out, "samples_per_s", p.predicted.samples_per_s);
+  KeyValue(out, "one_device_step_ms", p.predicted.one_device_step_ms);
+  KeyValue(out, "speedup_vs_one_device", p.predicted.speedup_vs_one_device);
+  out << YAML::EndMap;
+  out << YAML::Key << "profile" << YAML::Value << YAML::BeginMap;
+  KeyValue(out, "source", p.profile.source);
+  KeyValue(out, "device", p.profile.device);
+  if (!p.profile.file.empty()) KeyValue(out, "file", p.profile.file);
+  KeyValue(out, "threads", p.profile.threads);
+  out << YAML::Key << "microbatch_sizes" << YAML::Value;
+  FlowSeq(out, p.profile.microbatch_sizes);
+  KeyValue(out, "coverage", p.profile.coverage);
+  KeyValue(out, "backward_coverage", p.profile.backward_coverage);
+  if (!p.profile.calibration.empty()) KeyValue(out, "calibration", p.profile.calibration);
+  out << YAML::EndMap;
+  out << YAML::Key << "alternatives" << YAML::Value << YAML::BeginSeq;
+  for (const Alternative& a : p.alternatives) WriteAlternative(out, a);
+  out << YAML::EndSeq;
+  out << YAML::Key << "comparisons" << YAML::Value;
+  if (p.comparisons.empty()) out << YAML::Flow;
+  out << YAML::BeginSeq;
+  for (const PlanComparison& c : p.comparisons) WriteComparison(out, c);
+  out << YAML::EndSeq;
+  out << YAML::Key << "warnings" << YAML::Value;
+  if (p.warnings.empty()) out << YAML::Flow;
+  out << YAML::BeginSeq;
+  for (const std::string& w : p.warnings) out << w;
+  out << YAML::EndSeq;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace mp

@@ -1,0 +1,123 @@
+// YamlCursor: key paths and "expected X, found Y" for every read. Numbers
+// are parsed with yaml-cpp's own conversions, which reject trailing text
+// ("12abc") and fractions where an integer is expected.
+#include "planner/plan/yaml_cursor.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace mp {
+namespace {
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+}  // namespace
+
+YamlCursor::YamlCursor(YAML::Node node, std::string source, std::string path)
+    : node_(std::move(node)), source_(std::move(source)), path_(std::move(path)) {}
+
+void YamlCursor::Fail(const std::string& message) const {
+  throw InputError(Concat(source_, ": ", path_.empty() ? "top level" : path_, ": ", message));
+}
+
+std::string YamlCursor::Found() const {
+  if (!node_ || node_.IsNull()) return "nothing";
+  if (node_.IsMap()) return "a map";
+  if (node_.IsSequence()) return "a list";
+  return "'" + node_.Scalar() + "'";
+}
+
+void YamlCursor::ExpectMap(const std::vector<std::string>& required, const std::vector<std::string>& optional) const {
+  if (!node_.IsMap()) Fail("expected a map, found " + Found());
+  std::vector<std::string> known = required;
+  known.insert(known.end(), optional.begin(), optional.end());
+  for (const auto& entry : node_) {
+    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "?";
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      YamlCursor(entry.second, source_, path_.empty() ? key : path_ + "." + key)
+          .Fail("unknown key (expected one of " + Join(known) + ")");
+    }
+  }
+  for (const std::string& key : required) {
+    if (!node_[key]) Fail("missing key '" + key + "'");
+  }
+}
+
+int YamlCursor::ExpectList(int size) const {
+  if (!node_.IsSequence()) Fail("expected a list, found " + Found());
+  const int n = static_cast<int>(node_.size());
+  if (size >= 0 && n != size) Fail(Concat("expected ", size, " entries, found ", n));
+  return n;
+}
+
+bool YamlCursor::Has(const std::string& key) const { return node_.IsMap() && node_[key]; }
+
+YamlCursor YamlCursor::operator[](const std::string& key) const {
+  if (!node_.IsMap()) Fail("expected a map, found " + Found());
+  const YAML::Node child = node_[key];
+  if (!child) Fail("missing key '" + key + "'");
+  return YamlCursor(child, source_, path_.empty() ? key : path_ + "." + key);
+}
+
+YamlCursor YamlCursor::operator[](int index) const {
+  return YamlCursor(node_[static_cast<size_t>(index)], source_, Concat(path_, "[", index, "]"));
+}
+
+int64_t YamlCursor::Int() const {
+  if (!node_.IsScalar()) Fail("expected an integer, found " + Found());
+  try {
+    return node_.as<int64_t>();
+  } catch (const YAML::Exception&) {
+    Fail("expected an integer, found " + Found());
+  }
+}
+
+int YamlCursor::IntIn(int64_t low, int64_t high) const {
+  const int64_t value = Int();
+  if (value < low || value > high) Fail(Concat(value, " is out of range (expected ", low, " to ", high, ")"));
+  return static_cast<int>(value);
+}
+
+double YamlCursor::Number() const {
+  if (!node_.IsScalar()) Fail("expected a number, found " + Found());
+  try {
+    return node_.as<double>();
+  } catch (const YAML::Exception&) {
+    Fail("expected a number, found " + Found());
+  }
+}
+
+bool YamlCursor::Bool() const {
+  if (!node_.IsScalar()) Fail("expected true or false, found " + Found());
+  try {
+    return node_.as<bool>();
+  } catch (const YAML::Exception&) {
+    Fail("expected true or false, found " + Found());
+  }
+}
+
+std::string YamlCursor::String() const {
+  if (!node_.IsScalar()) Fail("expected a string, found " + Found());
+  return node_.Scalar();
+}
+
+std::vector<int64_t> YamlCursor::IntList() const {
+  std::vector<int64_t> out;
+  const int n = ExpectList();
+  for (int i = 0; i < n; ++i) out.push_back((*this)[i].Int());
+  return out;
+}
+
+std::vector<std::string> YamlCursor::StringList() const {
+  std::vector<std::string> out;
+  const int n = ExpectList();
+  for (int i = 0; i < n; ++i) out.push_back((*this)[i].String());
+  return out;
+}
+
+}  // namespace mp

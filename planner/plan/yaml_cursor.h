@@ -1,0 +1,47 @@
+// Strict reading of a YAML document a user may have edited: every node is
+// reached through a cursor that knows its key path (`stages[1].nodes[0]`),
+// so each problem becomes one InputError line "SOURCE: PATH: what is wrong".
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mp {
+
+class YamlCursor {
+ public:
+  YamlCursor(YAML::Node node, std::string source, std::string path = "");
+
+  // Requires a map whose keys are all in `required` or `optional`, and that
+  // has every key in `required`.
+  void ExpectMap(const std::vector<std::string>& required, const std::vector<std::string>& optional = {}) const;
+  // Requires a sequence (of `size` entries when size >= 0) and returns its length.
+  int ExpectList(int size = -1) const;
+
+  bool Has(const std::string& key) const;
+  YamlCursor operator[](const std::string& key) const;  // the key must exist
+  YamlCursor operator[](int index) const;
+
+  int64_t Int() const;
+  int IntIn(int64_t low, int64_t high) const;  // low <= value <= high
+  double Number() const;
+  bool Bool() const;
+  std::string String() const;
+  std::vector<int64_t> IntList() const;
+  std::vector<std::string> StringList() const;
+
+  const std::string& Path() const { return path_; }
+  [[noreturn]] void Fail(const std::string& message) const;
+
+ private:
+  std::string Found() const;  // how the node looks, for "expected X, found Y"
+
+  YAML::Node node_;
+  std::string source_;
+  std::string path_;
+};
+
+}  // namespace mp

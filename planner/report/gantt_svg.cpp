@@ -1,0 +1,244 @@
+// GanttSvg: the simulator's timeline drawn as SVG. Layout, top to bottom:
+// title, subtitle, legend, then per stage a compute row (F/B boxes on a grey
+// band, so the bubble shows as grey) and a transfer sub-lane (activations in
+// its upper half, gradients in its lower half: both may be in flight at
+// once on different links), then the time axis. Times map linearly onto the
+// plot; each box is inset half a pixel on both sides so back-to-back
+// actions stay visibly separate and never overlap.
+#include "planner/report/gantt_svg.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "common/error.h"
+#include "planner/report/report_format.h"
+#include "planner/report/report_tables.h"
+
+namespace mp {
+namespace {
+
+constexpr double kWidth = 1200;
+constexpr double kRightMargin = 36;
+constexpr double kTop = 92;    // y of the first row
+constexpr double kRowH = 26;   // compute row
+constexpr double kLaneH = 12;  // transfer sub-lane
+constexpr double kRowGap = 14;
+constexpr double kCharW = 6.9;    // average advance of 12px sans text
+constexpr size_t kMaxLabel = 34;  // code points in a row label
+
+const char* kStyle = R"(<style>
+text { font-family: 'DejaVu Sans', Helvetica, Arial, sans-serif; fill: #222222; }
+.title { font-size: 16px; font-weight: bold; }
+.sub { font-size: 12px; fill: #555555; }
+.label { font-size: 12px; }
+.lanelabel { font-size: 9px; fill: #888888; }
+.legend { font-size: 11px; }
+.tick { font-size: 11px; fill: #555555; }
+.mb { font-size: 10px; }
+.band { fill: #eceef1; }
+.laneband { fill: #f7f8f9; }
+.swatch { stroke: #9a9da3; stroke-width: 0.6; }
+.fwd { fill: #9cc7f0; stroke: #3a78b5; stroke-width: 0.8; }
+.bwd { fill: #f6c28b; stroke: #c47a25; stroke-width: 0.8; }
+.act { fill: #4f9a5e; }
+.grad { fill: #a8659a; }
+.grid { stroke: #d9dbdf; stroke-width: 1; }
+.axis { stroke: #666666; stroke-width: 1; }
+.end { stroke: #c0392b; stroke-width: 1.2; stroke-dasharray: 4 3; }
+.endlabel { font-size: 11px; fill: #c0392b; }
+</style>
+)";
+
+std::string Esc(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// Coordinates with at most two decimals, no trailing zeros.
+std::string Num(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", v);
+  std::string out = text;
+  while (out.back() == '0') out.pop_back();
+  if (out.back() == '.') out.pop_back();
+  return out == "-0" ? "0" : out;
+}
+
+// Cuts text to `max` code points, ending it with an ellipsis.
+std::string Truncate(const std::string& text, size_t max) {
+  if (DisplayWidth(text) <= max) return text;
+  std::string out;
+  size_t points = 0;
+  for (char c : text) {
+    if ((c & 0xC0) != 0x80 && ++points > max - 1) break;
+    out += c;
+  }
+  return out + "\xE2\x80\xA6";
+}
+
+// A tick step of 1, 2, 2.5 or 5 times a power of ten giving at most ~10 ticks.
+double TickStep(double span) {
+  const double raw = span / 10;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double f : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    if (f * magnitude >= raw) return f * magnitude;
+  }
+  return 10 * magnitude;
+}
+
+std::string TickText(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", v);
+  return text;
+}
+
+std::string Rect(const std::string& cls, double x, double y, double w, double h, const std::string& title = "") {
+  std::string out = "<rect class=\"" + cls + "\" x=\"" + Num(x) + "\" y=\"" + Num(y) + "\" width=\"" + Num(w) +
+                    "\" height=\"" + Num(h) + "\"";
+  if (title.empty()) return out + "/>\n";
+  return out + "><title>" + Esc(title) + "</title></rect>\n";
+}
+
+std::string Text(const std::string& cls, double x, double y, const std::string& text, const char* anchor = "start") {
+  return "<text class=\"" + cls + "\" x=\"" + Num(x) + "\" y=\"" + Num(y) + "\" text-anchor=\"" + anchor + "\">" +
+         Esc(text) + "</text>\n";
+}
+
+std::string Span(double start, double end) { return FormatMs(start) + "\xE2\x80\x93" + FormatMs(end) + " ms"; }
+
+}  // namespace
+
+std::string GanttSvg(const Plan& plan, const SimResult& sim) {
+  const int K = int(plan.stages.size());
+  if (int(sim.timeline.size()) != K) {
+    throw InputError(
+        Concat("gantt: the simulation has ", sim.timeline.size(), " stage timelines; the plan has ", K, " stages"));
+  }
+  std::vector<std::string> labels;
+  size_t label_chars = 0;
+  for (const PlanStage& stage : plan.stages) {
+    // A long device name is cut before its " #id", which tells rows apart.
+    const std::string device = DeviceLabel(plan, stage);
+    const size_t id = std::min(device.rfind(" #"), device.size());
+    const std::string stage_text = "stage " + std::to_string(stage.id) + " \xC2\xB7 ";
+    const size_t room = kMaxLabel - std::min(kMaxLabel - 8, DisplayWidth(stage_text + device.substr(id)));
+    labels.push_back(stage_text + Truncate(device.substr(0, id), room) + device.substr(id));
+    label_chars = std::max(label_chars, DisplayWidth(labels.back()));
+  }
+  const double left = std::max(110.0, 24 + kCharW * double(label_chars));
+  const double plot_w = kWidth - left - kRightMargin;
+  const double span = sim.step_ms > 0 ? sim.step_ms : 1;
+  const double scale = plot_w / span;
+  const double pitch = kRowH + kLaneH + kRowGap;
+  const double axis_y = kTop + K * pitch - kRowGap + 6;
+  const double height = axis_y + 48;
+  auto X = [&](double ms) { return left + std::clamp(ms, 0.0, span) * scale; };
+
+  bool has[4] = {false, false, false, false};  // F, B, SEND_F, SEND_B
+  for (const auto& row : sim.timeline) {
+    for (const TimedAction& t : row) {
+      const ActionKind k = t.action.kind;
+      if (k == ActionKind::kForward) has[0] = true;
+      if (k == ActionKind::kBackward) has[1] = true;
+      if (k == ActionKind::kSendF && t.end_ms > t.start_ms) has[2] = true;
+      if (k == ActionKind::kSendB && t.end_ms > t.start_ms) has[3] = true;
+    }
+  }
+
+  std::ostringstream svg;
+  svg << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << Num(kWidth) << "\" height=\"" << Num(height)
+      << "\" viewBox=\"0 0 " << Num(kWidth) << " " << Num(height) << "\">\n"
+      << kStyle << "<rect x=\"0\" y=\"0\" width=\"" << Num(kWidth) << "\" height=\"" << Num(height)
+      << "\" fill=\"#ffffff\"/>\n";
+
+  // Title, subtitle, legend.
+  svg << Text("title", 20, 26,
+              "Predicted step: " + Plural(K, "stage") + " \xC3\x97 " +
+                  Plural(plan.microbatches, "micro-batch", "micro-batches") + " of " +
+                  std::to_string(plan.microbatch_size) + ", " + ScheduleName(plan.schedule) + " \xE2\x80\x94 " +
+                  FormatMs(sim.step_ms) + " ms");
+  svg << Text("sub", 20, 46,
+              PlanHeadline(plan) + " \xC2\xB7 partitioner " + plan.partitioner + " \xC2\xB7 bubble " +
+                  FormatPercent(sim.bubble_fraction));
+  const struct {
+    const char* cls;
+    const char* text;
+    bool thin;
+  } legend[] = {{"fwd", "forward (micro-batch no.)", false},
+                {"bwd", "backward", false},
+                {"act", "activations sent \xE2\x86\x92 next stage", true},
+                {"grad", "gradients sent \xE2\x86\x90 previous stage", true},
+                {"band", "idle", false}};
+  double lx = 20;
+  const double ly = 62;
+  for (int i = 0; i < 5; ++i) {
+    if (i < 4 && !has[i]) continue;
+    svg << Rect(std::string(legend[i].cls) + " swatch", lx, legend[i].thin ? ly + 3 : ly, 16, legend[i].thin ? 5 : 11);
+    svg << Text("legend", lx + 21, ly + 10, legend[i].text);
+    lx += 21 + 6.1 * double(DisplayWidth(legend[i].text)) + 18;
+  }
+
+  // Grid and axis under the boxes.
+  const double tick = TickStep(span);
+  svg << "<g id=\"axis\">\n";
+  for (int i = 0; i * tick <= span * (1 + 1e-9); ++i) {
+    const double x = X(i * tick);
+    svg << "<line class=\"grid\" x1=\"" << Num(x) << "\" y1=\"" << Num(kTop - 4) << "\" x2=\"" << Num(x) << "\" y2=\""
+        << Num(axis_y) << "\"/>\n";
+    svg << Text("tick", x, axis_y + 16, TickText(i * tick), "middle");
+  }
+  svg << "<line class=\"axis\" x1=\"" << Num(left) << "\" y1=\"" << Num(axis_y) << "\" x2=\"" << Num(left + plot_w)
+      << "\" y2=\"" << Num(axis_y) << "\"/>\n";
+  svg << Text("tick", left + plot_w / 2, axis_y + 36, "time (ms)", "middle");
+  svg << "</g>\n";
+
+  for (int s = 0; s < K; ++s) {
+    const double y = kTop + s * pitch;
+    const double lane_y = y + kRowH + 1;
+    svg << "<g id=\"stage-" << s << "\">\n";
+    svg << Rect("band", left, y, plot_w, kRowH) << Rect("laneband", left, lane_y, plot_w, kLaneH - 1);
+    svg << Text("label", left - 10, y + kRowH / 2 + 4, labels[s], "end");
+    svg << Text("lanelabel", left - 10, lane_y + kLaneH - 3, "transfers", "end");
+    for (const TimedAction& t : sim.timeline[s]) {
+      const ActionKind k = t.action.kind;
+      const double x0 = X(t.start_ms), x1 = X(t.end_ms);
+      if (IsCompute(k)) {
+        const double x = x0 + 0.5, w = std::max(x1 - x0 - 1, 0.5);
+        const std::string mb = std::to_string(t.action.microbatch);
+        svg << Rect(k == ActionKind::kForward ? "box fwd" : "box bwd", x, y + 1, w, kRowH - 2,
+                    FormatAction(t.action) + ": " + Span(t.start_ms, t.end_ms));
+        if (w >= 6.4 * double(mb.size()) + 2) svg << Text("mb", x + w / 2, y + kRowH / 2 + 3.5, mb, "middle");
+      } else if (IsSend(k) && t.end_ms > t.start_ms) {
+        const bool act = k == ActionKind::kSendF;
+        const double w = std::max(x1 - x0 - 0.5, 1.5);  // a fast link still shows
+        const double x = std::min(x0 + 0.25, left + plot_w - w);
+        svg << Rect(act ? "xfer act" : "xfer grad", x, act ? lane_y + 0.5 : lane_y + 5.75, w, 4.75,
+                    FormatAction(t.action) + " to stage " + std::to_string(PeerStage(t.action)) + ": " +
+                        Span(t.start_ms, t.end_ms));
+      }
+    }
+    svg << "</g>\n";
+  }
+
+  // The end of the step.
+  svg << "<line class=\"end\" x1=\"" << Num(left + plot_w) << "\" y1=\"" << Num(kTop - 14) << "\" x2=\""
+      << Num(left + plot_w) << "\" y2=\"" << Num(axis_y) << "\"/>\n";
+  svg << Text("endlabel", left + plot_w, kTop - 18, "step " + FormatMs(sim.step_ms) + " ms", "end");
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+}  // namespace mp

@@ -1,0 +1,263 @@
+// The rows behind every plan report. The "why" line replays the search's
+// rule (lowest simulated step time; ties go to fewer stages, then fewer
+// micro-batches) over plan.alternatives: how many were tried, simulated,
+// ruled out by their lower bound or infeasible, and the runner-up with its
+// distance from the winner. Ratios are to plan.predicted.step_ms.
+#include "planner/report/report_tables.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "planner/partition/cluster.h"
+#include "planner/report/report_format.h"
+
+namespace mp {
+namespace {
+
+constexpr double kTieFraction = 5e-4;  // below what "+0.0%" can show
+
+std::string RatioToChosen(const Plan& plan, double step_ms) {
+  if (plan.predicted.step_ms <= 0) return "-";
+  return FormatRatio(step_ms / plan.predicted.step_ms);
+}
+
+std::string Shape(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+// "2 stages x 10 micro-batches, 1f1b".
+std::string Candidate(int stages, int microbatches, ScheduleKind schedule) {
+  return Plural(stages, "stage") + " x " + Plural(microbatches, "micro-batch", "micro-batches") + ", " +
+         ScheduleName(schedule);
+}
+
+// Drops the columns whose cells are empty in every row.
+void DropEmptyColumns(ReportTable& table) {
+  for (size_t c = table.header.size(); c-- > 0;) {
+    const bool empty = std::all_of(table.rows.begin(), table.rows.end(),
+                                   [&](const std::vector<std::string>& row) { return row[c].empty(); });
+    if (!empty) continue;
+    table.header.erase(table.header.begin() + c);
+    table.align.erase(table.align.begin() + c);
+    for (auto& row : table.rows) row.erase(row.begin() + c);
+  }
+}
+
+// `beaten`: a simulated alternative is faster than the chosen one (a plan
+// made outside the search, or edited).
+std::string WhyChosen(const Plan& plan, const Alternative* chosen, bool beaten) {
+  const auto& alts = plan.alternatives;
+  if (alts.empty()) return "no alternatives recorded";
+  int simulated = 0, bound = 0, infeasible = 0;
+  for (const Alternative& a : alts) {
+    if (!a.feasible) {
+      ++infeasible;
+    } else if (a.simulated) {
+      ++simulated;
+    } else {
+      ++bound;
+    }
+  }
+  std::string counts = std::to_string(simulated) + " simulated";
+  if (bound) counts += ", " + std::to_string(bound) + " ruled out by a lower bound";
+  if (infeasible) counts += ", " + std::to_string(infeasible) + " infeasible";
+  const std::string tried = Plural(int64_t(alts.size()), "alternative") + " (" + counts + ")";
+  if (!chosen) return tried + " tried; this plan is not one of them";
+  if (beaten) return "not the fastest of " + tried;
+  if (alts.size() == 1) return "the only alternative tried";
+  if (simulated == 1) return "the only feasible one of " + tried;
+  return "fastest of " + tried;
+}
+
+// The best simulated alternative other than the chosen one.
+const Alternative* RunnerUp(const Plan& plan, const Alternative* chosen) {
+  const Alternative* best = nullptr;
+  for (const Alternative& a : plan.alternatives) {
+    if (&a == chosen || !a.feasible || !a.simulated) continue;
+    if (!best || a.step_ms < best->step_ms) best = &a;
+  }
+  return best;
+}
+
+std::string ProfileText(const PlanProfile& p) {
+  std::string out = p.source;
+  if (!p.device.empty()) out += " on " + p.device;
+  if (p.threads > 0) out += ", " + Plural(p.threads, "thread");
+  if (p.coverage > 0) {
+    out += ", coverage " + FormatPercent(p.coverage);
+    if (p.backward_coverage > 0) out += " (backward " + FormatPercent(p.backward_coverage) + ")";
+  }
+  if (!p.calibration.empty()) out += ", calibration: " + p.calibration;
+  if (!p.file.empty()) out += ", from " + p.file;
+  return out;
+}
+
+}  // namespace
+
+std::string PlanHeadline(const Plan& plan) {
+  const std::string model = plan.model.path.empty() ? "plan" : plan.model.path;
+  return model + ": " + (plan.training ? "training" : "inference") + ", batch " + std::to_string(plan.batch);
+}
+
+std::string DeviceLabel(const Plan& plan, const PlanStage& stage) {
+  if (stage.device < 0 || stage.device >= int(plan.devices.size())) {
+    return "device " + std::to_string(stage.device) + "?";
+  }
+  const PlanDevice& d = plan.devices[stage.device];
+  const std::string name = d.name.empty() ? d.type + ":" + std::to_string(d.index) : d.name;
+  return name + " #" + std::to_string(d.id);
+}
+
+std::string LayerRange(const PlanStage& stage) {
+  if (stage.layers.empty()) return "-";
+  if (stage.layers.size() == 1) return stage.layers.front();
+  return stage.layers.front() + ".." + stage.layers.back();
+}
+
+ReportTable StageTable(const Plan& plan) {
+  ReportTable t;
+  t.header = {"stage", "device", "layers", "params", "sent/mb", "fwd ms", "bwd ms", "busy", "peak memory"};
+  t.align = {Align::kRight, Align::kLeft,  Align::kLeft,  Align::kRight, Align::kRight,
+             Align::kRight, Align::kRight, Align::kRight, Align::kRight};
+  for (const PlanStage& s : plan.stages) {
+    int64_t sent = 0;
+    for (const PlanTensor& tensor : s.sends) sent += tensor.bytes;
+    std::string peak = FormatBytes(s.peak_memory_bytes);
+    if (s.device >= 0 && s.device < int(plan.devices.size()) && plan.devices[s.device].memory_bytes > 0) {
+      peak += " / " + FormatBytes(plan.devices[s.device].memory_bytes);
+    }
+    t.rows.push_back({std::to_string(s.id), DeviceLabel(plan, s), LayerRange(s),
+                      FormatCount(s.param_count) + " (" + FormatBytes(s.param_bytes) + ")",
+                      sent ? FormatBytes(sent) : "-", FormatMs(s.forward_ms), FormatMs(s.backward_ms),
+                      FormatPercent(s.busy_fraction), peak});
+  }
+  if (!plan.training) {  // no backward column in inference
+    t.header.erase(t.header.begin() + 6);
+    t.align.erase(t.align.begin() + 6);
+    for (auto& row : t.rows) row.erase(row.begin() + 6);
+  }
+  return t;
+}
+
+const Alternative* ChosenAlternative(const Plan& plan) {
+  const Alternative* chosen = nullptr;
+  for (const Alternative& a : plan.alternatives) {
+    if (a.stages != int(plan.stages.size()) || a.microbatches != plan.microbatches || a.schedule != plan.schedule ||
+        !a.feasible || !a.simulated) {
+      continue;
+    }
+    if (!chosen || a.step_ms < chosen->step_ms) chosen = &a;
+  }
+  return chosen;
+}
+
+std::vector<SummaryLine> PlanSummary(const Plan& plan) {
+  const PlanPrediction& p = plan.predicted;
+  std::vector<SummaryLine> lines;
+  lines.push_back({"predicted step", FormatMs(p.step_ms) + " ms, " + FormatRate(p.samples_per_s) +
+                                         " samples/s (batch " + std::to_string(plan.batch) + ")"});
+  if (p.one_device_step_ms > 0) {
+    lines.push_back({"one device", FormatMs(p.one_device_step_ms) + " ms (pipeline speedup " +
+                                       FormatRatio(p.speedup_vs_one_device) + ")"});
+  }
+  lines.push_back({"bubble", FormatPercent(p.bubble_fraction) + " of device time idle"});
+  lines.push_back({"stages (K)", std::to_string(plan.stages.size())});
+  std::string m = std::to_string(plan.microbatches) + " x " + Plural(plan.microbatch_size, "sample");
+  const int64_t last = plan.batch - int64_t(plan.microbatches - 1) * plan.microbatch_size;
+  if (plan.batch > 0 && last != plan.microbatch_size) m += " (the last of " + std::to_string(last) + ")";
+  lines.push_back({"micro-batches (M)", m});
+  lines.push_back({"schedule", ScheduleName(plan.schedule)});
+  lines.push_back({"partitioner", plan.partitioner + (plan.split.empty() ? "" : " \"" + plan.split + "\"")});
+
+  const Alternative* chosen = ChosenAlternative(plan);
+  const Alternative* other = chosen ? RunnerUp(plan, chosen) : nullptr;
+  const double delta = other && chosen->step_ms > 0 ? other->step_ms / chosen->step_ms - 1 : 0;
+  lines.push_back({"why", WhyChosen(plan, chosen, delta <= -kTieFraction)});
+  if (other) {
+    std::string text = Candidate(other->stages, other->microbatches, other->schedule) + " at " +
+                       FormatMs(other->step_ms) + " ms (" + FormatDelta(delta) + ")";
+    if (std::fabs(delta) < kTieFraction) text += "; ties go to fewer stages, then fewer micro-batches";
+    lines.push_back({delta <= -kTieFraction ? "faster" : "runner-up", text});
+  }
+  if (!plan.profile.source.empty()) lines.push_back({"profile", ProfileText(plan.profile)});
+  return lines;
+}
+
+ReportTable AlternativesTable(const Plan& plan) {
+  ReportTable t;
+  t.header = {"", "K", "M", "size", "schedule", "step ms", "vs chosen", "bubble", "peak memory", "note"};
+  t.align = {Align::kLeft,  Align::kRight, Align::kRight, Align::kRight, Align::kLeft,
+             Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kLeft};
+  const Alternative* chosen = ChosenAlternative(plan);
+  std::vector<const Alternative*> sorted;
+  for (const Alternative& a : plan.alternatives) sorted.push_back(&a);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Alternative* a, const Alternative* b) {
+    return std::make_tuple(a->stages, a->microbatches, int(a->schedule)) <
+           std::make_tuple(b->stages, b->microbatches, int(b->schedule));
+  });
+  for (const Alternative* a : sorted) {
+    std::vector<std::string> row = {a == chosen ? "*" : "", std::to_string(a->stages), std::to_string(a->microbatches),
+                                    std::to_string(a->microbatch_size), ScheduleName(a->schedule)};
+    const std::string peak = a->peak_memory_bytes > 0 ? FormatBytes(a->peak_memory_bytes) : "-";
+    if (!a->feasible) {
+      row.insert(row.end(), {"-", "-", "-", peak, "infeasible: " + a->why_not});
+    } else if (!a->simulated) {
+      row.insert(row.end(), {FormatMs(a->step_ms), ">= " + RatioToChosen(plan, a->step_ms), "-", peak,
+                             "(bound) not simulated: its lower bound exceeds the best"});
+    } else {
+      row.insert(row.end(), {FormatMs(a->step_ms), RatioToChosen(plan, a->step_ms), FormatPercent(a->bubble_fraction),
+                             peak, a == chosen ? "chosen" : ""});
+    }
+    t.rows.push_back(std::move(row));
+  }
+  DropEmptyColumns(t);
+  return t;
+}
+
+ReportTable ComparisonsTable(const Plan& plan) {
+  ReportTable t;
+  t.header = {"",        "method",    "split",         "K",      "M",   "size", "schedule",
+              "step ms", "vs chosen", "bottleneck ms", "bubble", "note"};
+  t.align = {Align::kLeft, Align::kLeft,  Align::kLeft,  Align::kRight, Align::kRight, Align::kRight,
+             Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kLeft};
+  for (const PlanComparison& c : plan.comparisons) {
+    const bool same = c.method == plan.partitioner && c.split == plan.split && c.stages == int(plan.stages.size()) &&
+                      c.microbatches == plan.microbatches && c.schedule == plan.schedule && c.feasible;
+    std::vector<std::string> row = {same ? "*" : "",
+                                    c.method,
+                                    c.split,
+                                    std::to_string(c.stages),
+                                    std::to_string(c.microbatches),
+                                    std::to_string(c.microbatch_size),
+                                    ScheduleName(c.schedule)};
+    if (c.feasible) {
+      row.insert(row.end(), {FormatMs(c.step_ms), RatioToChosen(plan, c.step_ms), FormatMs(c.bottleneck_ms),
+                             FormatPercent(c.bubble_fraction), same ? "the chosen plan" : ""});
+    } else {
+      row.insert(row.end(), {"-", "-", "-", "-", "infeasible: " + c.why_not});
+    }
+    t.rows.push_back(std::move(row));
+  }
+  DropEmptyColumns(t);
+  return t;
+}
+
+ReportTable BoundaryTable(const Plan& plan) {
+  ReportTable t;
+  t.header = {"from", "to", "value", "dtype", "shape", "bytes", "gradient back"};
+  t.align = {Align::kRight, Align::kRight, Align::kLeft, Align::kLeft, Align::kLeft, Align::kRight, Align::kLeft};
+  for (const PlanStage& s : plan.stages) {
+    for (const PlanTensor& tensor : s.sends) {
+      t.rows.push_back({std::to_string(s.id), std::to_string(tensor.peer), tensor.value, tensor.dtype,
+                        tensor.shape.empty() ? "-" : Shape(tensor.shape), FormatBytes(tensor.bytes),
+                        plan.training ? (tensor.gradient ? "yes" : "no") : ""});
+    }
+  }
+  DropEmptyColumns(t);
+  return t;
+}
+
+}  // namespace mp

@@ -1,0 +1,40 @@
+// A real plan made the way mpplan makes one, but from a synthetic graph and
+// profile (tests/partition/synthetic.h): a 6-node chain searched into up to
+// 3 stages. Plain, no LibTorch.
+#pragma once
+
+#include "planner/partition/search.h"
+#include "planner/plan/plan_build.h"
+#include "tests/partition/synthetic.h"
+
+namespace mp::testing {
+
+struct PlanFixture {
+  GraphBuilder builder = Chain({4, 6, 5, 7, 3, 5}, 1000, 4096, {1, 2, 4, 8});
+  Cluster cluster = UniformCluster(3, Device{"dev", int64_t(1) << 30, 1.0}, Link{1e9, 0.01});
+  PlanRequest request;
+  Plan plan;
+
+  explicit PlanFixture(int stages = 3, bool training = true) {
+    builder.graph.fingerprint = "0123456789abcdef";
+    builder.profile.fingerprint = builder.graph.fingerprint;
+    builder.profile.inputs = {TensorSpec{"x", "float32", {8, 250}, 0}};
+    builder.profile.source = "measured";
+    builder.profile.device = "cpu";
+    builder.profile.threads = 1;
+    if (!training) {
+      builder.profile.training = false;
+      for (NodeCost& n : builder.profile.nodes) std::fill(n.backward_ms.begin(), n.backward_ms.end(), 0.0);
+    }
+    request.training = training;
+    request.stages = stages;
+    const SearchResult result = SearchPlan(builder.graph, builder.profile, cluster, request);
+    PlanSource source;
+    source.model_path = "chain.pt";
+    source.model_sha256 = std::string(64, 'a');
+    for (int i = 0; i < 3; ++i) source.devices.push_back(PlanDevice{i, "cpu", i, "dev", int64_t(1) << 30, 1.0});
+    plan = BuildPlan(builder.graph, builder.profile, cluster, request, result, source);
+  }
+};
+
+}  // namespace mp::testing

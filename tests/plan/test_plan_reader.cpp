@@ -1,0 +1,170 @@
+// The plan reader: a plan round-trips exactly, and every validation error
+// names the key path a user has to fix.
+#include <doctest/doctest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+
+#include "common/error.h"
+#include "planner/plan/plan_reader.h"
+#include "planner/plan/plan_writer.h"
+#include "tests/plan/plan_fixture.h"
+
+namespace {
+
+using mp::testing::PlanFixture;
+
+std::string Mutated(const std::string& yaml, const std::function<void(YAML::Node&)>& edit) {
+  YAML::Node root = YAML::Load(yaml);
+  edit(root);
+  return YAML::Dump(root);
+}
+
+// The one-line error ParsePlan gives for `yaml`, or "" when it accepts it.
+std::string ErrorOf(const std::string& yaml) {
+  try {
+    mp::ParsePlan(yaml, "plan.yaml");
+  } catch (const mp::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void CheckError(const std::string& yaml, const std::string& expected) {
+  const std::string error = ErrorOf(yaml);
+  INFO("error: " << error);
+  CHECK(error.rfind("plan.yaml: " + expected, 0) == 0);
+  CHECK(error.find('\n') == std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("a plan round-trips through the reader exactly") {
+  for (bool training : {true, false}) {
+    const PlanFixture f(3, training);
+    REQUIRE(f.plan.stages.size() == 3);
+    const std::string yaml = mp::PlanToYaml(f.plan);
+    const mp::Plan back = mp::ParsePlan(yaml, "plan.yaml");
+    CHECK(mp::PlanToYaml(back) == yaml);
+    CHECK(back.stages.size() == 3);
+    CHECK(back.microbatches == f.plan.microbatches);
+    CHECK(back.schedule == f.plan.schedule);
+    CHECK(back.model.sha256 == f.plan.model.sha256);
+    for (size_t s = 0; s < back.stages.size(); ++s) {
+      CHECK(back.stages[s].nodes == f.plan.stages[s].nodes);
+      CHECK(back.stages[s].actions == f.plan.stages[s].actions);
+      CHECK(back.stages[s].sends.size() == f.plan.stages[s].sends.size());
+    }
+    CHECK(back.alternatives.size() == f.plan.alternatives.size());
+    mp::CheckPlanAgainstGraph(back, f.builder.graph, "plan.yaml");
+    // The predictions replay: the simulator gives the step time back.
+    CHECK(mp::SimulatePlan(back).step_ms == doctest::Approx(f.plan.predicted.step_ms).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("every node belongs to exactly one stage, as ranges") {
+  const PlanFixture f;
+  const std::vector<int> owner = mp::StageOfNode(f.plan);
+  for (int stage : owner) CHECK(stage >= 0);
+  CHECK(mp::ToRanges({5, 1, 2, 3, 7}) == std::vector<mp::NodeRange>{{1, 3}, {5, 5}, {7, 7}});
+  CHECK(mp::FromRanges({{1, 3}, {7, 7}}) == std::vector<int>{1, 2, 3, 7});
+}
+
+TEST_CASE("validation errors name the key path") {
+  const PlanFixture f;
+  const std::string yaml = mp::PlanToYaml(f.plan);
+  REQUIRE(ErrorOf(yaml).empty());
+  const int last = f.plan.model.nodes - 1;
+
+  SUBCASE("not YAML") { CHECK(ErrorOf("format: [mpplan").find("not valid YAML") != std::string::npos); }
+  SUBCASE("unknown format version") {
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["format"] = "mpplan/v9"; }), "format: unknown format 'mpplan/v9'");
+  }
+  SUBCASE("unknown key at the top") {
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["colour"] = 1; }), "colour: unknown key");
+  }
+  SUBCASE("unknown key in a stage") {
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["devise"] = 0; }), "stages[1].devise: unknown key");
+  }
+  SUBCASE("wrong type") {
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["device"] = "one"; }),
+               "stages[1].device: expected an integer, found 'one'");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["batch"] = "8.5"; }), "batch: expected an integer, found '8.5'");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0]["nodes"] = "all"; }),
+               "stages[0].nodes: expected a list, found 'all'");
+  }
+  SUBCASE("missing fields") {
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0].remove("actions"); }),
+               "stages[0]: missing key 'actions'");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["model"].remove("sha256"); }), "model: missing key 'sha256'");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r.remove("microbatches"); }), "top level: missing key 'microbatches'");
+  }
+  SUBCASE("node ids out of range") {
+    CheckError(Mutated(yaml, [&](YAML::Node& r) { r["stages"][2]["nodes"][0][1] = last + 5; }),
+               mp::Concat("stages[2].nodes[0]: node ", last + 5, " is out of range (the graph has ", last + 1, " nodes)"));
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0]["nodes"][0][0] = -1; }),
+               "stages[0].nodes[0]: node -1 is out of range");
+  }
+  SUBCASE("a node in two stages") {
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["nodes"].push_back(YAML::Load("[0, 0]")); }),
+               "stages[1].nodes[1]: node 0 is already in stage 0");
+  }
+  SUBCASE("a node in no stage") {
+    const mp::NodeRange first = f.plan.stages[0].nodes[0];
+    CheckError(Mutated(yaml, [&](YAML::Node& r) { r["stages"][0]["nodes"][0][0] = first.first + 1; }),
+               mp::Concat("stages: node ", first.first, " is in no stage"));
+  }
+  SUBCASE("a stage reading from a later stage") {
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0]["receives"].push_back(YAML::Load("{value: v3, from: 2}")); }),
+               "stages[0].receives[0].from: stage 0 reads 'v3' from stage 2, which is not an earlier stage");
+  }
+  SUBCASE("devices out of range") {
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["device"] = 7; }),
+               "stages[1].device: device 7 is out of range (the plan has 3 devices)");
+  }
+  SUBCASE("micro-batch count out of range") {
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["microbatches"] = 0; }),
+               "microbatches: expected 1 to the batch (8), found 0");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["microbatches"] = 9; }),
+               "microbatches: expected 1 to the batch (8), found 9");
+  }
+  SUBCASE("stage ids out of order") {
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["id"] = 2; }),
+               "stages[1].id: stage ids must count up from 0: expected 1, found 2");
+  }
+  SUBCASE("actions") {
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0]["actions"][1] = "0X3"; }), "stages[0].actions[1]: ");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0]["actions"][0] = "1F0"; }),
+               "stages[0].actions[0]: action 1F0 belongs to stage 1");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][2]["actions"] = YAML::Load("[]"); }),
+               "stages: the action lists cannot run: ");
+  }
+  SUBCASE("schedule and mode") {
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["schedule"] = "zigzag"; }), "schedule: unknown schedule 'zigzag'");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["mode"] = "infer"; }), "schedule: schedule ");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["mode"] = "training"; }), "mode: unknown mode 'training'");
+  }
+  SUBCASE("inputs") {
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["inputs"][0]["dtype"] = "float33"; }),
+               "inputs[0].dtype: unknown dtype 'float33'");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["inputs"][0]["shape"][0] = 4; }),
+               "inputs[0].shape: the batch dimension must be the plan's batch, 8");
+  }
+}
+
+TEST_CASE("the plan is checked against the model's graph") {
+  const PlanFixture f;
+  mp::OpGraph graph = f.builder.graph;
+  mp::CheckPlanAgainstGraph(f.plan, graph, "plan.yaml");
+
+  graph.fingerprint = "fedcba9876543210";
+  CHECK_THROWS_WITH_AS(mp::CheckPlanAgainstGraph(f.plan, graph, "plan.yaml"),
+                       doctest::Contains("model.graph_fingerprint: the plan was made for graph 0123456789abcdef"),
+                       mp::InputError);
+
+  // Swap the first and last stages' nodes: stage 0 now reads from stage 2.
+  mp::Plan swapped = f.plan;
+  std::swap(swapped.stages[0].nodes, swapped.stages[2].nodes);
+  CHECK_THROWS_WITH_AS(mp::CheckPlanAgainstGraph(swapped, f.builder.graph, "plan.yaml"),
+                       doctest::Contains("a later stage"), mp::InputError);
+}
