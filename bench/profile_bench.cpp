@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "common/allocator.h"
 #include "common/error.h"
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/input_spec.h"
@@ -20,6 +21,7 @@
 #include "planner/profile/measure.h"
 
 int main(int argc, char** argv) {
+  mp::KeepFreedMemory();  // as mpplan does: see common/allocator.h
   std::vector<std::string> models;
   bool training = true;
   int threads = 0;

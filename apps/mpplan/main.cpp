@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "common/allocator.h"
 #include "common/byte_size.h"
 #include "common/error.h"
 #include "planner/command/plan_command.h"
@@ -34,6 +35,7 @@ int AutoOrCount(const std::string& text, const std::string& flag) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mp::KeepFreedMemory();  // before LibTorch starts threads: see allocator.h
   CLI::App app{
       "mpplan: ahead-of-time pipeline planner for TorchScript models.\n"
       "Profiles the model, partitions its graph into pipeline stages over N devices, picks the\n"

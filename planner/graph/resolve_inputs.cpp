@@ -12,6 +12,30 @@ std::string JoinNames(const std::vector<std::string>& names) {
   return out;
 }
 
+// Integer inputs read as embedding indices draw from [0, rows of the table),
+// so synthetic token ids never index past it.
+void RangeFromEmbeddings(const CanonicalGraph& canonical, std::vector<TensorSpec>& specs) {
+  const auto inputs = canonical.graph->inputs();
+  for (size_t i = 0; i < specs.size() && i < canonical.num_model_inputs; ++i) {
+    TensorSpec& spec = specs[i];
+    if (spec.has_range || !IsIntegerDtype(spec.dtype)) continue;
+    for (const torch::jit::Use& use : inputs[i]->uses()) {
+      const torch::jit::Node* node = use.user;
+      if (node->kind() != c10::aten::embedding || use.offset != 1) continue;
+      const torch::jit::Value* table = node->input(0);
+      if (table->node()->kind() != c10::prim::Param) continue;
+      const size_t param = table->offset() - canonical.num_model_inputs;
+      if (table->offset() < canonical.num_model_inputs || param >= canonical.params.size()) continue;
+      const int64_t rows = canonical.params[param].tensor.size(0);
+      if (!spec.has_range || rows < spec.high) {
+        spec.has_range = true;
+        spec.low = 0;
+        spec.high = rows;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<TensorSpec> ResolveInputs(const ModelFile& model, const CanonicalGraph& canonical,
@@ -26,7 +50,9 @@ std::vector<TensorSpec> ResolveInputs(const ModelFile& model, const CanonicalGra
       throw InputError(Concat(model.path, ": embedded input spec has ", model.input_spec.size(),
                               " inputs, forward takes ", expected));
     }
-    return model.input_spec;
+    std::vector<TensorSpec> specs = model.input_spec;
+    RangeFromEmbeddings(canonical, specs);
+    return specs;
   }
   if (flags.size() != expected) {
     throw InputError(Concat("--input given ", flags.size(), " times, model takes ", expected,
@@ -47,6 +73,7 @@ std::vector<TensorSpec> ResolveInputs(const ModelFile& model, const CanonicalGra
     }
     specs.push_back(spec);
   }
+  RangeFromEmbeddings(canonical, specs);
   return specs;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "common/allocator.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/progress.h"
@@ -60,6 +61,7 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
   if (request.threads < 0) throw InputError(Concat("--threads must be at least 1, got ", request.threads));
   if (request.timing.repeats < 1) throw InputError(Concat("--repeats must be at least 1, got ", request.timing.repeats));
   if (request.timing.warmup < 0) throw InputError(Concat("--warmup must not be negative, got ", request.timing.warmup));
+  KeepFreedMemory();
   at::set_num_threads(request.threads > 0 ? request.threads : DefaultThreads(request.stages));
 
   const auto load_start = std::chrono::steady_clock::now();

