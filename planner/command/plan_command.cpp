@@ -44,20 +44,29 @@ std::string SvgPathFor(const std::string& report) {
   return svg.string();
 }
 
-// No two outputs may be the same file, and none may be an input.
-void CheckOutputs(const std::vector<std::string>& outputs,
-                  const std::vector<std::string>& inputs) {
+bool SameFile(const fs::path& a, const fs::path& b) {
+  std::error_code error;
+  const bool same = fs::equivalent(a, b, error);
+  return !error && same;
+}
+
+// Before any work: no output may be an input or another output, and every
+// output's directory must exist, so a typo fails in a second, not after the
+// profile, and never with half of the outputs written.
+void CheckOutputs(const std::vector<std::string>& outputs, const std::vector<std::string>& inputs) {
   std::vector<fs::path> seen;
   for (const std::string& out : outputs) {
     if (out.empty()) continue;
     const fs::path path = fs::absolute(out).lexically_normal();
     for (const std::string& in : inputs) {
-      if (!in.empty() && fs::exists(in) && fs::exists(path) && fs::equivalent(in, path)) {
-        throw InputError(Concat(out, ": refusing to overwrite an input file"));
-      }
+      if (!in.empty() && SameFile(in, path)) throw InputError(Concat(out, ": refusing to overwrite an input file"));
     }
     for (const fs::path& other : seen) {
-      if (other == path) throw InputError(Concat(out, ": given as two different outputs"));
+      if (other == path || SameFile(other, path)) throw InputError(Concat(out, ": given as two different outputs"));
+    }
+    std::error_code error;
+    if (!fs::is_directory(path.parent_path(), error)) {
+      throw InputError(Concat(out, ": no such directory '", path.parent_path().string(), "'"));
     }
     seen.push_back(path);
   }
@@ -75,7 +84,8 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   PlanCommandResult result;
   result.plan_path = request.output.empty() ? DefaultPlanPath(request.profile.model_path) : request.output;
   if (!request.report.empty()) result.svg_path = SvgPathFor(request.report);
-  const std::vector<std::string> inputs = {request.profile.model_path, request.profile.profile_in};
+  const std::vector<std::string> inputs = {request.profile.model_path, request.profile.profile_in,
+                                           request.profile.device_profile};
   CheckOutputs({result.plan_path, request.report, result.svg_path, request.dot, request.profile.profile_out},
                inputs);
   if (request.gpus < 1) throw InputError(Concat("--gpus must be at least 1, got ", request.gpus));

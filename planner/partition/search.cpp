@@ -44,7 +44,14 @@ std::vector<int> Microbatches(const Profile& profile, const PlanRequest& request
   if (m < 1 || m > batch) {
     throw InputError(Concat("micro-batches: ", m, "; expected 1 to the batch, ", batch));
   }
-  const int64_t size = (batch + m - 1) / m;
+  if (!MicrobatchesSplit(batch, m)) {
+    int below = m, above = m;
+    while (!MicrobatchesSplit(batch, below)) --below;
+    while (!MicrobatchesSplit(batch, above)) ++above;
+    throw InputError(Concat("micro-batches: ", m, " micro-batches of ", MicrobatchSize(batch, m), " samples leave the last of batch ",
+                            batch, " empty; try ", below, " or ", above));
+  }
+  const int64_t size = MicrobatchSize(batch, m);
   if (!CanInterpolate(profile, size)) {
     throw PlanError(Concat(m, " micro-batches of batch ", batch, " are of size ", size,
                            ", outside the profiled sizes"));
@@ -102,11 +109,20 @@ bool Better(const Alternative& a, const Alternative& b) {
 
 }  // namespace
 
+int64_t MicrobatchSize(int64_t batch, int microbatches) {
+  return batch / microbatches + (batch % microbatches != 0);
+}
+
+bool MicrobatchesSplit(int64_t batch, int microbatches) {
+  return microbatches >= 1 && microbatches <= batch &&
+         (microbatches - 1) * MicrobatchSize(batch, microbatches) < batch;
+}
+
 std::vector<int> MicrobatchCandidates(const Profile& profile, int64_t batch) {
   std::vector<int> counts;
   int64_t last_size = -1;
   for (int64_t m = 1; m <= batch; ++m) {
-    const int64_t size = (batch + m - 1) / m;
+    const int64_t size = MicrobatchSize(batch, int(m));
     if (size == last_size || !CanInterpolate(profile, size)) continue;
     last_size = size;
     counts.push_back(int(m));
@@ -147,7 +163,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   std::optional<Partition> best;
   int best_index = -1;
   for (int M : counts) {
-    const int64_t size = (batch + M - 1) / M;
+    const int64_t size = MicrobatchSize(batch, M);
     const OrderCosts costs = ComputeOrderCosts(graph, profile, order, size, request.training);
     const StageCostModel base(costs, StageSpecs(cluster, schedules.front(), 1, M), request.optimizer_state_factor);
     const int k_top = std::min(k_max, request.stages > 0 ? k_max : std::max(1, base.UsefulNodes()));

@@ -53,6 +53,13 @@ struct SearchResult {
   std::vector<Alternative> alternatives;  // in the order tried
 };
 
+// ceil(batch / microbatches): the size of every micro-batch but the last.
+int64_t MicrobatchSize(int64_t batch, int microbatches);
+
+// True when `microbatches` micro-batches of MicrobatchSize(batch, M) samples
+// each leave the last one at least one sample (10 in 7 would need 2+2+2+2+2+0).
+bool MicrobatchesSplit(int64_t batch, int microbatches);
+
 // The micro-batch counts worth trying for `batch`: for each micro-batch size
 // m the profile can interpolate, the count M = ceil(batch / m) (ascending M,
 // one per distinct size; the last micro-batch may be smaller, and is timed as

@@ -24,7 +24,7 @@ PlanComparison Compare(const OpGraph& graph, const Profile& profile, const Clust
   row.stages = stages;
   row.microbatches = microbatches;
   const int64_t batch = request.batch > 0 ? request.batch : profile.batch;
-  row.microbatch_size = (batch + microbatches - 1) / microbatches;
+  row.microbatch_size = MicrobatchSize(batch, microbatches);
   row.schedule = schedule;
   try {
     const SearchResult result = SearchPlan(graph, profile, cluster, request);

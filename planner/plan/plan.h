@@ -83,7 +83,7 @@ struct PlanPrediction {
 };
 
 struct PlanProfile {
-  std::string source;             // measured | analytic | calibrated | file
+  std::string source;             // measured | analytic | calibrated
   std::string device;             // cpu, cuda:0, A100-80GB
   std::string file;               // --profile-in, or ""
   int threads = 0;

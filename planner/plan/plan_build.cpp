@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -36,12 +37,20 @@ PlanTensor MakeTensor(const OpGraph& graph, const Profile& profile, const CutTen
   t.gradient = cut.carries_gradient;
   t.shape = value.shape;
   const bool scales = cut.value < int(profile.values.size()) && profile.values[cut.value].per_sample > 0;
-  if (scales) {
-    for (int64_t& d : t.shape) {
-      if (d == profile.batch) {
-        d = microbatch;
-        break;
-      }
+  const int64_t element = DtypeBytes(value.dtype);
+  if (!scales || element == 0 || profile.batch <= 0) return t;
+  // The batch dimension: the first one that, scaled from the full batch to
+  // the micro-batch, gives the value's bytes ([B, C, H, W], [B*T, H], and
+  // [layers, B, H] unless layers is a multiple of B too).
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    if (t.shape[d] == 0 || t.shape[d] % profile.batch != 0) continue;
+    std::vector<int64_t> shape = t.shape;
+    shape[d] = t.shape[d] / profile.batch * microbatch;
+    int64_t numel = 1;
+    for (int64_t n : shape) numel *= n;
+    if (numel * element == cut.bytes) {
+      t.shape = shape;
+      break;
     }
   }
   return t;
@@ -62,6 +71,12 @@ int64_t ParamCount(const OpGraph& graph, const std::set<int>& params) {
 
 std::string Percent(double fraction) { return Concat(std::lround(fraction * 100), "%"); }
 
+std::string Ms(double ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, ms < 10 ? "%.2f ms" : "%.0f ms", ms);
+  return text;
+}
+
 std::vector<std::string> Warnings(const OpGraph& graph, const Profile& profile, const Plan& plan) {
   std::vector<std::string> warnings;
   if (plan.training && plan.microbatches > 1) {
@@ -76,8 +91,8 @@ std::vector<std::string> Warnings(const OpGraph& graph, const Profile& profile, 
   if (plan.stages.size() > 1 && plan.predicted.one_device_step_ms > 0 &&
       plan.predicted.step_ms > plan.predicted.one_device_step_ms) {
     warnings.push_back(Concat("pipelining over ", plan.stages.size(), " stages is predicted slower than one device (",
-                              plan.predicted.step_ms, " ms vs ", plan.predicted.one_device_step_ms,
-                              " ms a step); --stages 1 would be faster"));
+                              Ms(plan.predicted.step_ms), " vs ", Ms(plan.predicted.one_device_step_ms),
+                              " a step); --stages 1 would be faster"));
   }
   for (const PlanStage& stage : plan.stages) {
     const int64_t limit = plan.devices[stage.device].memory_bytes;
@@ -151,7 +166,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
   plan.batch = request.batch > 0 ? request.batch : profile.batch;
   plan.inputs = WithBatch(profile.inputs, plan.batch);
   plan.microbatches = partition.microbatches;
-  plan.microbatch_size = (plan.batch + plan.microbatches - 1) / plan.microbatches;
+  plan.microbatch_size = MicrobatchSize(plan.batch, plan.microbatches);
   plan.schedule = partition.schedule;
   plan.partitioner = partition.method;
   if (partition.method == "layers") plan.split = request.layer_split;

@@ -15,6 +15,11 @@ namespace mp {
 namespace {
 
 constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+// Bounds no real plan comes near, so that a hand-edited number cannot make
+// the reader allocate gigabytes before it finds the problem.
+constexpr int64_t kMaxNodes = 10'000'000;
+constexpr int64_t kMaxMicrobatches = 1'000'000;
+constexpr int64_t kMaxBatch = int64_t(1) << 40;
 
 ScheduleKind ReadSchedule(const YamlCursor& c) {
   const std::string name = c.String();
@@ -64,24 +69,31 @@ PlanStage ReadStage(const YamlCursor& c, int index, const Plan& plan, int stages
   PlanStage s;
   s.id = c["id"].IntIn(0, kMaxInt);
   if (s.id != index) c["id"].Fail(Concat("stage ids must count up from 0: expected ", index, ", found ", s.id));
-  s.device = c["device"].Int();
-  if (s.device < 0 || s.device >= int64_t(plan.devices.size())) {
-    c["device"].Fail(Concat("device ", s.device, " is out of range (the plan has ", plan.devices.size(), " devices)"));
+  const int64_t device = c["device"].Int();
+  if (device < 0 || device >= int64_t(plan.devices.size())) {
+    c["device"].Fail(Concat("device ", device, " is out of range (the plan has ", plan.devices.size(), " devices)"));
   }
+  s.device = static_cast<int>(device);
   const YamlCursor nodes = c["nodes"];
   const int ranges = nodes.ExpectList();
   if (ranges == 0) nodes.Fail("a stage needs at least one node");
   for (int i = 0; i < ranges; ++i) {
     const YamlCursor range = nodes[i];
     range.ExpectList(2);
-    const int first = static_cast<int>(range[0].Int()), last = static_cast<int>(range[1].Int());
-    for (int id : {first, last}) {
+    int ids[2];
+    for (int k = 0; k < 2; ++k) {
+      const int64_t id = range[k].Int();
       if (id < 0 || id >= plan.model.nodes) {
         range.Fail(Concat("node ", id, " is out of range (the graph has ", plan.model.nodes, " nodes)"));
       }
+      ids[k] = static_cast<int>(id);
     }
-    if (first > last) range.Fail(Concat("expected [first, last] with first <= last, found [", first, ", ", last, "]"));
-    s.nodes.push_back({first, last});
+    if (ids[0] > ids[1]) range.Fail(Concat("expected [first, last] with first <= last, found [", ids[0], ", ", ids[1], "]"));
+    if (!s.nodes.empty() && ids[0] <= s.nodes.back().second + 1) {
+      range.Fail(Concat("ranges must ascend and not touch: [", ids[0], ", ", ids[1], "] follows [", s.nodes.back().first,
+                        ", ", s.nodes.back().second, "]"));
+    }
+    s.nodes.push_back({ids[0], ids[1]});
   }
   if (c.Has("layers")) s.layers = c["layers"].StringList();
   if (c.Has("params")) {
@@ -104,6 +116,10 @@ PlanStage ReadStage(const YamlCursor& c, int index, const Plan& plan, int stages
       }
       if (!receives && t.peer <= s.id) {
         peer.Fail(Concat("stage ", s.id, " sends '", t.value, "' to stage ", t.peer, ", which is not a later stage"));
+      }
+      if (t.peer != (receives ? s.id - 1 : s.id + 1)) {
+        peer.Fail(Concat("tensors move between neighbouring stages only (values needed further on are relayed): "
+                         "expected ", receives ? s.id - 1 : s.id + 1, ", found ", t.peer));
       }
       (receives ? s.receives : s.sends).push_back(t);
     }
@@ -187,18 +203,25 @@ void ReadHeader(const YamlCursor& root, Plan& plan) {
   plan.model.path = model["path"].String();
   plan.model.sha256 = model["sha256"].String();
   plan.model.graph_fingerprint = model["graph_fingerprint"].String();
-  plan.model.nodes = model["nodes"].IntIn(1, kMaxInt);
+  plan.model.nodes = model["nodes"].IntIn(1, kMaxNodes);
 
   const std::string mode = root["mode"].String();
   if (mode != "train" && mode != "infer") root["mode"].Fail("unknown mode '" + mode + "' (expected train or infer)");
   plan.training = mode == "train";
   plan.batch = root["batch"].Int();
-  if (plan.batch < 1) root["batch"].Fail(Concat("the batch must be at least 1, found ", plan.batch));
-  plan.microbatches = static_cast<int>(root["microbatches"].Int());
-  if (plan.microbatches < 1 || plan.microbatches > plan.batch) {
-    root["microbatches"].Fail(Concat("expected 1 to the batch (", plan.batch, "), found ", plan.microbatches));
+  if (plan.batch < 1 || plan.batch > kMaxBatch) {
+    root["batch"].Fail(Concat("expected 1 to ", kMaxBatch, ", found ", plan.batch));
   }
-  plan.microbatch_size = (plan.batch + plan.microbatches - 1) / plan.microbatches;
+  const int64_t microbatches = root["microbatches"].Int();
+  if (microbatches < 1 || microbatches > std::min(plan.batch, kMaxMicrobatches)) {
+    root["microbatches"].Fail(Concat("expected 1 to the batch (", plan.batch, "), found ", microbatches));
+  }
+  plan.microbatches = static_cast<int>(microbatches);
+  plan.microbatch_size = MicrobatchSize(plan.batch, plan.microbatches);
+  if (!MicrobatchesSplit(plan.batch, plan.microbatches)) {
+    root["microbatches"].Fail(Concat(plan.microbatches, " micro-batches of ", plan.microbatch_size,
+                                     " samples leave the last of batch ", plan.batch, " empty"));
+  }
   if (root.Has("microbatch_size") && root["microbatch_size"].Int() != plan.microbatch_size) {
     root["microbatch_size"].Fail(Concat("batch ", plan.batch, " in ", plan.microbatches,
                                         " micro-batches makes micro-batches of ", plan.microbatch_size));
@@ -288,6 +311,26 @@ void CheckCoverage(const YamlCursor& root, const Plan& plan) {
   }
 }
 
+// Each stage runs every micro-batch's forward (and backward) exactly once;
+// checked per stage before the whole schedule is replayed, so the error
+// names the stage, and so the replay is only ever asked of sizes the
+// document itself spells out.
+void CheckComputeCounts(const YamlCursor& stages, const Plan& plan) {
+  for (const PlanStage& stage : plan.stages) {
+    int forwards = 0, backwards = 0;
+    for (const Action& a : stage.actions) {
+      forwards += a.kind == ActionKind::kForward;
+      backwards += a.kind == ActionKind::kBackward;
+    }
+    const int want_backwards = plan.training ? plan.microbatches : 0;
+    if (forwards != plan.microbatches || backwards != want_backwards) {
+      stages[stage.id]["actions"].Fail(Concat("expected ", plan.microbatches, " forwards and ", want_backwards,
+                                              " backwards (one per micro-batch), found ", forwards, " and ",
+                                              backwards));
+    }
+  }
+}
+
 void ReadResults(const YamlCursor& root, Plan& plan) {
   if (root.Has("predicted")) {
     const YamlCursor p = root["predicted"];
@@ -342,6 +385,7 @@ Plan ParsePlan(const std::string& yaml, const std::string& source) {
   for (int i = 0; i < k; ++i) plan.stages.push_back(ReadStage(stages[i], i, plan, k));
   CheckCoverage(root, plan);
   ReadLinks(root, plan);
+  CheckComputeCounts(stages, plan);
   try {
     ValidateSchedule(PlanSchedule(plan));
   } catch (const InputError& e) {
@@ -361,6 +405,19 @@ void CheckPlanAgainstGraph(const Plan& plan, const OpGraph& graph, const std::st
   if (!graph.fingerprint.empty() && plan.model.graph_fingerprint != graph.fingerprint) {
     throw InputError(Concat(source, ": model.graph_fingerprint: the plan was made for graph ",
                             plan.model.graph_fingerprint, " but the model's canonical graph is ", graph.fingerprint));
+  }
+  for (const PlanStage& stage : plan.stages) {
+    for (const auto* list : {&stage.receives, &stage.sends}) {
+      for (size_t i = 0; i < list->size(); ++i) {
+        const PlanTensor& t = (*list)[i];
+        const bool known = t.value_id >= 0 && t.value_id < int(graph.values.size()) &&
+                           graph.values[t.value_id].name == t.value;
+        if (!known) {
+          throw InputError(Concat(source, ": stages[", stage.id, "].", list == &stage.sends ? "sends" : "receives", "[",
+                                  i, "]: the graph has no value '", t.value, "' with id ", t.value_id));
+        }
+      }
+    }
   }
   const std::vector<int> stage_of = StageOfNode(plan);
   for (const OpNode& node : graph.nodes) {

@@ -23,8 +23,11 @@ Plan ParsePlan(const std::string& yaml, const std::string& source);
 Plan ReadPlan(const std::string& path);
 
 // Checks a plan against the canonical graph of its model: the node count,
-// the fingerprint, and that no stage reads a value produced by a node of a
-// later stage.
+// the fingerprint, that no stage reads a value produced by a node of a
+// later stage, and that every tensor listed as sent or received is a value
+// of the graph (id and name). The lists themselves are what the planner
+// costed; the executor derives its transfers from the graph and the node
+// assignment, so it never trusts a hand-edited list.
 void CheckPlanAgainstGraph(const Plan& plan, const OpGraph& graph, const std::string& source);
 
 }  // namespace mp

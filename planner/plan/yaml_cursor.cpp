@@ -10,6 +10,23 @@
 namespace mp {
 namespace {
 
+// User text inside a one-line message: control characters become \n, \t, ...
+std::string Printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += Concat("\\x", "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
+}
+
 std::string Join(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
@@ -29,19 +46,23 @@ std::string YamlCursor::Found() const {
   if (!node_ || node_.IsNull()) return "nothing";
   if (node_.IsMap()) return "a map";
   if (node_.IsSequence()) return "a list";
-  return "'" + node_.Scalar() + "'";
+  return "'" + Printable(node_.Scalar()) + "'";
 }
 
 void YamlCursor::ExpectMap(const std::vector<std::string>& required, const std::vector<std::string>& optional) const {
   if (!node_.IsMap()) Fail("expected a map, found " + Found());
   std::vector<std::string> known = required;
   known.insert(known.end(), optional.begin(), optional.end());
+  std::vector<std::string> seen;
   for (const auto& entry : node_) {
-    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "?";
+    const std::string key = entry.first.IsScalar() ? Printable(entry.first.Scalar()) : "?";
+    const YamlCursor child(entry.second, source_, path_.empty() ? key : path_ + "." + key);
     if (std::find(known.begin(), known.end(), key) == known.end()) {
-      YamlCursor(entry.second, source_, path_.empty() ? key : path_ + "." + key)
-          .Fail("unknown key (expected one of " + Join(known) + ")");
+      child.Fail("unknown key (expected one of " + Join(known) + ")");
     }
+    // yaml-cpp keeps the first of two equal keys: a later edit would be lost.
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) child.Fail("duplicate key");
+    seen.push_back(key);
   }
   for (const std::string& key : required) {
     if (!node_[key]) Fail("missing key '" + key + "'");

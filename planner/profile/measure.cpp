@@ -111,11 +111,10 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   pass.timing = options.timing;
   pass.device = device;
   // A shapes-only pass needs no times, and FLOPs and bytes are affine in the
-  // micro-batch size: probe the two smallest sizes and extrapolate, rather
+  // micro-batch size: run the two smallest sizes and extrapolate, rather
   // than run the graph at the full batch.
-  const std::vector<int64_t> run_sizes = options.timed || sizes.size() <= 2 || profile.batch < 2
-                                             ? sizes
-                                             : std::vector<int64_t>{1, 2};
+  const std::vector<int64_t> run_sizes =
+      options.timed || sizes.size() <= 2 ? sizes : std::vector<int64_t>{sizes[0], sizes[1]};
   int64_t done = 0;
   const int64_t total =
       static_cast<int64_t>(run_sizes.size() * num_nodes * (options.training ? 2 : 1) * PassCount(pass));

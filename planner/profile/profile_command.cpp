@@ -113,7 +113,8 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
   }
 
   if (!request.profile_out.empty())
-    WriteFileAtomically(request.profile_out, ProfileToYaml(result.profile), {request.model_path, request.profile_in});
+    WriteFileAtomically(request.profile_out, ProfileToYaml(result.profile),
+                        {request.model_path, request.profile_in, request.device_profile});
   return result;
 }
 

@@ -15,7 +15,8 @@ struct PlanFixture {
   PlanRequest request;
   Plan plan;
 
-  explicit PlanFixture(int stages = 3, bool training = true) {
+  explicit PlanFixture(int stages = 3, bool training = true, int64_t memory_bytes = int64_t(1) << 30) {
+    for (Device& d : cluster.devices) d.memory_bytes = memory_bytes;
     builder.graph.fingerprint = "0123456789abcdef";
     builder.profile.fingerprint = builder.graph.fingerprint;
     builder.profile.inputs = {TensorSpec{"x", "float32", {8, 250}, 0}};
@@ -32,7 +33,7 @@ struct PlanFixture {
     PlanSource source;
     source.model_path = "chain.pt";
     source.model_sha256 = std::string(64, 'a');
-    for (int i = 0; i < 3; ++i) source.devices.push_back(PlanDevice{i, "cpu", i, "dev", int64_t(1) << 30, 1.0});
+    for (int i = 0; i < 3; ++i) source.devices.push_back(PlanDevice{i, "cpu", i, "dev", memory_bytes, 1.0});
     plan = BuildPlan(builder.graph, builder.profile, cluster, request, result, source);
   }
 };

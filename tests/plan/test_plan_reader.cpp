@@ -106,8 +106,11 @@ TEST_CASE("validation errors name the key path") {
                "stages[0].nodes[0]: node -1 is out of range");
   }
   SUBCASE("a node in two stages") {
+    const int last0 = f.plan.stages[0].nodes.back().second;
+    CheckError(Mutated(yaml, [&](YAML::Node& r) { r["stages"][1]["nodes"][0][0] = last0; }),
+               mp::Concat("stages[1].nodes[0]: node ", last0, " is already in stage 0"));
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["nodes"].push_back(YAML::Load("[0, 0]")); }),
-               "stages[1].nodes[1]: node 0 is already in stage 0");
+               "stages[1].nodes[1]: ranges must ascend and not touch");
   }
   SUBCASE("a node in no stage") {
     const mp::NodeRange first = f.plan.stages[0].nodes[0];
@@ -117,6 +120,26 @@ TEST_CASE("validation errors name the key path") {
   SUBCASE("a stage reading from a later stage") {
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0]["receives"].push_back(YAML::Load("{value: v3, from: 2}")); }),
                "stages[0].receives[0].from: stage 0 reads 'v3' from stage 2, which is not an earlier stage");
+  }
+  SUBCASE("duplicate keys and numbers beyond 32 bits") {
+    CheckError(yaml + "microbatches: 1\n", "microbatches: duplicate key");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0]["device"] = int64_t(1) << 32; }),
+               "stages[0].device: device 4294967296 is out of range");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["microbatches"] = (int64_t(1) << 32) + 8; }),
+               "microbatches: expected 1 to the batch (8), found 4294967304");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["model"]["nodes"] = 2000000000; }),
+               "model.nodes: 2000000000 is out of range");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["device"] = "a\nb"; }),
+               "stages[1].device: expected an integer, found 'a\\nb'");
+  }
+  SUBCASE("micro-batches that leave the last one empty") {
+    // 8 in 7 micro-batches of 2 would need 2+2+2+2+0+0+0.
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["microbatches"] = 7; r.remove("microbatch_size"); }),
+               "microbatches: 7 micro-batches of 2 samples leave the last of batch 8 empty");
+  }
+  SUBCASE("transfers skip a stage") {
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][2]["receives"][0]["from"] = 0; }),
+               "stages[2].receives[0].from: tensors move between neighbouring stages only");
   }
   SUBCASE("devices out of range") {
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["device"] = 7; }),
@@ -137,6 +160,9 @@ TEST_CASE("validation errors name the key path") {
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0]["actions"][0] = "1F0"; }),
                "stages[0].actions[0]: action 1F0 belongs to stage 1");
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][2]["actions"] = YAML::Load("[]"); }),
+               "stages[2].actions: expected 8 forwards and 8 backwards (one per micro-batch), found 0 and 0");
+    // Stage 1 computes micro-batch 0 without receiving it first.
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["actions"][0] = "1F0"; r["stages"][1]["actions"][1] = "1RECV_F0"; }),
                "stages: the action lists cannot run: ");
   }
   SUBCASE("schedule and mode") {
