@@ -113,7 +113,7 @@ def forward(self, x):
   CHECK(torch::equal(out[0].toTensor(), m.forward({x}).toTensor()));
 }
 
-TEST_CASE("non-tensor attributes become constants; training changes the graph") {
+TEST_CASE("non-tensor attributes become constants, and training changes the graph") {
   auto eval = Load("resnet50.script.pt");
   auto train = Load("resnet50.script.pt", {true});
   CHECK(eval.fingerprint != train.fingerprint);

@@ -100,7 +100,7 @@ TEST_CASE("never more stages than nodes that take time") {
                        doctest::Contains("only 3 nodes take time"), mp::PlanError);
 }
 
-TEST_CASE("fixed stages, micro-batches and schedule; baselines behind the same interface") {
+TEST_CASE("fixed stages, micro-batches and schedule, and baselines behind the same interface") {
   auto b = EvenChain(8, 16);
   mp::PlanRequest request;
   request.stages = 2;

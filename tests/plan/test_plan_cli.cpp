@@ -117,7 +117,7 @@ TEST_CASE("a measured plan on this machine, with the default output beside the m
   CHECK(plan.devices[0].type == "cpu");
 }
 
-TEST_CASE("--report writes Markdown and an SVG Gantt chart; --dot writes the graph") {
+TEST_CASE("--report writes Markdown and an SVG Gantt chart, --dot writes the graph") {
   const std::string md = TempPath("resnet.report.md"), dot = TempPath("resnet.dot");
   const std::string svg = TempPath("resnet.report.svg");
   for (const auto& f : {md, dot, svg}) std::filesystem::remove(f);

@@ -54,7 +54,7 @@ TEST_CASE("attention, lstm, embedding") {
   CHECK(e.bytes_moved == doctest::Approx(2.0 * 8 * 64 * 128 * 4 + 8 * 64 * 8));
 }
 
-TEST_CASE("elementwise ops count outputs; views and containers are free") {
+TEST_CASE("elementwise ops count outputs, views and containers are free") {
   auto relu = EstimateWork("aten::relu", {T({4, 10})}, {T({4, 10})});
   CHECK(relu.flops == 40);
   CHECK(relu.bytes_moved == 320);
