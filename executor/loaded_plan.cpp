@@ -1,0 +1,44 @@
+// LoadPlanForRun: read, resolve the model path against the plan's directory,
+// compare the file's sha256 before spending time loading it, canonicalise in
+// the plan's mode, compare the fingerprint, and cut. The executor never
+// re-plans: a plan that does not match its model is refused, not repaired.
+#include "executor/loaded_plan.h"
+
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/sha256.h"
+#include "executor/pipeline.h"
+#include "planner/graph/build_op_graph.h"
+#include "planner/plan/plan_reader.h"
+
+namespace mp {
+
+LoadedPlan LoadPlanForRun(const std::string& plan_path) {
+  namespace fs = std::filesystem;
+  LoadedPlan loaded;
+  loaded.plan_path = plan_path;
+  loaded.plan = ReadPlan(plan_path);
+  const fs::path model(loaded.plan.model.path);
+  loaded.model_path =
+      model.is_absolute() ? model.string() : (fs::path(plan_path).parent_path() / model).lexically_normal().string();
+  if (!fs::exists(loaded.model_path)) {
+    throw InputError(Concat(plan_path, ": model.path: ", loaded.model_path, ": no such file"));
+  }
+  const std::string sha = Sha256File(loaded.model_path);
+  if (sha != loaded.plan.model.sha256) {
+    throw InputError(Concat(plan_path, ": model.sha256: ", loaded.model_path,
+                            " has changed since it was planned (sha256 ", sha.substr(0, 12), "..., the plan has ",
+                            loaded.plan.model.sha256.substr(0, 12), "...); plan it again with mpplan"));
+  }
+  loaded.model = LoadModelFile(loaded.model_path);
+  CanonicalOptions options;
+  options.training = loaded.plan.training;
+  loaded.canonical = Canonicalize(loaded.model.module, options);
+  CheckPlanAgainstGraph(loaded.plan, BuildOpGraph(loaded.canonical), plan_path);
+  loaded.stages = CutStages(loaded.canonical, StageOfNode(loaded.plan));
+  loaded.output_batch_dims = OutputBatchDims(loaded.canonical, loaded.plan.inputs);
+  return loaded;
+}
+
+}  // namespace mp

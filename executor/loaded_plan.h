@@ -1,0 +1,31 @@
+// What mpexec runs: a plan read with the shared reader, its model loaded and
+// proven to be the one the plan was made for (sha256 and graph fingerprint),
+// and the canonical graph cut into the plan's stages.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "planner/graph/canonical_graph.h"
+#include "planner/graph/cut.h"
+#include "planner/graph/model_file.h"
+#include "planner/plan/plan.h"
+
+namespace mp {
+
+struct LoadedPlan {
+  std::string plan_path;
+  std::string model_path;         // resolved against the plan's directory
+  Plan plan;
+  ModelFile model;
+  CanonicalGraph canonical;       // in the plan's mode (train or eval)
+  std::vector<StageGraph> stages; // CutStages by the plan's node ranges
+  std::vector<int> output_batch_dims;  // OutputBatchDims: how outputs join
+};
+
+// Throws InputError naming the key or file: an unreadable or invalid plan, a
+// missing model, a model whose sha256 or canonical graph differs from the
+// plan's, or a plan that does not fit the graph (CheckPlanAgainstGraph).
+LoadedPlan LoadPlanForRun(const std::string& plan_path);
+
+}  // namespace mp

@@ -1,0 +1,39 @@
+// Verify: flatten both output lists to tensors (FlattenTensors keeps their
+// order), require equal shapes and dtypes, and compare with allclose.
+#include "executor/verify.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+#include "planner/graph/run_graph.h"
+
+namespace mp {
+
+std::vector<c10::IValue> RunWhole(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs) {
+  return GraphRunner(canonical.graph, "whole").Run(canonical.Stack(model_inputs));
+}
+
+Verification Verify(const std::vector<c10::IValue>& got, const std::vector<c10::IValue>& want, double rtol,
+                    double atol) {
+  std::vector<at::Tensor> a, b;
+  for (const auto& v : got) for (auto& t : FlattenTensors(v)) a.push_back(t);
+  for (const auto& v : want) for (auto& t : FlattenTensors(v)) b.push_back(t);
+  Verification result;
+  result.ok = a.size() == b.size() && !a.empty();
+  for (size_t i = 0; result.ok && i < a.size(); ++i) {
+    result.ok = a[i].sizes() == b[i].sizes() && a[i].scalar_type() == b[i].scalar_type();
+    if (!result.ok) break;
+    ++result.tensors;
+    if (a[i].numel() == 0) continue;
+    if (a[i].is_floating_point()) {
+      result.max_abs_diff = std::max(result.max_abs_diff, (a[i] - b[i]).abs().max().item<double>());
+      result.ok = at::allclose(a[i], b[i], rtol, atol);
+    } else {
+      result.ok = at::equal(a[i], b[i]);
+    }
+  }
+  return result;
+}
+
+}  // namespace mp

@@ -1,0 +1,102 @@
+// `mpexec PLAN` end to end: inference plans of the zoo run pipelined on CPU
+// workers and give the outputs of the model run whole; a failing stage ends
+// the run with its stage and micro-batch; a changed model is refused.
+#include "tests/doctest_torch.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "../graph/zoo.h"
+#include "../run_tool.h"
+#include "common/atomic_file.h"
+
+using mp::test::TempPath;
+using mp::test::ZooPath;
+
+namespace {
+
+mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::RunTool(MP_MPPLAN, args); }
+mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::RunTool(MP_MPEXEC, args); }
+
+std::string Plan(const std::string& model, const std::string& name, const std::string& flags) {
+  const std::string out = TempPath(name + ".plan.yaml");
+  const auto run = Mpplan(model + " --quiet --device-profile a100-80gb -o " + out + " " + flags);
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("inference plans of every zoo model run pipelined and match the model run whole") {
+  for (const std::string& file : mp::test::ZooFiles()) {
+    for (int stages : {2, 3}) {
+      CAPTURE(file);
+      CAPTURE(stages);
+      const std::string plan =
+          Plan(ZooPath(file), file + ".exec" + std::to_string(stages),
+               "--mode infer --gpus " + std::to_string(stages) + " --stages " + std::to_string(stages) +
+                   " --microbatches 2");
+      const auto run = Mpexec(plan + " --verify --json");
+      INFO(run.out);
+      REQUIRE(run.status == 0);
+      const auto j = nlohmann::json::parse(run.out);
+      CHECK(j["verify"]["ok"] == true);
+      CHECK(j["verify"]["tensors"].get<int>() >= 1);
+      CHECK(j["stages"] == stages);
+      CHECK(j["microbatches"] == 2);
+      CHECK(j["step_ms"].get<double>() > 0);
+    }
+  }
+}
+
+TEST_CASE("a plan measured here reports measured against predicted") {
+  const std::string plan = TempPath("mlp.measured.plan.yaml");
+  const auto made = Mpplan(ZooPath("mlp.script.pt") + " --quiet --mode infer --gpus 2 --warmup 0 --repeats 2 -o " + plan);
+  REQUIRE(made.status == 0);
+  const auto run = Mpexec(plan + " --steps 3 --verify --json");
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  const auto j = nlohmann::json::parse(run.out);
+  CHECK(j["verify"]["ok"] == true);
+  CHECK(j["steps"] == 3);
+  CHECK(j["predicted_step_ms"].get<double>() > 0);
+  MESSAGE("mlp, measured plan: " << j["stages"] << " stages x " << j["microbatches"] << ", step " << j["step_ms"]
+                                 << " ms, predicted " << j["predicted_step_ms"] << " ms");
+}
+
+TEST_CASE("the first failing stage ends the run with its stage and micro-batch, without hanging") {
+  const std::string plan = Plan(ZooPath("mlp.script.pt"), "mlp.broken",
+                                "--mode infer --gpus 3 --stages 3 --microbatches 4");
+  // The model's first linear layer takes 512 features; give it 100.
+  std::string text = mp::ReadTextFile(plan);
+  const size_t at = text.find("shape: [64, 512]");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 16, "shape: [64, 100]");
+  const std::string broken = TempPath("mlp.broken.edited.plan.yaml");
+  std::ofstream(broken) << text;
+  const auto run = Mpexec(broken);
+  INFO(run.out);
+  CHECK(run.status == 1);
+  CHECK(run.out.rfind("mpexec: stage 0, micro-batch 0: ", 0) == 0);
+  CHECK(std::count(run.out.begin(), run.out.end(), '\n') == 1);
+}
+
+TEST_CASE("a model changed since planning is refused, and training plans say they are not runnable yet") {
+  std::filesystem::create_directories(TempPath("changed"));
+  const std::string model = TempPath("changed/model.pt");
+  std::filesystem::copy_file(ZooPath("toy.script.pt"), model, std::filesystem::copy_options::overwrite_existing);
+  const std::string plan = Plan(model, "changed/model", "--mode infer --gpus 2");
+  std::filesystem::copy_file(ZooPath("toy.trace.pt"), model, std::filesystem::copy_options::overwrite_existing);
+  const auto run = Mpexec(plan);
+  CHECK(run.status == 1);
+  CHECK(run.out.find("model.sha256: ") != std::string::npos);
+  CHECK(run.out.find("has changed since it was planned") != std::string::npos);
+
+  const std::string train = Plan(ZooPath("toy.script.pt"), "toy.train", "--gpus 2");
+  const auto refused = Mpexec(train);
+  CHECK(refused.status == 1);
+  CHECK(refused.out == "mpexec: this mpexec runs inference plans only (mode: infer); training comes next\n");
+}
