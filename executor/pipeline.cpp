@@ -31,8 +31,6 @@ struct Envelope {
   Bundle values;
 };
 
-std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
-
 // The first failure of the run, and the switch that stops every worker.
 class Failure {
  public:
@@ -41,7 +39,7 @@ class Failure {
   void Record(int stage, int microbatch, const std::string& what) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (message_.empty()) message_ = Concat("stage ", stage, ", micro-batch ", microbatch, ": ", FirstLine(what));
+      if (message_.empty()) message_ = Concat("stage ", stage, ", micro-batch ", microbatch, ": ", ErrorLine(what));
     }
     for (auto& channel : channels_) channel->Close();
   }

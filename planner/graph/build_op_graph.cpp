@@ -25,15 +25,6 @@ void SortUnique(std::vector<int>& ids) {
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
 }
 
-// The interpreter's message ends with the operator's own error line.
-std::string LastLine(const std::string& text) {
-  const size_t end = text.find_last_not_of(" \n");
-  if (end == std::string::npos) return text;
-  const size_t newline = text.find_last_of('\n', end);
-  const size_t start = newline == std::string::npos ? 0 : newline + 1;
-  return text.substr(start, end + 1 - start);
-}
-
 void SetTensor(OpValue& value, const at::Tensor& tensor) {
   value.dtype = DtypeName(tensor.scalar_type());
   value.shape = tensor.sizes().vec();
@@ -120,7 +111,7 @@ void FillShapes(const CanonicalGraph& canonical, const std::vector<c10::IValue>&
   } catch (const mp::Error&) {
     throw;
   } catch (const std::exception& e) {
-    throw InputError(Concat("the model rejects these inputs: ", LastLine(e.what())));
+    throw InputError(Concat("the model rejects these inputs: ", ErrorLine(e.what())));
   }
   for (size_t i = 0; i < canonical.num_model_inputs; ++i) {
     if (model_inputs[i].isTensor()) SetTensor(op.values[op.inputs[i]], model_inputs[i].toTensor());

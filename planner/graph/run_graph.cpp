@@ -9,6 +9,15 @@ namespace mp {
 GraphRunner::GraphRunner(const std::shared_ptr<torch::jit::Graph>& graph, const std::string& name)
     : code_(graph, name) {}
 
+std::string ErrorLine(const std::string& what) {
+  if (what.find("The following operation failed in the TorchScript interpreter") == std::string::npos) {
+    return what.substr(0, what.find('\n'));
+  }
+  const size_t end = what.find_last_not_of(" \n");
+  const size_t newline = what.find_last_of('\n', end);
+  return what.substr(newline == std::string::npos ? 0 : newline + 1, end - (newline == std::string::npos ? 0 : newline + 1) + 1);
+}
+
 std::vector<c10::IValue> GraphRunner::Run(std::vector<c10::IValue> inputs) const {
   torch::jit::InterpreterState state(code_);
   state.run(inputs);

@@ -25,6 +25,11 @@ class GraphRunner {
   torch::jit::Code code_;
 };
 
+// One line for a LibTorch error: the operator's own message (the last line)
+// when the TorchScript interpreter wrapped it, else the first line (what
+// follows is a C++ backtrace).
+std::string ErrorLine(const std::string& what);
+
 // Every tensor inside an IValue (tensors, lists, tuples, nested), in order.
 std::vector<at::Tensor> FlattenTensors(const c10::IValue& value);
 

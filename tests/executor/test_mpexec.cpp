@@ -81,6 +81,7 @@ TEST_CASE("the first failing stage ends the run with its stage and micro-batch, 
   INFO(run.out);
   CHECK(run.status == 1);
   CHECK(run.out.rfind("mpexec: stage 0, micro-batch 0: ", 0) == 0);
+  CHECK(run.out.find("mat1 and mat2 shapes cannot be multiplied") != std::string::npos);  // the operator's own words
   CHECK(std::count(run.out.begin(), run.out.end(), '\n') == 1);
 }
 
