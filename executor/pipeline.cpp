@@ -162,14 +162,14 @@ PipelineRun RunInference(const LoadedPlan& loaded, const std::vector<c10::IValue
   for (const torch::jit::Value* out : canonical.graph->outputs()) {
     output_keys.push_back({out, canonical.mutation.FinalVersion(out)});
   }
-  // needed_after[s]: what any stage after s reads (and the model outputs).
+  // needed_after[s]: what any stage after s reads. Model outputs are not
+  // relayed: the stage that makes one hands it to the results directly.
   std::vector<std::set<BoundaryValue>> needed_after(K);
   for (int s = K - 2; s >= 0; --s) {
     needed_after[s] = needed_after[s + 1];
     for (const BoundaryValue& key : loaded.stages[s + 1].inputs) {
       if (!params.count(key)) needed_after[s].insert(key);
     }
-    needed_after[s].insert(output_keys.begin(), output_keys.end());
   }
 
   std::vector<std::unique_ptr<Channel<Envelope>>> channels;  // channels[s]: s -> s + 1
