@@ -1,17 +1,27 @@
 // Verify: flatten both output lists to tensors (FlattenTensors keeps their
-// order), require equal shapes and dtypes, and compare with allclose.
+// order), require equal shapes and dtypes, and compare: bit for bit, or
+// with allclose when a tolerance is given.
 #include "executor/verify.h"
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
 
+#include "executor/pipeline.h"
 #include "planner/graph/run_graph.h"
 
 namespace mp {
 
 std::vector<c10::IValue> RunWhole(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs) {
   return GraphRunner(canonical.graph, "whole").Run(canonical.Stack(model_inputs));
+}
+
+std::vector<c10::IValue> RunWholeMicrobatches(const LoadedPlan& loaded, const std::vector<c10::IValue>& model_inputs) {
+  std::vector<std::vector<c10::IValue>> outputs;
+  for (const auto& microbatch : SplitMicrobatches(loaded.plan, model_inputs)) {
+    outputs.push_back(RunWhole(loaded.canonical, microbatch));
+  }
+  return JoinMicrobatches(outputs, loaded.output_batch_dims);
 }
 
 Verification Verify(const std::vector<c10::IValue>& got, const std::vector<c10::IValue>& want, double rtol,
@@ -28,7 +38,7 @@ Verification Verify(const std::vector<c10::IValue>& got, const std::vector<c10::
     if (a[i].numel() == 0) continue;
     if (a[i].is_floating_point()) {
       result.max_abs_diff = std::max(result.max_abs_diff, (a[i] - b[i]).abs().max().item<double>());
-      result.ok = at::allclose(a[i], b[i], rtol, atol);
+      result.ok = rtol == 0 && atol == 0 ? at::equal(a[i], b[i]) : at::allclose(a[i], b[i], rtol, atol);
     } else {
       result.ok = at::equal(a[i], b[i]);
     }

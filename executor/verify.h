@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "executor/loaded_plan.h"
 #include "planner/graph/canonical_graph.h"
 
 namespace mp {
@@ -19,10 +20,14 @@ struct Verification {
 // The canonical graph run whole on `model_inputs` (one device, no micro-batches).
 std::vector<c10::IValue> RunWhole(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs);
 
-// Same structure, dtypes and shapes, and values within rtol/atol: the
-// micro-batch changes the summation order of float kernels (GEMM blocking),
-// so equality is to float32 rounding, not bit for bit.
-Verification Verify(const std::vector<c10::IValue>& got, const std::vector<c10::IValue>& want, double rtol = 1e-4,
-                    double atol = 1e-5);
+// The reference a pipelined run must equal bit for bit: the canonical graph
+// run whole, without pipelining, on the same micro-batches, joined.
+std::vector<c10::IValue> RunWholeMicrobatches(const LoadedPlan& loaded, const std::vector<c10::IValue>& model_inputs);
+
+// Same structure, dtypes and shapes, and values within rtol/atol (0 and 0:
+// bit for bit). Against a run of the full batch in one go, a tolerance is
+// needed: the micro-batch changes the summation order of float kernels.
+Verification Verify(const std::vector<c10::IValue>& got, const std::vector<c10::IValue>& want, double rtol = 0,
+                    double atol = 0);
 
 }  // namespace mp
