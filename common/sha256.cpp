@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "common/error.h"
@@ -102,6 +103,8 @@ std::string Sha256Hex(const std::string& bytes) {
 }
 
 std::string Sha256File(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) throw InputError(Concat(path, ": no such file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(Concat(path, ": cannot read the file"));
   Sha256 sha;

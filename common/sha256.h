@@ -8,7 +8,8 @@ namespace mp {
 
 std::string Sha256Hex(const std::string& bytes);
 
-// Streams the file; throws InputError naming the path when it cannot be read.
+// Streams the file; throws InputError "PATH: no such file" or "PATH: cannot
+// read the file".
 std::string Sha256File(const std::string& path);
 
 }  // namespace mp

@@ -97,6 +97,8 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   }
   const PlanDevices devices =
       MakePlanDevices(request.gpus, request.profile.device_profile, request.profile.device, request.memory_bytes);
+  // Hashed before it is loaded: the plan names the bytes that were profiled.
+  const std::string model_sha256 = Sha256File(request.profile.model_path);
 
   ProfileRequest profile_request = request.profile;
   profile_request.stages = request.gpus;
@@ -124,7 +126,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   const SearchResult search = SearchPlan(profiled.graph, profiled.profile, devices.cluster, plan_request);
   PlanSource source;
   source.model_path = ModelPathFromPlan(request.profile.model_path, result.plan_path);
-  source.model_sha256 = Sha256File(request.profile.model_path);
+  source.model_sha256 = model_sha256;
   source.devices = devices.devices;
   source.profile_file = request.profile.profile_in;
   source.calibration = profiled.calibration;
