@@ -25,16 +25,22 @@ bool SameFile(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-void WriteFileAtomically(const std::string& path, const std::string& text,
-                         const std::vector<std::string>& protected_paths) {
+void CheckWritable(const std::string& path, const std::vector<std::string>& protected_paths) {
   for (const auto& input : protected_paths)
-    if (SameFile(path, input))
+    if (!input.empty() && SameFile(path, input))
       throw InputError(Concat(path, ": refusing to overwrite ", input, ", which this command reads"));
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw InputError(Concat(path, ": is a directory, expected a file name"));
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec)) throw InputError(Concat(path, ": directory ", dir.string(), " does not exist"));
+}
+
+void WriteFileAtomically(const std::string& path, const std::string& text,
+                         const std::vector<std::string>& protected_paths) {
+  CheckWritable(path, protected_paths);
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   const std::string temp = (dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()))).string();
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);

@@ -14,6 +14,11 @@ namespace mp {
 void WriteFileAtomically(const std::string& path, const std::string& text,
                          const std::vector<std::string>& protected_paths = {});
 
+// The checks WriteFileAtomically makes before writing, for a command to run
+// before it spends time on the work: not a protected path, not a directory,
+// in a directory that exists.
+void CheckWritable(const std::string& path, const std::vector<std::string>& protected_paths = {});
+
 // The whole content of `path`; InputError naming it when it cannot be read.
 std::string ReadTextFile(const std::string& path, const std::string& what = "file");
 

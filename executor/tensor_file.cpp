@@ -1,0 +1,58 @@
+// torch.save files through torch::jit::pickle_load / pickle_save, which read
+// and write the zip format of torch.save (both LibTorch 1.13 and 2.x).
+#include "executor/tensor_file.h"
+
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "planner/graph/run_graph.h"
+
+namespace mp {
+
+std::vector<c10::IValue> LoadInputs(const std::string& path, const std::vector<TensorSpec>& spec) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(Concat("--input ", path, ": no such file"));
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  c10::IValue loaded;
+  try {
+    loaded = torch::jit::pickle_load(bytes);
+  } catch (const std::exception& e) {
+    throw InputError(Concat("--input ", path, ": not a file written by torch.save (", ErrorLine(e.what()), ")"));
+  }
+  std::vector<c10::IValue> inputs;
+  if (loaded.isTuple()) {
+    for (const auto& v : loaded.toTupleRef().elements()) inputs.push_back(v);
+  } else if (loaded.isList()) {
+    for (const auto& v : loaded.toListRef()) inputs.push_back(v);
+  } else {
+    inputs.push_back(loaded);
+  }
+  if (inputs.size() != spec.size()) {
+    throw InputError(Concat("--input ", path, ": ", inputs.size(), " values, the model takes ", spec.size(),
+                            " (save a tuple with one tensor per input)"));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string which = Concat("--input ", path, ": input ", i, spec[i].name.empty() ? "" : " (" + spec[i].name + ")");
+    if (!inputs[i].isTensor()) throw InputError(Concat(which, ": a ", inputs[i].tagKind(), ", expected a tensor"));
+    const at::Tensor& t = inputs[i].toTensor();
+    const std::string dtype = DtypeName(t.scalar_type());
+    if (dtype != spec[i].dtype || t.sizes().vec() != spec[i].shape) {
+      TensorSpec found{spec[i].name, dtype, t.sizes().vec()};
+      throw InputError(Concat(which, ": ", FormatTensorSpec(found), ", the plan expects ", FormatTensorSpec(spec[i])));
+    }
+  }
+  return inputs;
+}
+
+void SaveOutputs(const std::string& path, const std::vector<c10::IValue>& outputs,
+                 const std::vector<std::string>& protected_paths) {
+  const c10::IValue value = outputs.size() == 1 ? outputs.front() : c10::ivalue::Tuple::create(outputs);
+  const std::vector<char> bytes = torch::jit::pickle_save(value);
+  WriteFileAtomically(path, std::string(bytes.begin(), bytes.end()), protected_paths);
+}
+
+}  // namespace mp

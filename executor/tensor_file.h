@@ -1,0 +1,24 @@
+// Tensors in and out of mpexec as files Python reads and writes with
+// torch.save / torch.load: the model's inputs (one tensor, or a tuple or
+// list with one per input) and its outputs.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <string>
+#include <vector>
+
+#include "planner/graph/input_spec.h"
+
+namespace mp {
+
+// Reads `path` and checks each input against the plan's spec (dtype and
+// shape). Throws InputError naming the file and the input.
+std::vector<c10::IValue> LoadInputs(const std::string& path, const std::vector<TensorSpec>& spec);
+
+// Writes the outputs (one value, or a tuple of several) atomically, never
+// over a file in `protected_paths`.
+void SaveOutputs(const std::string& path, const std::vector<c10::IValue>& outputs,
+                 const std::vector<std::string>& protected_paths);
+
+}  // namespace mp
