@@ -175,9 +175,9 @@ PipelineRun RunInference(const LoadedPlan& loaded, const std::vector<c10::IValue
   std::vector<std::unique_ptr<Channel<Envelope>>> channels;  // channels[s]: s -> s + 1
   for (int s = 0; s + 1 < K; ++s) channels.push_back(std::make_unique<Channel<Envelope>>(M));
   Failure failure(channels);
-  std::vector<std::vector<c10::IValue>> results(M, std::vector<c10::IValue>(output_keys.size()));
-  std::vector<std::vector<bool>> have(M, std::vector<bool>(output_keys.size(), false));
-  std::mutex results_mutex;
+  // made[s][mb]: the model outputs stage s made for micro-batch mb, by
+  // output index; each worker writes only its own, so no lock is needed.
+  std::vector<std::vector<std::map<size_t, c10::IValue>>> made(K, std::vector<std::map<size_t, c10::IValue>>(M));
   PipelineRun run;
   run.busy_ms.assign(K, 0);
   const int threads = options.threads_per_stage > 0 ? options.threads_per_stage : std::max(1, plan.profile.threads);
@@ -210,22 +210,21 @@ PipelineRun RunInference(const LoadedPlan& loaded, const std::vector<c10::IValue
             }
             std::vector<c10::IValue> inputs;
             for (const BoundaryValue& key : stage.inputs) {
-              auto p = params.find(key);
-              auto v = p != params.end() ? p : values.find(key);
-              if (v == values.end()) throw InternalError(Concat("stage input ", key.value->debugName(), " never arrived"));
-              inputs.push_back(v->second);
+              if (auto p = params.find(key); p != params.end()) {
+                inputs.push_back(p->second);
+              } else if (auto v = values.find(key); v != values.end()) {
+                inputs.push_back(v->second);
+              } else {
+                throw InternalError(Concat("stage input ", key.value->debugName(), " never arrived"));
+              }
             }
             const auto start = std::chrono::steady_clock::now();
             std::vector<c10::IValue> outputs = runner.Run(std::move(inputs));
             run.busy_ms[s] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
             for (size_t i = 0; i < stage.outputs.size(); ++i) values[stage.outputs[i]] = outputs[i];
-            std::lock_guard<std::mutex> lock(results_mutex);
             for (size_t k = 0; k < output_keys.size(); ++k) {
               auto it = values.find(output_keys[k]);
-              if (it != values.end() && !have[action.microbatch][k]) {
-                results[action.microbatch][k] = it->second;
-                have[action.microbatch][k] = true;
-              }
+              if (it != values.end()) made[s][action.microbatch].emplace(k, it->second);
             }
             if (s == K - 1) env.erase(action.microbatch);
             break;
@@ -255,9 +254,15 @@ PipelineRun RunInference(const LoadedPlan& loaded, const std::vector<c10::IValue
   run.step_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!failure.What().empty()) throw Error(failure.What());
 
+  std::vector<std::vector<c10::IValue>> results(M, std::vector<c10::IValue>(output_keys.size()));
   for (int mb = 0; mb < M; ++mb) {
     for (size_t k = 0; k < output_keys.size(); ++k) {
-      if (have[mb][k]) continue;
+      bool found = false;
+      for (int s = 0; s < K && !found; ++s) {
+        auto it = made[s][mb].find(k);
+        if (it != made[s][mb].end()) results[mb][k] = it->second, found = true;
+      }
+      if (found) continue;
       if (auto constant = torch::jit::toIValue(output_keys[k].value)) {
         results[mb][k] = *constant;
       } else {
