@@ -5,15 +5,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "planner/profile/yaml_document.h"
+
 namespace mp {
 namespace {
-
-template <typename T>
-void FlowSeq(YAML::Emitter& out, const std::vector<T>& items) {
-  out << YAML::Flow << YAML::BeginSeq;
-  for (const auto& item : items) out << item;
-  out << YAML::EndSeq;
-}
 
 template <typename T>
 void KeyValue(YAML::Emitter& out, const char* key, const T& value) {
@@ -27,7 +22,7 @@ void WriteTensor(YAML::Emitter& out, const PlanTensor& t, const char* peer_key) 
   KeyValue(out, peer_key, t.peer);
   KeyValue(out, "dtype", t.dtype);
   out << YAML::Key << "shape" << YAML::Value;
-  FlowSeq(out, t.shape);
+  EmitFlowSeq(out, t.shape);
   KeyValue(out, "bytes", t.bytes);
   KeyValue(out, "gradient", t.gradient);
   out << YAML::EndMap;
@@ -41,7 +36,7 @@ void WriteStage(YAML::Emitter& out, const PlanStage& s) {
   for (const NodeRange& r : s.nodes) out << YAML::Flow << YAML::BeginSeq << r.first << r.second << YAML::EndSeq;
   out << YAML::EndSeq;
   out << YAML::Key << "layers" << YAML::Value;
-  FlowSeq(out, s.layers);
+  EmitFlowSeq(out, s.layers);
   out << YAML::Key << "params" << YAML::Value << YAML::Flow << YAML::BeginMap;
   KeyValue(out, "count", s.param_count);
   KeyValue(out, "bytes", s.param_bytes);
@@ -69,7 +64,7 @@ void WriteStage(YAML::Emitter& out, const PlanStage& s) {
   std::vector<std::string> actions;
   for (const Action& a : s.actions) actions.push_back(FormatAction(a));
   out << YAML::Key << "actions" << YAML::Value;
-  FlowSeq(out, actions);
+  EmitFlowSeq(out, actions);
   out << YAML::EndMap;
 }
 
@@ -124,11 +119,11 @@ std::string PlanToYaml(const Plan& p) {
     KeyValue(out, "name", spec.name);
     KeyValue(out, "dtype", spec.dtype);
     out << YAML::Key << "shape" << YAML::Value;
-    FlowSeq(out, spec.shape);
+    EmitFlowSeq(out, spec.shape);
     KeyValue(out, "batch_dim", spec.batch_dim);
     if (spec.has_range) {
       out << YAML::Key << "range" << YAML::Value;
-      FlowSeq(out, std::vector<int64_t>{spec.low, spec.high});
+      EmitFlowSeq(out, std::vector<int64_t>{spec.low, spec.high});
     }
     out << YAML::EndMap;
   }
@@ -182,7 +177,7 @@ std::string PlanToYaml(const Plan& p) {
   if (!p.profile.file.empty()) KeyValue(out, "file", p.profile.file);
   KeyValue(out, "threads", p.profile.threads);
   out << YAML::Key << "microbatch_sizes" << YAML::Value;
-  FlowSeq(out, p.profile.microbatch_sizes);
+  EmitFlowSeq(out, p.profile.microbatch_sizes);
   KeyValue(out, "coverage", p.profile.coverage);
   KeyValue(out, "backward_coverage", p.profile.backward_coverage);
   if (!p.profile.calibration.empty()) KeyValue(out, "calibration", p.profile.calibration);

@@ -89,14 +89,17 @@ YamlCursor YamlCursor::operator[](int index) const {
   return YamlCursor(node_[static_cast<size_t>(index)], source_, Concat(path_, "[", index, "]"));
 }
 
-int64_t YamlCursor::Int() const {
-  if (!node_.IsScalar()) Fail("expected an integer, found " + Found());
+template <typename T>
+T YamlCursor::Scalar(const char* expected) const {
+  if (!node_.IsScalar()) Fail(Concat("expected ", expected, ", found ", Found()));
   try {
-    return node_.as<int64_t>();
+    return node_.as<T>();
   } catch (const YAML::Exception&) {
-    Fail("expected an integer, found " + Found());
+    Fail(Concat("expected ", expected, ", found ", Found()));
   }
 }
+
+int64_t YamlCursor::Int() const { return Scalar<int64_t>("an integer"); }
 
 int YamlCursor::IntIn(int64_t low, int64_t high) const {
   const int64_t value = Int();
@@ -104,23 +107,9 @@ int YamlCursor::IntIn(int64_t low, int64_t high) const {
   return static_cast<int>(value);
 }
 
-double YamlCursor::Number() const {
-  if (!node_.IsScalar()) Fail("expected a number, found " + Found());
-  try {
-    return node_.as<double>();
-  } catch (const YAML::Exception&) {
-    Fail("expected a number, found " + Found());
-  }
-}
+double YamlCursor::Number() const { return Scalar<double>("a number"); }
 
-bool YamlCursor::Bool() const {
-  if (!node_.IsScalar()) Fail("expected true or false, found " + Found());
-  try {
-    return node_.as<bool>();
-  } catch (const YAML::Exception&) {
-    Fail("expected true or false, found " + Found());
-  }
-}
+bool YamlCursor::Bool() const { return Scalar<bool>("true or false"); }
 
 std::string YamlCursor::String() const {
   if (!node_.IsScalar()) Fail("expected a string, found " + Found());

@@ -38,6 +38,8 @@ class YamlCursor {
 
  private:
   std::string Found() const;  // how the node looks, for "expected X, found Y"
+  template <typename T>
+  T Scalar(const char* expected) const;  // yaml-cpp's conversion, or Fail
 
   YAML::Node node_;
   std::string source_;

@@ -12,13 +12,6 @@
 namespace mp {
 namespace {
 
-template <typename T>
-void EmitFlowSeq(YAML::Emitter& out, const std::vector<T>& items) {
-  out << YAML::Flow << YAML::BeginSeq;
-  for (const auto& item : items) out << item;
-  out << YAML::EndSeq;
-}
-
 class Reader {
  public:
   explicit Reader(std::string source) : source_(std::move(source)) {}

@@ -5,10 +5,19 @@
 #include <yaml-cpp/yaml.h>
 
 #include <string>
+#include <vector>
 
 namespace mp {
 
 // Throws InputError "SOURCE: not valid YAML: MESSAGE (line N)".
 YAML::Node LoadYamlDocument(const std::string& text, const std::string& source);
+
+// Writes `items` as one flow-style list: [1, 2, 3].
+template <typename T>
+void EmitFlowSeq(YAML::Emitter& out, const std::vector<T>& items) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (const auto& item : items) out << item;
+  out << YAML::EndSeq;
+}
 
 }  // namespace mp
