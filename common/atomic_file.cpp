@@ -16,12 +16,12 @@
 namespace mp {
 namespace fs = std::filesystem;
 
-namespace {
-
 bool SameFile(const std::string& a, const std::string& b) {
   std::error_code ec;
   return fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec);
 }
+
+namespace {
 
 }  // namespace
 

@@ -14,6 +14,10 @@ namespace mp {
 void WriteFileAtomically(const std::string& path, const std::string& text,
                          const std::vector<std::string>& protected_paths = {});
 
+// True when both paths exist and name the same file (links and relative
+// paths resolved); false on any filesystem error.
+bool SameFile(const std::string& a, const std::string& b);
+
 // The checks WriteFileAtomically makes before writing, for a command to run
 // before it spends time on the work: not a protected path, not a directory,
 // in a directory that exists.

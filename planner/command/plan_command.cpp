@@ -44,12 +44,6 @@ std::string SvgPathFor(const std::string& report) {
   return svg.string();
 }
 
-bool SameFile(const fs::path& a, const fs::path& b) {
-  std::error_code error;
-  const bool same = fs::equivalent(a, b, error);
-  return !error && same;
-}
-
 // Before any work: no output may be an input or another output, and every
 // output's directory must exist, so a typo fails in a second, not after the
 // profile, and never with half of the outputs written.
@@ -59,10 +53,10 @@ void CheckOutputs(const std::vector<std::string>& outputs, const std::vector<std
     if (out.empty()) continue;
     const fs::path path = fs::absolute(out).lexically_normal();
     for (const std::string& in : inputs) {
-      if (!in.empty() && SameFile(in, path)) throw InputError(Concat(out, ": refusing to overwrite an input file"));
+      if (!in.empty() && SameFile(in, path.string())) throw InputError(Concat(out, ": refusing to overwrite an input file"));
     }
     for (const fs::path& other : seen) {
-      if (other == path || SameFile(other, path)) throw InputError(Concat(out, ": given as two different outputs"));
+      if (other == path || SameFile(other.string(), path.string())) throw InputError(Concat(out, ": given as two different outputs"));
     }
     std::error_code error;
     if (!fs::is_directory(path.parent_path(), error)) {

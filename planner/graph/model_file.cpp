@@ -11,15 +11,9 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "planner/graph/run_graph.h"
 
 namespace mp {
-namespace {
-
-std::string FirstLine(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
-
-}  // namespace
 
 ModelFile LoadModelFile(const std::string& path) {
   namespace fs = std::filesystem;
@@ -43,7 +37,7 @@ ModelFile LoadModelFile(const std::string& path) {
     caffe2::serialize::PyTorchStreamReader reader(path);
     for (const auto& record : reader.getAllRecords()) has_code |= record.rfind("code/", 0) == 0;
   } catch (const std::exception& e) {
-    throw InputError(Concat(path, ": damaged zip archive (", FirstLine(e.what()), ")"));
+    throw InputError(Concat(path, ": damaged zip archive (", ErrorLine(e.what()), ")"));
   }
   if (!has_code) {
     throw InputError(Concat(path, ": zip archive but not TorchScript (no code/; torch.save output? "
@@ -57,7 +51,7 @@ ModelFile LoadModelFile(const std::string& path) {
     model.module = torch::jit::load(path, torch::kCPU, extra);
   } catch (const std::exception& e) {
     throw InputError(Concat(path, ": zip archive but not a loadable TorchScript model (",
-                            FirstLine(e.what()), ")"));
+                            ErrorLine(e.what()), ")"));
   }
   if (!model.module.find_method("forward")) {
     throw InputError(Concat(path, ": TorchScript module has no forward method"));
