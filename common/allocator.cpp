@@ -21,4 +21,13 @@ void KeepFreedMemory() {
 #endif
 }
 
+int64_t HeapBytesInUse() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  const struct mallinfo2 info = mallinfo2();
+  return static_cast<int64_t>(info.uordblks + info.hblkhd);  // heap chunks in use + mmapped blocks
+#else
+  return -1;
+#endif
+}
+
 }  // namespace mp

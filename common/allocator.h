@@ -1,6 +1,8 @@
 // CPU memory that behaves like a caching allocator while we time things.
 #pragma once
 
+#include <cstdint>
+
 namespace mp {
 
 // Makes glibc keep freed memory in the process instead of returning it to
@@ -12,5 +14,10 @@ namespace mp {
 // memory. Call it before threads start allocating (first thing in main);
 // idempotent; a no-op on other C libraries.
 void KeepFreedMemory();
+
+// Bytes the C heap has handed out and not yet had back (glibc's mallinfo2),
+// which is where every CPU tensor lives; -1 where it cannot tell. One
+// number for the whole process: CPU workers share one device.
+int64_t HeapBytesInUse();
 
 }  // namespace mp

@@ -8,7 +8,6 @@
 
 #include "common/error.h"
 #include "common/sha256.h"
-#include "executor/pipeline.h"
 #include "planner/graph/build_op_graph.h"
 #include "planner/plan/plan_reader.h"
 
@@ -37,7 +36,7 @@ LoadedPlan LoadPlanForRun(const std::string& plan_path) {
   loaded.canonical = Canonicalize(loaded.model.module, options);
   CheckPlanAgainstGraph(loaded.plan, BuildOpGraph(loaded.canonical), plan_path);
   loaded.stages = CutStages(loaded.canonical, StageOfNode(loaded.plan));
-  loaded.output_batch_dims = OutputBatchDims(loaded.canonical, loaded.plan.inputs);
+  loaded.output_layout = ProbeOutputs(loaded.canonical, loaded.plan.inputs);
   return loaded;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/microbatches.h"
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/cut.h"
 #include "planner/graph/model_file.h"
@@ -20,7 +21,7 @@ struct LoadedPlan {
   ModelFile model;
   CanonicalGraph canonical;       // in the plan's mode (train or eval)
   std::vector<StageGraph> stages; // CutStages by the plan's node ranges
-  std::vector<int> output_batch_dims;  // OutputBatchDims: how outputs join
+  OutputLayout output_layout;     // ProbeOutputs: how outputs join, what labels look like
 };
 
 // Throws InputError naming the key or file: an unreadable or invalid plan, a

@@ -1,22 +1,37 @@
-// RunInference. Values travel as bundles (value -> IValue) from stage s to
+// RunPipeline. Values travel as bundles (value -> IValue) from stage s to
 // s + 1: what s received plus what it made, pruned to what a later stage
 // reads, so a value needed two stages on is relayed, as the plan's
 // neighbour-only SEND/RECV actions require. Stage 0 starts each micro-batch's
 // bundle from its slice of the model inputs; parameters never travel, each
 // stage holds its own. Model outputs are collected per micro-batch from
 // whichever stage makes them and joined in micro-batch order at the end.
+//
+// Training: a stage turns every received tensor that needs a gradient into a
+// leaf of its own autograd graph (detach + requires_grad), so each stage's
+// graph ends at its boundary and backward never crosses threads. A relayed
+// value is sent on as that leaf. Backward of a micro-batch starts from the
+// loss (the stage making output 0) and from the gradients the next stage
+// sent back for what this stage sent it, roots that include relayed leaves,
+// so their gradients add up; then each received leaf's .grad goes upstream.
+// Parameter gradients accumulate in .grad across micro-batches. A parameter
+// read by several stages (tied weights) is the real tensor in its first
+// stage and a detached alias in the others; their gradients are added after
+// the workers join and it is stepped then.
 #include "executor/pipeline.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <torch/csrc/autograd/autograd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
+#include "common/allocator.h"
 #include "common/error.h"
 #include "executor/channel.h"
 #include "planner/graph/run_graph.h"
@@ -25,234 +40,325 @@ namespace mp {
 namespace {
 
 using Bundle = std::map<BoundaryValue, c10::IValue>;
+using Clock = std::chrono::steady_clock;
 
+// Forward: values; backward: each sent value's tensor gradients, in
+// FlattenTensors order (undefined where none came).
 struct Envelope {
   int microbatch = 0;
   Bundle values;
+  std::map<BoundaryValue, std::vector<at::Tensor>> grads;
+};
+
+// A micro-batch between its forward and its backward on one stage.
+struct InFlight {
+  Bundle values;
+  std::map<BoundaryValue, std::vector<at::Tensor>> leaves;  // received: FlattenTensors order
+  std::map<BoundaryValue, std::vector<at::Tensor>> sent;    // sent on: the backward's roots
+  std::map<BoundaryValue, std::vector<at::Tensor>> grads;   // came back for `sent`
+  at::Tensor loss;                                          // where output 0 is made
 };
 
 // The first failure of the run, and the switch that stops every worker.
 class Failure {
  public:
-  explicit Failure(std::vector<std::unique_ptr<Channel<Envelope>>>& channels) : channels_(channels) {}
+  explicit Failure(std::vector<Channel<Envelope>*> channels) : channels_(std::move(channels)) {}
 
   void Record(int stage, int microbatch, const std::string& what) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (message_.empty()) message_ = Concat("stage ", stage, ", micro-batch ", microbatch, ": ", ErrorLine(what));
     }
-    for (auto& channel : channels_) channel->Close();
+    for (auto* channel : channels_) channel->Close();
   }
   const std::string& What() const { return message_; }
 
  private:
-  std::vector<std::unique_ptr<Channel<Envelope>>>& channels_;
+  std::vector<Channel<Envelope>*> channels_;
   std::mutex mutex_;
   std::string message_;
 };
 
-// Joins one output across micro-batches; `next` walks the output tensors in
-// FlattenTensors order, which is the order of `batch_dims`.
-c10::IValue Join(const std::vector<c10::IValue>& parts, const std::vector<int>& batch_dims, size_t& next, size_t k) {
-  const c10::IValue& first = parts.front();
-  if (first.isTensor()) {
-    const int dim = next < batch_dims.size() ? batch_dims[next] : -1;
-    ++next;
-    std::vector<at::Tensor> tensors;
-    for (const auto& p : parts) tensors.push_back(p.toTensor());
-    if (tensors.size() == 1) return tensors.front();
-    if (dim < 0 || dim >= tensors.front().dim()) {
-      throw InputError(Concat("model output ", k, ": no dimension grows with the batch; cannot join its micro-batches"));
+// `value` with every tensor that needs a gradient replaced by a fresh leaf;
+// `leaves` gets one entry per tensor in FlattenTensors order (undefined for
+// tensors that need none).
+c10::IValue Detached(const c10::IValue& value, std::vector<at::Tensor>& leaves) {
+  if (value.isTensor()) {
+    const at::Tensor& t = value.toTensor();
+    if (!t.defined() || !t.requires_grad()) {
+      leaves.emplace_back();
+      return value;
     }
-    return at::cat(tensors, dim);
+    at::Tensor leaf = t.detach().requires_grad_(true);
+    leaves.push_back(leaf);
+    return leaf;
   }
-  if (first.isTuple()) {
-    std::vector<c10::IValue> joined;
-    for (size_t i = 0; i < first.toTupleRef().elements().size(); ++i) {
-      std::vector<c10::IValue> column;
-      for (const auto& p : parts) column.push_back(p.toTupleRef().elements()[i]);
-      joined.push_back(Join(column, batch_dims, next, k));
-    }
-    return c10::ivalue::Tuple::create(std::move(joined));
+  if (value.isTuple()) {
+    std::vector<c10::IValue> items;
+    for (const auto& item : value.toTupleRef().elements()) items.push_back(Detached(item, leaves));
+    return c10::ivalue::Tuple::create(std::move(items));
   }
-  if (parts.size() == 1) return first;
-  throw InputError(Concat("model output ", k, " is a ", first.tagKind(), ": only tensors and tuples of them are joined"));
+  if (value.isList()) {
+    c10::impl::GenericList items(value.toList().elementType());
+    for (const auto& item : value.toListRef()) items.push_back(Detached(item, leaves));
+    return items;
+  }
+  return value;
+}
+
+double Ms(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
 }
 
 }  // namespace
 
-std::vector<std::vector<c10::IValue>> SplitMicrobatches(const Plan& plan, const std::vector<c10::IValue>& inputs) {
-  std::vector<std::vector<c10::IValue>> out(plan.microbatches);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].isTensor()) {
-      for (auto& mb : out) mb.push_back(inputs[i]);
-      continue;
-    }
-    const int dim = i < plan.inputs.size() ? plan.inputs[i].batch_dim : 0;
-    const at::Tensor& t = inputs[i].toTensor();
-    if (t.dim() <= dim || t.size(dim) != plan.batch) {
-      throw InputError(Concat("input ", i, ": expected ", plan.batch, " samples along dimension ", dim, ", found shape ",
-                              t.sizes()));
-    }
-    const auto parts = t.split(plan.microbatch_size, dim);
-    for (int mb = 0; mb < plan.microbatches; ++mb) out[mb].push_back(parts[mb]);
-  }
-  return out;
-}
-
-std::vector<c10::IValue> JoinMicrobatches(const std::vector<std::vector<c10::IValue>>& outputs,
-                                          const std::vector<int>& batch_dims) {
-  std::vector<c10::IValue> joined;
-  size_t next = 0;
-  for (size_t k = 0; k < outputs.front().size(); ++k) {
-    std::vector<c10::IValue> parts;
-    for (const auto& mb : outputs) parts.push_back(mb[k]);
-    joined.push_back(Join(parts, batch_dims, next, k));
-  }
-  return joined;
-}
-
-std::vector<int> OutputBatchDims(const CanonicalGraph& canonical, const std::vector<TensorSpec>& inputs) {
-  std::vector<std::vector<at::Tensor>> probes;
-  for (int64_t batch : {1, 2}) {
-    std::vector<at::Tensor> flat;
-    try {
-      const auto outputs = GraphRunner(canonical.graph, "batch_probe")
-                               .Run(canonical.Stack(SyntheticInputs(WithBatch(inputs, batch))));
-      for (const auto& v : outputs) for (auto& t : FlattenTensors(v)) flat.push_back(t);
-    } catch (const std::exception&) {
-      return {};  // the model refuses a batch of 1 or 2: no output can be joined
-    }
-    probes.push_back(std::move(flat));
-  }
-  std::vector<int> dims;
-  for (size_t i = 0; i < probes[0].size() && i < probes[1].size(); ++i) {
-    const at::Tensor &one = probes[0][i], &two = probes[1][i];
-    int dim = -1;
-    if (one.dim() == two.dim()) {
-      for (int64_t d = 0; d < one.dim(); ++d) {
-        if (two.size(d) == 2 * one.size(d) && one.size(d) > 0) {
-          dim = static_cast<int>(d);
-          break;
-        }
-      }
-    }
-    dims.push_back(dim);
-  }
-  return dims;
-}
-
-PipelineRun RunInference(const LoadedPlan& loaded, const std::vector<c10::IValue>& model_inputs,
-                         const PipelineOptions& options) {
+PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>& model_inputs,
+                        const TrainingStep* training, const PipelineOptions& options) {
   const Plan& plan = loaded.plan;
   const CanonicalGraph& canonical = loaded.canonical;
-  if (plan.training) throw InputError("this mpexec runs inference plans only (mode: infer); training comes next");
+  if (plan.training != (training != nullptr)) {
+    throw InputError(plan.training ? "this is a training plan (mode: train): run it with labels and an optimizer"
+                                   : "this is an inference plan (mode: infer): it has no backward to train with");
+  }
   const int K = int(loaded.stages.size());
   const int M = plan.microbatches;
   const auto microbatches = SplitMicrobatches(plan, model_inputs);
-
-  // Where each value comes from: parameters are held by every stage that
-  // reads them; the model outputs are collected wherever they are made.
-  const auto graph_inputs = canonical.graph->inputs();
-  std::map<BoundaryValue, c10::IValue> params;
-  for (size_t i = 0; i < canonical.params.size(); ++i) {
-    params[{graph_inputs[canonical.num_model_inputs + i], 0}] = canonical.params[i].tensor;
+  if (training && int(training->labels.size()) != M) {
+    throw InternalError(Concat(training->labels.size(), " label micro-batches for ", M, " micro-batches"));
   }
+
+  // Parameters: each stage passes the ones it reads. In training a
+  // parameter read by several stages is an alias leaf after its first.
+  const auto graph_inputs = canonical.graph->inputs();
+  std::map<BoundaryValue, size_t> param_index;
+  for (size_t i = 0; i < canonical.params.size(); ++i) param_index[{graph_inputs[canonical.num_model_inputs + i], 0}] = i;
+  std::vector<std::map<BoundaryValue, at::Tensor>> stage_params(K);
+  std::vector<std::vector<size_t>> owned(K);                 // params only stage s reads: it steps them
+  std::vector<std::pair<size_t, at::Tensor>> aliases;        // (param, alias) of tied parameters
+  std::vector<int> first_user(canonical.params.size(), -1);
+  std::vector<int> users(canonical.params.size(), 0);
+  for (int s = 0; s < K; ++s) {
+    for (const BoundaryValue& key : loaded.stages[s].inputs) {
+      auto it = param_index.find(key);
+      if (it == param_index.end()) continue;
+      const at::Tensor& tensor = canonical.params[it->second].tensor;
+      ++users[it->second];
+      if (first_user[it->second] < 0) {
+        first_user[it->second] = s;
+        stage_params[s][key] = tensor;
+      } else if (training && tensor.requires_grad()) {
+        at::Tensor alias = tensor.detach().requires_grad_(true);
+        aliases.emplace_back(it->second, alias);
+        stage_params[s][key] = alias;
+      } else {
+        stage_params[s][key] = tensor;
+      }
+    }
+  }
+  for (size_t i = 0; i < users.size(); ++i) {
+    if (users[i] == 1) owned[first_user[i]].push_back(i);
+  }
+  if (training) {
+    for (const auto& p : canonical.params) p.tensor.mutable_grad() = at::Tensor();
+  }
+
   std::vector<BoundaryValue> output_keys;
   for (const torch::jit::Value* out : canonical.graph->outputs()) {
     output_keys.push_back({out, canonical.mutation.FinalVersion(out)});
   }
+  // The loss is taken where output 0 is made (it may be relayed further).
+  int loss_stage = -1;
+  for (int s = 0; s < K && loss_stage < 0 && !output_keys.empty(); ++s) {
+    const auto& outs = loaded.stages[s].outputs;
+    if (std::find(outs.begin(), outs.end(), output_keys.front()) != outs.end()) loss_stage = s;
+  }
+  if (training && loss_stage < 0) throw InputError("training needs the model's first output to be computed, not passed through");
   // needed_after[s]: what any stage after s reads. Model outputs are not
   // relayed: the stage that makes one hands it to the results directly.
   std::vector<std::set<BoundaryValue>> needed_after(K);
   for (int s = K - 2; s >= 0; --s) {
     needed_after[s] = needed_after[s + 1];
     for (const BoundaryValue& key : loaded.stages[s + 1].inputs) {
-      if (!params.count(key)) needed_after[s].insert(key);
+      if (!param_index.count(key)) needed_after[s].insert(key);
     }
   }
 
-  std::vector<std::unique_ptr<Channel<Envelope>>> channels;  // channels[s]: s -> s + 1
-  for (int s = 0; s + 1 < K; ++s) channels.push_back(std::make_unique<Channel<Envelope>>(M));
-  Failure failure(channels);
+  // forward[s]: s -> s + 1; backward[s]: s + 1 -> s. A step sends M
+  // messages each way, so a capacity of M never blocks a sender.
+  std::vector<std::unique_ptr<Channel<Envelope>>> forward, backward;
+  std::vector<Channel<Envelope>*> all;
+  for (int s = 0; s + 1 < K; ++s) {
+    forward.push_back(std::make_unique<Channel<Envelope>>(M));
+    backward.push_back(std::make_unique<Channel<Envelope>>(M));
+    all.push_back(forward.back().get());
+    all.push_back(backward.back().get());
+  }
+  Failure failure(all);
   // made[s][mb]: the model outputs stage s made for micro-batch mb, by
   // output index; each worker writes only its own, so no lock is needed.
   std::vector<std::vector<std::map<size_t, c10::IValue>>> made(K, std::vector<std::map<size_t, c10::IValue>>(M));
+  std::vector<std::vector<at::Tensor>> losses(K);
   PipelineRun run;
   run.busy_ms.assign(K, 0);
+  run.events.assign(K, {});
+  std::vector<int64_t> peak(K, -1);
   const int threads = options.threads_per_stage > 0 ? options.threads_per_stage : std::max(1, plan.profile.threads);
+  const Clock::time_point start = Clock::now();
 
   const auto worker = [&](int s) {
     int current = -1;
     try {
       at::set_num_threads(threads);
+      std::optional<at::NoGradGuard> no_grad;
+      if (!training) no_grad.emplace();
       const StageGraph& stage = loaded.stages[s];
       const GraphRunner runner(stage.graph, Concat("stage", s));
-      std::map<int, Bundle> env;
+      std::map<int, InFlight> flight;
       for (const Action& action : plan.stages[s].actions) {
         current = action.microbatch;
+        const Clock::time_point begin = Clock::now();
+        InFlight& mb = flight[action.microbatch];
         switch (action.kind) {
           case ActionKind::kRecvF: {
-            std::optional<Envelope> message = channels[s - 1]->Receive();
+            std::optional<Envelope> message = forward[s - 1]->Receive();
             if (!message) return;  // another stage failed
             if (message->microbatch != action.microbatch) {
               throw InternalError(Concat("received micro-batch ", message->microbatch, ", expected ", action.microbatch));
             }
-            env[action.microbatch] = std::move(message->values);
+            for (auto& [key, value] : message->values) {
+              if (training) value = Detached(value, mb.leaves[key]);
+              mb.values.emplace(key, std::move(value));
+            }
             break;
           }
           case ActionKind::kForward: {
-            Bundle& values = env[action.microbatch];
             if (s == 0) {
               for (size_t i = 0; i < canonical.num_model_inputs; ++i) {
-                values[{graph_inputs[i], 0}] = microbatches[action.microbatch][i];
+                mb.values[{graph_inputs[i], 0}] = microbatches[action.microbatch][i];
               }
             }
             std::vector<c10::IValue> inputs;
             for (const BoundaryValue& key : stage.inputs) {
-              if (auto p = params.find(key); p != params.end()) {
-                inputs.push_back(p->second);
-              } else if (auto v = values.find(key); v != values.end()) {
+              if (auto p = stage_params[s].find(key); p != stage_params[s].end()) {
+                inputs.emplace_back(p->second);
+              } else if (auto v = mb.values.find(key); v != mb.values.end()) {
                 inputs.push_back(v->second);
               } else {
                 throw InternalError(Concat("stage input ", key.value->debugName(), " never arrived"));
               }
             }
-            const auto start = std::chrono::steady_clock::now();
             std::vector<c10::IValue> outputs = runner.Run(std::move(inputs));
-            run.busy_ms[s] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-            for (size_t i = 0; i < stage.outputs.size(); ++i) values[stage.outputs[i]] = outputs[i];
+            for (size_t i = 0; i < stage.outputs.size(); ++i) mb.values[stage.outputs[i]] = outputs[i];
             for (size_t k = 0; k < output_keys.size(); ++k) {
-              auto it = values.find(output_keys[k]);
-              if (it != values.end()) made[s][action.microbatch].emplace(k, it->second);
+              auto it = mb.values.find(output_keys[k]);
+              if (it == mb.values.end()) continue;
+              if (training && k == 0 && s == loss_stage) {
+                const auto tensors = FlattenTensors(it->second);
+                if (tensors.empty()) throw InputError("training needs a tensor as the model's first output");
+                mb.loss = MicrobatchLoss(tensors.front(), training->labels[action.microbatch], training->loss,
+                                         training->batch_elements);
+                losses[s].push_back(mb.loss.detach());
+              } else if (!training) {
+                made[s][action.microbatch].emplace(k, it->second);
+              }
             }
-            if (s == K - 1) env.erase(action.microbatch);
+            if (!training && s == K - 1) flight.erase(action.microbatch);
             break;
           }
           case ActionKind::kSendF: {
-            Envelope message{action.microbatch, {}};
-            for (auto& [key, value] : env[action.microbatch]) {
-              if (needed_after[s].count(key)) message.values.emplace(key, value);
+            Envelope message{action.microbatch, {}, {}};
+            for (auto& [key, value] : mb.values) {
+              if (!needed_after[s].count(key)) continue;
+              message.values.emplace(key, value);
+              if (training) mb.sent.emplace(key, FlattenTensors(value));
             }
-            env.erase(action.microbatch);
-            if (!channels[s]->Send(std::move(message))) return;
+            if (training) {
+              mb.values.clear();  // the autograd graph keeps what the backward needs
+            } else {
+              flight.erase(action.microbatch);
+            }
+            if (!forward[s]->Send(std::move(message))) return;
             break;
           }
-          default:
-            throw InternalError(Concat("action ", FormatAction(action), " in an inference plan"));
+          case ActionKind::kRecvB: {
+            std::optional<Envelope> message = backward[s]->Receive();
+            if (!message) return;
+            if (message->microbatch != action.microbatch) {
+              throw InternalError(Concat("received gradients of micro-batch ", message->microbatch, ", expected ",
+                                         action.microbatch));
+            }
+            mb.grads = std::move(message->grads);
+            break;
+          }
+          case ActionKind::kBackward: {
+            std::vector<at::Tensor> roots, seeds;
+            if (mb.loss.defined()) roots.push_back(mb.loss), seeds.push_back(at::ones_like(mb.loss));
+            for (const auto& [key, grads] : mb.grads) {
+              auto sent = mb.sent.find(key);
+              if (sent == mb.sent.end() || sent->second.size() != grads.size()) {
+                throw InternalError(Concat("gradients for ", key.value->debugName(), " that this stage did not send"));
+              }
+              for (size_t i = 0; i < grads.size(); ++i) {
+                if (grads[i].defined() && sent->second[i].defined() && sent->second[i].requires_grad()) {
+                  roots.push_back(sent->second[i]);
+                  seeds.push_back(grads[i]);
+                }
+              }
+            }
+            if (!roots.empty()) torch::autograd::backward(roots, seeds);
+            if (s == 0) flight.erase(action.microbatch);  // nothing goes further back
+            break;
+          }
+          case ActionKind::kSendB: {
+            Envelope message{action.microbatch, {}, {}};
+            for (const auto& [key, leaves] : mb.leaves) {
+              std::vector<at::Tensor>& grads = message.grads[key];
+              for (const at::Tensor& leaf : leaves) grads.push_back(leaf.defined() ? leaf.grad() : at::Tensor());
+            }
+            flight.erase(action.microbatch);
+            if (!backward[s - 1]->Send(std::move(message))) return;
+            break;
+          }
         }
+        const Clock::time_point end = Clock::now();
+        if (action.kind == ActionKind::kForward || action.kind == ActionKind::kBackward) run.busy_ms[s] += Ms(begin, end);
+        run.events[s].push_back({action.kind, action.microbatch, Ms(start, begin), Ms(start, end)});
+        peak[s] = std::max(peak[s], HeapBytesInUse());
+      }
+      if (training && training->sgd) {
+        for (size_t i : owned[s]) training->sgd->Step(i, canonical.params[i].tensor);
       }
     } catch (const std::exception& e) {
       failure.Record(s, current, e.what());
     }
   };
 
-  const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> workers;
   for (int s = 0; s < K; ++s) workers.emplace_back(worker, s);
   for (auto& w : workers) w.join();
-  run.step_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  run.step_ms = Ms(start, Clock::now());
   if (!failure.What().empty()) throw Error(failure.What());
+  run.peak_heap_bytes = *std::max_element(peak.begin(), peak.end());
+
+  if (training) {
+    // Tied parameters: the aliases' gradients join the real tensor's, then
+    // it is stepped once.
+    at::NoGradGuard no_grad;
+    for (const auto& [i, alias] : aliases) {
+      if (!alias.grad().defined()) continue;
+      at::Tensor& grad = canonical.params[i].tensor.mutable_grad();
+      grad = grad.defined() ? grad + alias.grad() : alias.grad().clone();
+    }
+    if (training->sgd) {
+      for (size_t i = 0; i < users.size(); ++i) {
+        if (users[i] > 1) training->sgd->Step(i, canonical.params[i].tensor);
+      }
+    }
+    for (const auto& stage_losses : losses) {
+      for (const at::Tensor& loss : stage_losses) run.loss += loss.item<double>();
+    }
+    return run;
+  }
 
   std::vector<std::vector<c10::IValue>> results(M, std::vector<c10::IValue>(output_keys.size()));
   for (int mb = 0; mb < M; ++mb) {
@@ -270,7 +376,7 @@ PipelineRun RunInference(const LoadedPlan& loaded, const std::vector<c10::IValue
       }
     }
   }
-  run.outputs = JoinMicrobatches(results, loaded.output_batch_dims);
+  run.outputs = JoinMicrobatches(results, loaded.output_layout.batch_dims);
   return run;
 }
 

@@ -13,16 +13,29 @@
 
 namespace mp {
 
-std::vector<c10::IValue> LoadInputs(const std::string& path, const std::vector<TensorSpec>& spec) {
+namespace {
+
+c10::IValue LoadFile(const std::string& path, const std::string& flag) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(Concat("--input ", path, ": no such file"));
+  if (!in) throw InputError(Concat(flag, " ", path, ": no such file"));
   const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  c10::IValue loaded;
   try {
-    loaded = torch::jit::pickle_load(bytes);
+    return torch::jit::pickle_load(bytes);
   } catch (const std::exception& e) {
-    throw InputError(Concat("--input ", path, ": not a file written by torch.save (", ErrorLine(e.what()), ")"));
+    throw InputError(Concat(flag, " ", path, ": not a file written by torch.save (", ErrorLine(e.what()), ")"));
   }
+}
+
+}  // namespace
+
+at::Tensor LoadTensor(const std::string& path, const std::string& flag) {
+  const c10::IValue loaded = LoadFile(path, flag);
+  if (!loaded.isTensor()) throw InputError(Concat(flag, " ", path, ": a ", loaded.tagKind(), ", expected one tensor"));
+  return loaded.toTensor();
+}
+
+std::vector<c10::IValue> LoadInputs(const std::string& path, const std::vector<TensorSpec>& spec) {
+  const c10::IValue loaded = LoadFile(path, "--input");
   std::vector<c10::IValue> inputs;
   if (loaded.isTuple()) {
     for (const auto& v : loaded.toTupleRef().elements()) inputs.push_back(v);

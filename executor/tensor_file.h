@@ -1,6 +1,6 @@
 // Tensors in and out of mpexec as files Python reads and writes with
 // torch.save / torch.load: the model's inputs (one tensor, or a tuple or
-// list with one per input) and its outputs.
+// list with one per input), labels, and its outputs.
 #pragma once
 
 #include <ATen/core/ivalue.h>
@@ -15,6 +15,10 @@ namespace mp {
 // Reads `path` and checks each input against the plan's spec (dtype and
 // shape). Throws InputError naming the file and the input.
 std::vector<c10::IValue> LoadInputs(const std::string& path, const std::vector<TensorSpec>& spec);
+
+// One tensor saved with torch.save (labels); InputError naming `flag` and
+// the file otherwise.
+at::Tensor LoadTensor(const std::string& path, const std::string& flag);
 
 // Writes the outputs (one value, or a tuple of several) atomically, never
 // over a file in `protected_paths`.

@@ -6,8 +6,9 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 
-#include "executor/pipeline.h"
+#include "executor/microbatches.h"
 #include "planner/graph/run_graph.h"
 
 namespace mp {
@@ -21,7 +22,7 @@ std::vector<c10::IValue> RunWholeMicrobatches(const LoadedPlan& loaded, const st
   for (const auto& microbatch : SplitMicrobatches(loaded.plan, model_inputs)) {
     outputs.push_back(RunWhole(loaded.canonical, microbatch));
   }
-  return JoinMicrobatches(outputs, loaded.output_batch_dims);
+  return JoinMicrobatches(outputs, loaded.output_layout.batch_dims);
 }
 
 Verification Verify(const std::vector<c10::IValue>& got, const std::vector<c10::IValue>& want, double rtol,
@@ -43,6 +44,30 @@ Verification Verify(const std::vector<c10::IValue>& got, const std::vector<c10::
       result.ok = at::equal(a[i], b[i]);
     }
   }
+  return result;
+}
+
+StateComparison CompareState(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want,
+                             const std::vector<std::string>& names, double rtol) {
+  StateComparison result;
+  result.ok = got.size() == want.size();
+  for (size_t i = 0; result.ok && i < got.size(); ++i) {
+    ++result.tensors;
+    if (got[i].sizes() != want[i].sizes() || got[i].scalar_type() != want[i].scalar_type()) {
+      result.ok = false;
+      result.worst = i < names.size() ? names[i] : "";
+      break;
+    }
+    if (got[i].numel() == 0) continue;
+    const at::Tensor a = got[i].detach().to(at::kDouble), b = want[i].detach().to(at::kDouble);
+    const double scale = std::max(b.abs().max().item<double>(), 1e-30);
+    const double diff = (a - b).abs().max().item<double>() / scale;
+    if (diff > result.max_relative_diff || std::isnan(diff)) {
+      result.max_relative_diff = std::isnan(diff) ? INFINITY : diff;
+      result.worst = i < names.size() ? names[i] : "";
+    }
+  }
+  result.ok = result.ok && result.max_relative_diff <= rtol;
   return result;
 }
 

@@ -4,6 +4,7 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <string>
 #include <vector>
 
 #include "executor/loaded_plan.h"
@@ -29,5 +30,16 @@ std::vector<c10::IValue> RunWholeMicrobatches(const LoadedPlan& loaded, const st
 // needed: the micro-batch changes the summation order of float kernels.
 Verification Verify(const std::vector<c10::IValue>& got, const std::vector<c10::IValue>& want, double rtol = 0,
                     double atol = 0);
+
+// A trained state against a reference state, tensor by tensor: the largest
+// difference relative to the reference tensor's largest magnitude.
+struct StateComparison {
+  bool ok = false;
+  double max_relative_diff = 0;
+  std::string worst;         // the name of the tensor with that difference
+  int tensors = 0;
+};
+StateComparison CompareState(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want,
+                             const std::vector<std::string>& names, double rtol);
 
 }  // namespace mp

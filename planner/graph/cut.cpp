@@ -166,21 +166,6 @@ class StageBuilder {
     return local;
   }
 
-  // Follows outputs that alias an input (views, in-place results) back to
-  // the value that owns the storage within this stage graph.
-  static Value* AliasRoot(Value* v) {
-    for (;;) {
-      Node* node = v->node();
-      const auto* schema = node->maybeSchema();
-      if (!schema || node->outputs().size() != 1 || schema->returns().empty() ||
-          !schema->returns()[0].alias_info() || schema->arguments().empty() ||
-          !schema->arguments()[0].alias_info() || node->inputs().empty()) {
-        return v;
-      }
-      v = node->input(0);
-    }
-  }
-
   // The storage roots a cloned node writes to, including writes made by
   // the nodes of its blocks (an aten::append inside a prim::Loop).
   static void WriteTargets(Node* node, std::set<Value*>& roots) {

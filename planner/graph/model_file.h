@@ -17,6 +17,8 @@ struct ModelFile {
   std::string path;
   torch::jit::Module module;
   std::vector<TensorSpec> input_spec;  // empty when the file carries none
+  std::string input_spec_json;         // the spec as stored (kInputSpecFile), to write it back
+  bool training = false;               // the module's training flag as loaded
 };
 
 // Loads `path` on the CPU. Throws InputError when the file is missing,

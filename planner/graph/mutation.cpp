@@ -38,6 +38,39 @@ void CollectNodes(Node* node, std::vector<Node*>& out) {
 
 }  // namespace
 
+torch::jit::Value* AliasRoot(torch::jit::Value* v) {
+  for (;;) {
+    torch::jit::Node* node = v->node();
+    const auto* schema = node->maybeSchema();
+    if (!schema || node->outputs().size() != 1 || schema->returns().empty() ||
+        !schema->returns()[0].alias_info() || schema->arguments().empty() ||
+        !schema->arguments()[0].alias_info() || node->inputs().empty()) {
+      return v;
+    }
+    v = node->input(0);
+  }
+}
+
+namespace {
+
+// AliasDb lets every graph input of a type alias every other (a caller
+// could pass one tensor twice), so a write to one parameter would count as a
+// write to all: BatchNorm's num_batches_tracked.add_ in training would
+// version every weight. Parameters and buffers are distinct tensors (tied
+// ones are one input), so a node writes an input only through an argument
+// whose storage root is that input. Nodes without a schema keep AliasDb's.
+bool WritesInput(Node* inner, Value* input, const torch::jit::AliasDb& alias_db) {
+  const auto* schema = inner->maybeSchema();
+  if (!schema) return alias_db.writesToAlias(inner, {input});
+  for (size_t i = 0; i < schema->arguments().size() && i < inner->inputs().size(); ++i) {
+    const auto* alias = schema->arguments()[i].alias_info();
+    if (alias && alias->isWrite() && AliasRoot(inner->input(i)) == input) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 const std::vector<int>& MutationInfo::WritersOf(const Value* value) const {
   static const std::vector<int> none;
   auto it = writers.find(value);
@@ -78,7 +111,7 @@ MutationInfo AnalyzeMutation(const CanonicalGraph& canonical) {
         const bool input = value->node() == graph.param_node();
         if (!input && canonical.NodeId(value->node()) >= id) continue;
         for (Node* inner : subtree) {
-          if (alias_db.writesToAlias(inner, {value})) {
+          if (input ? WritesInput(inner, value, alias_db) : alias_db.writesToAlias(inner, {value})) {
             info.writers[value].push_back(id);
             break;
           }

@@ -26,6 +26,10 @@ struct MutationInfo {
   int FinalVersion(const torch::jit::Value* value) const;
 };
 
+// Follows outputs that alias an input (views, in-place results) back to the
+// value that owns the storage.
+torch::jit::Value* AliasRoot(torch::jit::Value* v);
+
 // Uses PyTorch's AliasDb, so writes through views count as writes to the
 // viewed value.
 MutationInfo AnalyzeMutation(const CanonicalGraph& canonical);

@@ -32,7 +32,8 @@ std::string Plan(const std::string& model, const std::string& name, const std::s
 
 TEST_CASE("inference plans of every zoo model run pipelined and match the model run whole") {
   for (const std::string& file : mp::test::ZooFiles()) {
-    for (int stages : {2, 3}) {
+    for (int stages : {2, 3, 4}) {
+      if (file.rfind("toy.", 0) == 0 && stages == 4) continue;  // only 3 of its nodes take time
       CAPTURE(file);
       CAPTURE(stages);
       const std::string plan =
@@ -92,7 +93,7 @@ TEST_CASE("the first failing stage ends the run with its stage and micro-batch, 
   CHECK(std::count(run.out.begin(), run.out.end(), '\n') == 1);
 }
 
-TEST_CASE("a model changed since planning is refused, and training plans say they are not runnable yet") {
+TEST_CASE("a model changed since planning is refused") {
   std::filesystem::create_directories(TempPath("changed"));
   const std::string model = TempPath("changed/model.pt");
   std::filesystem::copy_file(ZooPath("toy.script.pt"), model, std::filesystem::copy_options::overwrite_existing);
@@ -102,11 +103,6 @@ TEST_CASE("a model changed since planning is refused, and training plans say the
   CHECK(run.status == 1);
   CHECK(run.out.find("model.sha256: ") != std::string::npos);
   CHECK(run.out.find("has changed since it was planned") != std::string::npos);
-
-  const std::string train = Plan(ZooPath("toy.script.pt"), "toy.train", "--gpus 2");
-  const auto refused = Mpexec(train);
-  CHECK(refused.status == 1);
-  CHECK(refused.out == "mpexec: this mpexec runs inference plans only (mode: infer); training comes next\n");
 }
 
 TEST_CASE("--input and --output exchange tensors with Python's torch.save and torch.load") {

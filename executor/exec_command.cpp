@@ -1,0 +1,238 @@
+// RunExecCommand: checks every flag against the plan before the first step,
+// keeps the median step (by wall time) for the per-stage figures and the
+// trace, and runs the references for --verify from a copy of the state
+// taken before the first step.
+#include "executor/exec_command.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "common/allocator.h"
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "executor/chrome_trace.h"
+#include "executor/reference_training.h"
+#include "executor/tensor_file.h"
+#include "executor/verify.h"
+#include "planner/graph/run_graph.h"
+
+namespace mp {
+namespace {
+
+double ErrorPct(double measured, double predicted) { return predicted > 0 ? (measured / predicted - 1) * 100 : 0.0; }
+
+double RelativeDiff(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
+
+bool HasBatchNorm(const CanonicalGraph& canonical) {
+  for (const auto* node : canonical.nodes) {
+    if (node->kind().toQualString() == std::string("aten::batch_norm")) return true;
+  }
+  return false;
+}
+
+// Losses and final state of a reference trained on the same steps.
+struct ReferenceResult {
+  double max_loss_diff = 0;  // relative, over the steps
+  StateComparison state;
+};
+
+ReferenceResult TrainReference(const Executor& exec, const std::vector<at::Tensor>& start,
+                               const std::vector<c10::IValue>& inputs, const at::Tensor& labels,
+                               const std::vector<double>& losses, bool microbatched) {
+  ReferenceTrainer reference(exec.loaded(), start, exec.options().training, microbatched);
+  ReferenceResult result;
+  for (double loss : losses) {
+    double want = 0;
+    try {
+      want = reference.Step(inputs, labels);
+    } catch (const c10::Error& e) {
+      throw InputError(Concat("--verify: the model run whole on one device cannot be trained (",
+                              microbatched ? "same micro-batches" : "full batch", "): ", ErrorLine(e.what())));
+    }
+    result.max_loss_diff = std::max(result.max_loss_diff, std::isnan(loss) ? INFINITY : RelativeDiff(loss, want));
+  }
+  result.state = CompareState(exec.State(), reference.State(), exec.StateNames(), 1e-5);
+  return result;
+}
+
+}  // namespace
+
+nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
+  if (request.steps < 1) throw InputError(Concat("--steps must be at least 1, got ", request.steps));
+  if (request.warmup < 0) throw InputError(Concat("--warmup must not be negative, got ", request.warmup));
+  Executor exec(request.plan, request.options);
+  const Plan& plan = exec.plan();
+  const LoadedPlan& loaded = exec.loaded();
+  const bool training = plan.training;
+  const std::vector<std::string> inputs_read = {request.plan, loaded.model_path, request.input, request.labels};
+  if (training && !request.output.empty()) {
+    throw InputError("--output: this is a training plan; its outputs are not kept (use --save for the trained model)");
+  }
+  if (!training && !request.save.empty()) throw InputError("--save: this is an inference plan; it trains nothing");
+  if (!training && !request.labels.empty()) throw InputError("--labels: this is an inference plan; it takes no labels");
+  for (const std::string* path : {&request.output, &request.save, &request.trace}) {
+    if (!path->empty()) CheckWritable(*path, inputs_read);
+  }
+  const std::vector<c10::IValue> inputs =
+      request.input.empty() ? exec.SyntheticInputs() : LoadInputs(request.input, plan.inputs);
+  at::Tensor labels;
+  if (training) {
+    labels = request.labels.empty() ? exec.SyntheticLabels() : LoadTensor(request.labels, "--labels");
+    exec.CheckLabels(labels, "--labels " + request.labels);
+  }
+  const std::vector<at::Tensor> start = request.verify && training ? exec.State() : std::vector<at::Tensor>{};
+
+  const int64_t heap_before = HeapBytesInUse();
+  std::vector<PipelineRun> runs;
+  std::vector<double> losses;
+  for (int i = 0; i < request.warmup + request.steps; ++i) {
+    PipelineRun step = training ? exec.TrainStep(inputs, labels) : exec.Infer(inputs);
+    losses.push_back(step.loss);
+    if (i >= request.warmup) runs.push_back(std::move(step));
+  }
+  int64_t peak_heap = -1;
+  for (const auto& r : runs) peak_heap = std::max(peak_heap, r.peak_heap_bytes);
+  std::vector<size_t> order(runs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return runs[a].step_ms < runs[b].step_ms; });
+  const PipelineRun& run = runs[order[order.size() / 2]];  // the median step
+  const double median = run.step_ms;
+  const double predicted = plan.predicted.step_ms;
+
+  nlohmann::json stages = nlohmann::json::array();
+  int64_t predicted_peak = 0;
+  for (size_t s = 0; s < run.busy_ms.size(); ++s) {
+    const double predicted_busy = plan.stages[s].busy_fraction * predicted;
+    stages.push_back({{"id", s},
+                      {"busy_ms", run.busy_ms[s]},
+                      {"idle_ms", std::max(0.0, median - run.busy_ms[s])},
+                      {"predicted_busy_ms", predicted_busy},
+                      {"busy_error_pct", ErrorPct(run.busy_ms[s], predicted_busy)},
+                      {"predicted_busy_fraction", plan.stages[s].busy_fraction},
+                      {"predicted_peak_memory_bytes", plan.stages[s].peak_memory_bytes}});
+    predicted_peak += plan.stages[s].peak_memory_bytes;
+  }
+  nlohmann::json out = {{"plan", request.plan},
+                        {"mode", training ? "train" : "infer"},
+                        {"stages", stages},
+                        {"microbatches", plan.microbatches},
+                        {"microbatch_size", plan.microbatch_size},
+                        {"batch", plan.batch},
+                        {"schedule", ScheduleName(plan.schedule)},
+                        {"threads_per_stage", request.options.pipeline.threads_per_stage > 0
+                                                  ? request.options.pipeline.threads_per_stage
+                                                  : std::max(1, plan.profile.threads)},
+                        {"steps", request.steps},
+                        {"warmup", request.warmup},
+                        {"step_ms", median},
+                        {"predicted_step_ms", predicted},
+                        {"step_error_pct", ErrorPct(median, predicted)},
+                        {"measured_vs_predicted", predicted > 0 ? median / predicted : 0.0},
+                        {"samples_per_s", median > 0 ? double(plan.batch) * 1000.0 / median : 0.0},
+                        {"predicted_samples_per_s", plan.predicted.samples_per_s},
+                        // CPU workers share one device: the process's heap.
+                        {"memory",
+                         {{"device", "cpu"},
+                          {"peak_bytes", peak_heap},
+                          {"before_steps_bytes", heap_before},
+                          {"predicted_peak_bytes", predicted_peak}}}};
+  if (training) {
+    out["loss"] = losses.back();
+    out["losses"] = losses;
+    out["loss_function"] = LossName(request.options.training.loss);
+    out["lr"] = request.options.training.lr;
+    out["momentum"] = request.options.training.momentum;
+  }
+
+  if (request.verify && !training) {
+    // Bit for bit against the same micro-batches run without pipelining;
+    // the full batch in one go is only reported (its float sums differ).
+    const Verification v = Verify(run.outputs, RunWholeMicrobatches(loaded, inputs));
+    const Verification full = Verify(run.outputs, RunWhole(loaded.canonical, inputs), 1e-4, 1e-5);
+    out["verify"] = v.ok;
+    out["verify_detail"] = {{"max_abs_diff", v.max_abs_diff},
+                            {"tensors", v.tensors},
+                            {"full_batch_max_abs_diff", full.max_abs_diff},
+                            {"full_batch_close", full.ok}};
+  } else if (request.verify) {
+    // Within 1e-5 of the same micro-batches trained on one device; the full
+    // batch in one go is reported beside it.
+    const ReferenceResult same = TrainReference(exec, start, inputs, labels, losses, true);
+    const ReferenceResult full = TrainReference(exec, start, inputs, labels, losses, false);
+    const bool ok = same.max_loss_diff <= 1e-5 && same.state.ok;
+    out["verify"] = ok;
+    nlohmann::json detail = {{"rtol", 1e-5},
+                             {"steps", losses.size()},
+                             {"max_loss_relative_diff", same.max_loss_diff},
+                             {"max_state_relative_diff", same.state.max_relative_diff},
+                             {"worst_tensor", same.state.worst},
+                             {"tensors", same.state.tensors},
+                             {"full_batch_max_loss_relative_diff", full.max_loss_diff},
+                             {"full_batch_max_state_relative_diff", full.state.max_relative_diff},
+                             {"full_batch_worst_tensor", full.state.worst}};
+    if (HasBatchNorm(loaded.canonical) && plan.microbatches > 1) {
+      detail["note"] =
+          "BatchNorm normalises each micro-batch with its own statistics, so the full batch in one go trains "
+          "differently; expected";
+    }
+    out["verify_detail"] = detail;
+  }
+
+  const std::vector<std::string> protect = inputs_read;
+  if (!request.output.empty()) SaveOutputs(request.output, run.outputs, protect);
+  if (!request.save.empty()) exec.SaveModel(request.save, protect);
+  if (!request.trace.empty()) WriteFileAtomically(request.trace, ChromeTrace(plan, run), protect);
+  return out;
+}
+
+std::string FormatExecReport(const nlohmann::json& r) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(1);
+  out << "ran " << r["plan"].get<std::string>() << " (" << r["mode"].get<std::string>() << "): " << r["stages"].size()
+      << " stages x " << r["microbatches"] << " micro-batches of " << r["microbatch_size"] << ", "
+      << r["schedule"].get<std::string>() << ", " << r["threads_per_stage"] << " thread(s) per stage; median of "
+      << r["steps"] << " step(s) after " << r["warmup"] << " warm-up\n";
+  out << "step        " << r["step_ms"].get<double>() << " ms measured, " << r["predicted_step_ms"].get<double>()
+      << " ms predicted (" << std::showpos << r["step_error_pct"].get<double>() << std::noshowpos << "%)\n";
+  out << "throughput  " << r["samples_per_s"].get<double>() << " samples/s measured, "
+      << r["predicted_samples_per_s"].get<double>() << " predicted\n";
+  for (const auto& s : r["stages"]) {
+    out << "stage " << s["id"] << "     busy " << s["busy_ms"].get<double>() << " ms (predicted "
+        << s["predicted_busy_ms"].get<double>() << ", " << std::showpos << s["busy_error_pct"].get<double>()
+        << std::noshowpos << "%), idle " << s["idle_ms"].get<double>() << " ms\n";
+  }
+  const auto& memory = r["memory"];
+  if (memory["peak_bytes"].get<int64_t>() >= 0) {
+    out << "memory      cpu heap peak " << memory["peak_bytes"].get<int64_t>() / 1048576.0 << " MiB in use ("
+        << memory["before_steps_bytes"].get<int64_t>() / 1048576.0 << " MiB before the steps); the plan predicts "
+        << memory["predicted_peak_bytes"].get<int64_t>() / 1048576.0 << " MiB over its stages\n";
+  }
+  if (r.contains("loss")) {
+    out.precision(6);
+    out << "loss        " << r["loss"].get<double>() << " (" << r["loss_function"].get<std::string>() << ", lr "
+        << r["lr"].get<double>() << ", momentum " << r["momentum"].get<double>() << ")\n";
+  }
+  if (r.contains("verify")) {
+    const auto& d = r["verify_detail"];
+    out.unsetf(std::ios::fixed);
+    out.precision(3);
+    if (r["mode"] == "infer") {
+      out << "verify      " << (r["verify"].get<bool>() ? "outputs equal, bit for bit," : "OUTPUTS DIFFER from")
+          << " the model run whole on the same micro-batches; the full batch in one go differs by at most "
+          << d["full_batch_max_abs_diff"].get<double>() << "\n";
+    } else {
+      out << "verify      " << (r["verify"].get<bool>() ? "ok" : "FAILED") << ": losses within "
+          << d["max_loss_relative_diff"].get<double>() << " and state within "
+          << d["max_state_relative_diff"].get<double>()
+          << (d["worst_tensor"] == "" ? "" : " (worst " + d["worst_tensor"].get<std::string>() + ")") << " of the same micro-batches trained on one device (limit 1e-05); the full batch in one go: loss "
+          << d["full_batch_max_loss_relative_diff"].get<double>() << ", state "
+          << d["full_batch_max_state_relative_diff"].get<double>() << "\n";
+      if (d.contains("note")) out << "            " << d["note"].get<std::string>() << "\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace mp

@@ -1,0 +1,37 @@
+// What `mpexec PLAN` does: load the plan, run warm-up and timed steps
+// (inference or training), optionally verify against the model run whole on
+// one device, and write what the user asked for (outputs, trained model,
+// trace). The main only parses flags and prints.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "executor/executor.h"
+
+namespace mp {
+
+struct ExecCommandRequest {
+  std::string plan;
+  ExecutorOptions options;
+  int steps = 1;
+  int warmup = 0;
+  bool verify = false;
+  std::string input;    // --input FILE.pt; "": synthetic
+  std::string labels;   // --labels FILE.pt; "": synthetic (training)
+  std::string output;   // --output FILE.pt (inference)
+  std::string save;     // --save FILE.pt (training)
+  std::string trace;    // --trace FILE.json
+};
+
+// The single JSON object `mpexec --json` prints (docs/executor.md lists the
+// fields). Throws InputError for bad requests before any step runs, and the
+// runtime's errors as they come. Files are written atomically after the
+// steps, never over the plan, its model or an input.
+nlohmann::json RunExecCommand(const ExecCommandRequest& request);
+
+// The human-readable report of that object.
+std::string FormatExecReport(const nlohmann::json& result);
+
+}  // namespace mp

@@ -1,0 +1,60 @@
+// Executor: a LoadedPlan, the optimizer state that persists across steps,
+// and thin calls into RunPipeline.
+#include "executor/executor.h"
+
+#include "executor/reference_training.h"
+#include "executor/save_model.h"
+#include "common/error.h"
+#include "planner/graph/run_graph.h"
+
+namespace mp {
+
+Executor::Executor(const std::string& plan_path, const ExecutorOptions& options)
+    : loaded_(LoadPlanForRun(plan_path)),
+      options_(options),
+      sgd_(loaded_.canonical.params.size(), options.training.lr, options.training.momentum) {}
+
+std::vector<c10::IValue> Executor::SyntheticInputs(uint64_t seed) const {
+  return mp::SyntheticInputs(loaded_.plan.inputs, seed);
+}
+
+at::Tensor Executor::SyntheticLabels(uint64_t seed) const {
+  return mp::SyntheticLabels(loaded_.output_layout, loaded_.plan.batch, options_.training.loss, seed);
+}
+
+void Executor::CheckLabels(const at::Tensor& labels, const std::string& what) const {
+  mp::CheckLabels(labels, loaded_.output_layout, loaded_.plan.batch, options_.training.loss, what);
+}
+
+PipelineRun Executor::Infer(const std::vector<c10::IValue>& inputs) const {
+  return RunPipeline(loaded_, inputs, nullptr, options_.pipeline);
+}
+
+PipelineRun Executor::TrainStep(const std::vector<c10::IValue>& inputs, const at::Tensor& labels) {
+  if (!loaded_.plan.training) {
+    throw InputError("this is an inference plan (mode: infer): it has no backward to train with");
+  }
+  CheckLabels(labels);
+  TrainingStep step;
+  step.labels = SplitTensor(loaded_.plan, labels, loaded_.output_layout.batch_dims.at(0));
+  step.batch_elements = labels.numel();
+  step.loss = options_.training.loss;
+  step.sgd = &sgd_;
+  return RunPipeline(loaded_, inputs, &step, options_.pipeline);
+}
+
+std::vector<at::Tensor> Executor::State() const { return CloneState(loaded_.canonical); }
+
+std::vector<std::string> Executor::StateNames() const {
+  std::vector<std::string> names;
+  for (const auto& p : loaded_.canonical.params) names.push_back(p.name);
+  return names;
+}
+
+void Executor::SaveModel(const std::string& path, std::vector<std::string> protected_paths) const {
+  protected_paths.push_back(loaded_.plan_path);
+  protected_paths.push_back(loaded_.model_path);
+  SaveTrainedModel(loaded_.model, path, protected_paths);
+}
+
+}  // namespace mp

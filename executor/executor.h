@@ -1,0 +1,63 @@
+// mp::Executor: mpexec as a library. Load a plan once, then run inference
+// on tensors or training steps, from C++ without the command line:
+//
+//   mp::Executor exec("mlp.plan.yaml");
+//   auto inputs = exec.SyntheticInputs();
+//   mp::PipelineRun step = exec.TrainStep(inputs, exec.SyntheticLabels());
+//   exec.SaveModel("mlp.trained.pt");
+//
+// See examples/train_and_infer.cpp.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <string>
+#include <vector>
+
+#include "executor/loaded_plan.h"
+#include "executor/pipeline.h"
+#include "executor/training.h"
+
+namespace mp {
+
+struct ExecutorOptions {
+  PipelineOptions pipeline;
+  TrainingOptions training;  // loss, lr, momentum (training plans)
+};
+
+class Executor {
+ public:
+  // LoadPlanForRun: throws InputError for a bad plan or a changed model.
+  explicit Executor(const std::string& plan_path, const ExecutorOptions& options = {});
+
+  const Plan& plan() const { return loaded_.plan; }
+  const LoadedPlan& loaded() const { return loaded_; }
+  const ExecutorOptions& options() const { return options_; }
+
+  // Deterministic inputs from the plan's spec, and labels for the loss.
+  std::vector<c10::IValue> SyntheticInputs(uint64_t seed = 0) const;
+  at::Tensor SyntheticLabels(uint64_t seed = 0) const;
+  // Labels the caller brings: InputError naming `what` unless they fit.
+  void CheckLabels(const at::Tensor& labels, const std::string& what = "labels") const;
+
+  // Inference plans: the whole batch's outputs, pipelined (run.outputs).
+  PipelineRun Infer(const std::vector<c10::IValue>& inputs) const;
+  // Training plans: forward, backward and an SGD step on the whole batch
+  // (run.loss); the model's state changes in place.
+  PipelineRun TrainStep(const std::vector<c10::IValue>& inputs, const at::Tensor& labels);
+
+  // The parameters and buffers (canonical order, names alike), cloned.
+  std::vector<at::Tensor> State() const;
+  std::vector<std::string> StateNames() const;
+
+  // The model with its current state as TorchScript (SaveTrainedModel),
+  // never over the plan or its model.
+  void SaveModel(const std::string& path, std::vector<std::string> protected_paths = {}) const;
+
+ private:
+  LoadedPlan loaded_;
+  ExecutorOptions options_;
+  Sgd sgd_;
+};
+
+}  // namespace mp

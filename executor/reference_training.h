@@ -1,0 +1,41 @@
+// Training without a pipeline: the canonical graph run whole on one device,
+// from a copy of the model's state. `mpexec --verify` trains it on the same
+// steps as the pipeline and compares the losses and the state it ends with.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <string>
+#include <vector>
+
+#include "executor/loaded_plan.h"
+#include "executor/training.h"
+#include "planner/graph/run_graph.h"
+
+namespace mp {
+
+class ReferenceTrainer {
+ public:
+  // Starts from `state` (the canonical parameters and buffers, in order;
+  // see CloneState). `microbatched`: the plan's micro-batches one after
+  // another, as the pipeline computes them; else the whole batch at once.
+  ReferenceTrainer(const LoadedPlan& loaded, std::vector<at::Tensor> state, const TrainingOptions& options,
+                   bool microbatched);
+  // One step on the whole batch's inputs and labels; returns its loss.
+  double Step(const std::vector<c10::IValue>& inputs, const at::Tensor& labels);
+  const std::vector<at::Tensor>& State() const { return state_; }
+
+ private:
+  const LoadedPlan& loaded_;
+  std::vector<at::Tensor> state_;
+  TrainingOptions options_;
+  bool microbatched_;
+  GraphRunner runner_;
+  Sgd sgd_;
+};
+
+// Detached copies of the model's parameters and buffers (canonical order),
+// parameters still asking for gradients.
+std::vector<at::Tensor> CloneState(const CanonicalGraph& canonical);
+
+}  // namespace mp

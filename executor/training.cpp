@@ -1,0 +1,98 @@
+// Loss, labels and SGD, in the form micro-batched training needs: a loss
+// that sums over micro-batches to the batch's mean.
+#include "executor/training.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "common/error.h"
+#include "planner/graph/run_graph.h"
+
+namespace mp {
+namespace {
+
+// Output 0's shape for the batch, and its class count (last dimension).
+std::vector<int64_t> TargetShape(const OutputLayout& layout, int64_t batch, LossKind loss) {
+  if (!layout.error.empty()) throw InputError(Concat("training: ", layout.error));
+  if (layout.shapes.empty()) throw InputError("training needs a tensor output; the model returns none");
+  if (!c10::isFloatingType(layout.dtypes[0])) {
+    throw InputError(Concat("training needs a floating-point output 0, the model's is ", DtypeName(layout.dtypes[0])));
+  }
+  std::vector<int64_t> shape = layout.ShapeAt(0, batch);
+  if (layout.batch_dims[0] < 0) {
+    throw InputError(Concat("training: output 0 (shape ", c10::IntArrayRef(shape), ") has no batch dimension"));
+  }
+  if (loss == LossKind::kCrossEntropy &&
+      (shape.size() < 2 || layout.batch_dims[0] == int(shape.size()) - 1)) {
+    throw InputError(Concat("--loss cross_entropy needs classes along output 0's last dimension, after its batch "
+                            "dimension; output 0 has shape ",
+                            c10::IntArrayRef(shape)));
+  }
+  return shape;
+}
+
+}  // namespace
+
+LossKind ParseLoss(const std::string& name) {
+  if (name == "mse") return LossKind::kMse;
+  if (name == "cross_entropy") return LossKind::kCrossEntropy;
+  throw InputError(Concat("--loss: unknown loss '", name, "' (expected mse or cross_entropy)"));
+}
+
+const char* LossName(LossKind kind) { return kind == LossKind::kMse ? "mse" : "cross_entropy"; }
+
+at::Tensor SyntheticLabels(const OutputLayout& layout, int64_t batch, LossKind loss, uint64_t seed) {
+  std::vector<int64_t> shape = TargetShape(layout, batch, loss);
+  at::Generator gen = at::detail::createCPUGenerator(seed + 7919);
+  const bool one_hot = shape.size() >= 2 && layout.batch_dims[0] != int(shape.size()) - 1;
+  if (!one_hot) return at::randn(shape, gen, at::TensorOptions().dtype(layout.dtypes[0]));
+  const int64_t classes = shape.back();
+  std::vector<int64_t> rows(shape.begin(), shape.end() - 1);
+  const at::Tensor indices = at::randint(classes, rows, gen, at::TensorOptions().dtype(at::kLong));
+  if (loss == LossKind::kCrossEntropy) return indices;
+  return at::zeros(shape, at::TensorOptions().dtype(layout.dtypes[0])).scatter_(-1, indices.unsqueeze(-1), 1.0);
+}
+
+void CheckLabels(const at::Tensor& labels, const OutputLayout& layout, int64_t batch, LossKind loss,
+                 const std::string& what) {
+  std::vector<int64_t> shape = TargetShape(layout, batch, loss);
+  if (loss == LossKind::kCrossEntropy) shape.pop_back();
+  if (labels.sizes().vec() != shape) {
+    throw InputError(Concat(what, ": labels of shape ", labels.sizes(), ", --loss ", LossName(loss), " needs ",
+                            c10::IntArrayRef(shape)));
+  }
+  const bool want_integer = loss == LossKind::kCrossEntropy;
+  if (want_integer ? labels.scalar_type() != at::kLong : !labels.is_floating_point()) {
+    throw InputError(Concat(what, ": labels of dtype ", DtypeName(labels.scalar_type()), ", --loss ", LossName(loss),
+                            " needs ", want_integer ? "int64 class indices" : "floating-point targets"));
+  }
+}
+
+at::Tensor MicrobatchLoss(const at::Tensor& output, const at::Tensor& labels, LossKind loss, int64_t batch_elements) {
+  at::Tensor sum;
+  if (loss == LossKind::kMse) {
+    sum = at::mse_loss(output, labels.to(output.scalar_type()), at::Reduction::Sum);
+  } else {
+    const int64_t classes = output.size(-1);
+    sum = at::cross_entropy_loss(output.reshape({-1, classes}), labels.reshape({-1}), {}, at::Reduction::Sum);
+  }
+  return sum / double(batch_elements);
+}
+
+void Sgd::Step(size_t index, const at::Tensor& param) {
+  const at::Tensor& grad = param.grad();
+  if (!grad.defined()) return;
+  at::NoGradGuard no_grad;
+  at::Tensor& buf = buffers_.at(index);
+  if (momentum_ == 0) {
+    param.add_(grad, -lr_);
+    return;
+  }
+  if (!buf.defined()) {
+    buf = grad.detach().clone();
+  } else {
+    buf.mul_(momentum_).add_(grad);
+  }
+  param.add_(buf, -lr_);
+}
+
+}  // namespace mp

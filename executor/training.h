@@ -1,0 +1,61 @@
+// What a training step adds to a forward pass: the loss on the model's first
+// output tensor, the labels it is measured against, and the SGD update.
+// The pipeline and the single-device reference both use these, so a
+// difference between them can only come from the pipelining.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "executor/microbatches.h"
+
+namespace mp {
+
+enum class LossKind { kMse, kCrossEntropy };
+
+// "mse" | "cross_entropy"; InputError otherwise.
+LossKind ParseLoss(const std::string& name);
+const char* LossName(LossKind kind);
+
+struct TrainingOptions {
+  LossKind loss = LossKind::kMse;
+  double lr = 0.001;      // the tutorial's
+  double momentum = 0;
+};
+
+// Labels for the whole batch, deterministic in `seed`. The loss is taken on
+// output tensor 0 (FlattenTensors order) with its classes along the last
+// dimension: mse compares it with one-hot rows (the tutorial's benchmark),
+// cross_entropy with class indices shaped like it without the last
+// dimension. Throws InputError when output 0 cannot carry that loss.
+at::Tensor SyntheticLabels(const OutputLayout& layout, int64_t batch, LossKind loss, uint64_t seed = 0);
+
+// Checks user labels (--labels) against what SyntheticLabels would make:
+// shape and dtype kind. Throws InputError naming `what`.
+void CheckLabels(const at::Tensor& labels, const OutputLayout& layout, int64_t batch, LossKind loss,
+                 const std::string& what);
+
+// The loss of one micro-batch, scaled so that the micro-batches of a batch
+// add up to the loss of the whole batch: the sum over elements divided by
+// `batch_elements` (the element count of the whole batch's labels). So
+// their gradients accumulate to the full-batch gradient.
+at::Tensor MicrobatchLoss(const at::Tensor& output, const at::Tensor& labels, LossKind loss, int64_t batch_elements);
+
+// SGD as torch.optim.SGD computes it (no dampening, no Nesterov, no weight
+// decay): buf = momentum * buf + grad (buf = grad at first), p -= lr * buf.
+// One momentum buffer per parameter index; workers touch disjoint indices.
+class Sgd {
+ public:
+  Sgd(size_t params, double lr, double momentum) : lr_(lr), momentum_(momentum), buffers_(params) {}
+  // Steps parameter `index` by its .grad; nothing when it has none.
+  void Step(size_t index, const at::Tensor& param);
+
+ private:
+  double lr_, momentum_;
+  std::vector<at::Tensor> buffers_;
+};
+
+}  // namespace mp

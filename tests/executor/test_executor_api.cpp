@@ -1,0 +1,87 @@
+// mp::Executor as a library: training steps change the model's state the
+// way mpexec's do, the saved model holds exactly that state, and the
+// example program in examples/ runs.
+#include "tests/doctest_torch.h"
+
+#include <filesystem>
+
+#include "../graph/zoo.h"
+#include "../run_tool.h"
+#include "common/error.h"
+#include "executor/executor.h"
+#include "executor/reference_training.h"
+#include "executor/verify.h"
+
+using mp::test::TempPath;
+using mp::test::ZooPath;
+
+namespace {
+
+std::string MakePlan(const std::string& file, const std::string& flags) {
+  const std::string out = TempPath(file + ".api.plan.yaml");
+  const auto run = mp::test::RunTool(MP_MPPLAN, ZooPath(file) + " --quiet --device-profile a100-80gb -o " + out + " " + flags);
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Executor trains in place, matches the one-device reference, and saves what it trained") {
+  const std::string plan = MakePlan("branchy.script.pt", "--gpus 3 --stages 3 --microbatches 3 --batch 6 --schedule 1f1b");
+  mp::ExecutorOptions options;
+  options.training.lr = 0.05;
+  options.training.momentum = 0.5;
+  mp::Executor exec(plan, options);
+  const auto inputs = exec.SyntheticInputs(3);
+  const at::Tensor labels = exec.SyntheticLabels(3);
+  mp::ReferenceTrainer reference(exec.loaded(), exec.State(), options.training, true);
+  double first = 0, last = 0;
+  for (int step = 0; step < 4; ++step) {
+    const mp::PipelineRun run = exec.TrainStep(inputs, labels);
+    const double want = reference.Step(inputs, labels);
+    CHECK(run.loss == doctest::Approx(want).epsilon(1e-5));
+    (step == 0 ? first : last) = run.loss;
+  }
+  CHECK(last < first);  // four steps on one batch lower its loss
+  const mp::StateComparison same = mp::CompareState(exec.State(), reference.State(), exec.StateNames(), 1e-5);
+  CHECK_MESSAGE(same.ok, same.worst << " differs by " << same.max_relative_diff);
+
+  const std::string saved = TempPath("branchy.api.trained.pt");
+  std::filesystem::remove(saved);
+  exec.SaveModel(saved);
+  torch::jit::Module module = torch::jit::load(saved);
+  std::map<std::string, at::Tensor> trained;
+  for (const auto& p : module.named_parameters()) trained[p.name] = p.value;
+  const auto names = exec.StateNames();
+  const auto state = exec.State();
+  int compared = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto it = trained.find(names[i]);
+    if (it == trained.end()) continue;  // buffers
+    CHECK_MESSAGE(at::equal(it->second, state[i]), names[i]);
+    ++compared;
+  }
+  CHECK(compared == int(trained.size()));
+  CHECK_THROWS_WITH_AS(exec.SaveModel(plan), doctest::Contains("refusing to overwrite"), mp::InputError);
+}
+
+TEST_CASE("Executor refuses to train an inference plan and infers on tensors") {
+  mp::Executor exec(MakePlan("mlp.script.pt", "--gpus 2 --mode infer --microbatches 2"));
+  const auto inputs = exec.SyntheticInputs();
+  CHECK_THROWS_WITH_AS(exec.TrainStep(inputs, at::zeros({1})), doctest::Contains("inference plan"), mp::InputError);
+  const mp::PipelineRun run = exec.Infer(inputs);
+  const mp::Verification v = mp::Verify(run.outputs, mp::RunWholeMicrobatches(exec.loaded(), inputs));
+  CHECK(v.ok);
+}
+
+TEST_CASE("the example program in examples/ trains a plan and saves the model") {
+  const std::string plan = MakePlan("mlp.script.pt", "--gpus 2 --microbatches 4 --batch 8");
+  const std::string saved = TempPath("mlp.example.trained.pt");
+  std::filesystem::remove(saved);
+  const auto run = mp::test::RunTool(MP_EXAMPLE, plan + " " + saved);
+  INFO(run.out);
+  CHECK(run.status == 0);
+  CHECK(run.out.find("step 2: loss ") != std::string::npos);
+  CHECK(std::filesystem::exists(saved));
+}

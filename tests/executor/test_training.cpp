@@ -1,0 +1,183 @@
+// `mpexec PLAN` on training plans: every zoo model, pipelined over 2, 3 and
+// 4 stages with GPipe and 1F1B, ends its steps with the losses and the
+// state the same micro-batches give when trained on one device; the
+// trained model is kept as TorchScript; failures are one line.
+#include "tests/doctest_torch.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "../graph/zoo.h"
+#include "../run_tool.h"
+#include "common/atomic_file.h"
+#include "common/sha256.h"
+
+using mp::test::TempPath;
+using mp::test::ZooPath;
+
+namespace {
+
+mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::RunTool(MP_MPPLAN, args); }
+mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::RunTool(MP_MPEXEC, args); }
+
+// A small plan: batch 4 in 2 micro-batches (ResNet-50 at 64x64); training
+// unless `extra` says otherwise (then `schedule` is "").
+std::string TrainPlan(const std::string& file, int stages, const std::string& schedule, const std::string& extra = "") {
+  const std::string out = TempPath(file + ".train" + std::to_string(stages) + schedule + ".plan.yaml");
+  const std::string size = file.rfind("resnet50", 0) == 0 ? " --input float32[4,3,64,64]" : " --batch 4";
+  const auto run = Mpplan(ZooPath(file) + " --quiet --device-profile a100-80gb --gpus " + std::to_string(stages) +
+                          " --stages " + std::to_string(stages) + " --microbatches 2" +
+                          (schedule.empty() ? "" : " --schedule " + schedule) + size +
+                          " " + extra + " -o " + out);
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  return out;
+}
+
+void TrainEveryZooModel(int stages) {
+  for (const std::string& file : mp::test::ZooFiles()) {
+    if (file.rfind("toy.", 0) == 0 && stages == 4) continue;  // only 3 of its nodes take time
+    for (const std::string schedule : {"gpipe", "1f1b"}) {
+      CAPTURE(file);
+      CAPTURE(schedule);
+      const std::string plan = TrainPlan(file, stages, schedule);
+      const auto run = Mpexec(plan + " --steps 2 --lr 0.01 --momentum 0.9 --verify --json");
+      if (file.rfind("inplace.", 0) == 0) {
+        // a.relu_() overwrites what fc2 saved for its backward: eager
+        // PyTorch cannot train this model either. One line, exit 1.
+        INFO(run.out);
+        CHECK(run.status == 1);
+        CHECK(run.out.find("modified by an inplace operation") != std::string::npos);
+        CHECK(std::count(run.out.begin(), run.out.end(), '\n') == 1);
+        continue;
+      }
+      INFO(run.out);
+      REQUIRE(run.status == 0);
+      const auto j = nlohmann::json::parse(run.out);
+      CHECK(j["verify"] == true);
+      const auto& d = j["verify_detail"];
+      CHECK(d["max_loss_relative_diff"].get<double>() <= 1e-5);
+      CHECK(d["max_state_relative_diff"].get<double>() <= 1e-5);
+      CHECK(d["tensors"].get<int>() >= 1);
+      CHECK(d["steps"] == 2);
+      CHECK(j["losses"].size() == 2);
+      CHECK(j["loss"].get<double>() > 0);
+      CHECK(j["schedule"] == schedule);
+      REQUIRE(j["stages"].size() == size_t(stages));
+      for (const auto& stage : j["stages"]) CHECK(stage["busy_ms"].get<double>() > 0);
+      if (file.rfind("resnet50", 0) == 0) CHECK(d.contains("note"));  // BatchNorm: the full batch differs
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("training plans of every zoo model at 2 stages match the same micro-batches trained on one device") {
+  TrainEveryZooModel(2);
+}
+
+TEST_CASE("training plans of every zoo model at 3 stages match the same micro-batches trained on one device") {
+  TrainEveryZooModel(3);
+}
+
+TEST_CASE("training plans of every zoo model at 4 stages match the same micro-batches trained on one device") {
+  TrainEveryZooModel(4);
+}
+
+TEST_CASE("the trained model is saved as TorchScript that Python loads, and mpplan plans it again") {
+  const std::string plan = TrainPlan("mlp.script.pt", 2, "1f1b");
+  const std::string saved = TempPath("mlp.trained.pt");
+  std::filesystem::remove(saved);
+  const auto run = Mpexec(plan + " --steps 3 --lr 0.1 --save " + saved);
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  // Same parameter names and shapes, every weight moved, and the model runs.
+  const auto checked = mp::test::RunTool(
+      MP_PYTHON, "-c \"import torch; a = dict(torch.jit.load('" + ZooPath("mlp.script.pt") +
+                     "').named_parameters()); m = torch.jit.load('" + saved + "'); b = dict(m.named_parameters()); "
+                     "print(a.keys() == b.keys(), all(a[k].shape == b[k].shape and not torch.equal(a[k], b[k]) "
+                     "for k in a if k.endswith('weight')), tuple(m(torch.randn(2, 512)).shape))\"");
+  INFO(checked.out);
+  CHECK(checked.out == "True True (2, 512)\n");
+  // The input spec travels with it.
+  const auto replanned = Mpplan(saved + " --quiet --gpus 2 --device-profile a100-80gb --json");
+  CHECK(replanned.status == 0);
+
+  // Never over the model or the plan; both stay as they were.
+  const std::string model_sha = mp::Sha256File(ZooPath("mlp.script.pt")), plan_sha = mp::Sha256File(plan);
+  for (const std::string& target : {ZooPath("mlp.script.pt"), plan}) {
+    const auto refused = Mpexec(plan + " --save " + target);
+    CHECK(refused.status == 1);
+    CHECK(refused.out.find("refusing to overwrite") != std::string::npos);
+    CHECK(std::count(refused.out.begin(), refused.out.end(), '\n') == 1);
+  }
+  CHECK(mp::Sha256File(ZooPath("mlp.script.pt")) == model_sha);
+  CHECK(mp::Sha256File(plan) == plan_sha);
+}
+
+TEST_CASE("labels come from torch.save files, checked against the loss") {
+  const std::string plan = TrainPlan("gpt.script.pt", 2, "1f1b");
+  const std::string good = TempPath("gpt.labels.pt"), bad = TempPath("gpt.badlabels.pt");
+  const auto saved = mp::test::RunTool(
+      MP_PYTHON, "-c \"import torch; torch.save(torch.randint(0, 1024, (4, 64)), '" + good +
+                     "'); torch.save(torch.randn(4, 64), '" + bad + "')\"");
+  REQUIRE(saved.status == 0);
+  const auto run = Mpexec(plan + " --loss cross_entropy --labels " + good + " --verify --json");
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  const auto j = nlohmann::json::parse(run.out);
+  CHECK(j["verify"] == true);
+  CHECK(j["loss_function"] == "cross_entropy");
+  CHECK(j["loss"].get<double>() > 5);  // about ln(1024) = 6.9 for an untrained model
+
+  const auto wrong = Mpexec(plan + " --loss cross_entropy --labels " + bad);
+  CHECK(wrong.status == 1);
+  CHECK(wrong.out == "mpexec: --labels " + bad + ": labels of dtype float32, --loss cross_entropy needs int64 class indices\n");
+  const auto shape = Mpexec(plan + " --labels " + good);
+  CHECK(shape.out == "mpexec: --labels " + good + ": labels of shape [4, 64], --loss mse needs [4, 64, 1024]\n");
+  const auto loss = Mpexec(plan + " --loss hinge");
+  CHECK(loss.out == "mpexec: --loss: unknown loss 'hinge' (expected mse or cross_entropy)\n");
+  const auto infer = Mpexec(TrainPlan("gpt.script.pt", 2, "", "--mode infer") + " --labels " + good);
+  CHECK(infer.out == "mpexec: --labels: this is an inference plan; it takes no labels\n");
+}
+
+TEST_CASE("a stage whose backward fails ends the training run with its stage and micro-batch") {
+  // inplace: a.relu_() overwrites what fc2 saved for its backward; cut in
+  // two, stage 1's backward is the one autograd refuses.
+  const auto run = Mpexec(TrainPlan("inplace.script.pt", 2, "1f1b") + " --steps 3");
+  INFO(run.out);
+  CHECK(run.status == 1);
+  CHECK(run.out.rfind("mpexec: stage 1, micro-batch 0: one of the variables needed for gradient computation has been "
+                      "modified by an inplace operation", 0) == 0);
+  CHECK(std::count(run.out.begin(), run.out.end(), '\n') == 1);
+}
+
+TEST_CASE("--trace writes a Chrome trace: one track per stage, an event per action, the prediction beside it") {
+  const std::string plan = TrainPlan("mlp.script.pt", 3, "1f1b");
+  const std::string trace = TempPath("mlp.trace.json");
+  std::filesystem::remove(trace);
+  const auto run = Mpexec(plan + " --trace " + trace);
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  const auto j = nlohmann::json::parse(mp::ReadTextFile(trace));
+  std::map<int, std::map<int, int>> events;  // pid -> tid -> complete events
+  std::set<std::string> processes;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++events[e["pid"].get<int>()][e["tid"].get<int>()];
+      CHECK(e["dur"].get<double>() >= 0);
+    } else if (e["name"] == "process_name") {
+      processes.insert(e["args"]["name"].get<std::string>());
+    }
+  }
+  CHECK(processes == std::set<std::string>{"measured", "predicted"});
+  // 1F1B over 3 stages, 2 micro-batches: F and B per micro-batch on every
+  // stage, plus the sends and receives of the boundaries each stage has.
+  CHECK(events[1] == std::map<int, int>{{0, 8}, {1, 12}, {2, 8}});
+  CHECK(events[2] == events[1]);
+}
