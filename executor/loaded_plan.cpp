@@ -36,6 +36,9 @@ LoadedPlan LoadPlanForRun(const std::string& plan_path) {
   loaded.canonical = Canonicalize(loaded.model.module, options);
   CheckPlanAgainstGraph(loaded.plan, BuildOpGraph(loaded.canonical), plan_path);
   loaded.stages = CutStages(loaded.canonical, StageOfNode(loaded.plan));
+  for (const StageGraph& stage : loaded.stages) {
+    loaded.runners.push_back(std::make_shared<const GraphRunner>(stage.graph, Concat("stage", stage.index)));
+  }
   loaded.output_layout = ProbeOutputs(loaded.canonical, loaded.plan.inputs);
   return loaded;
 }

@@ -3,6 +3,7 @@
 // and the canonical graph cut into the plan's stages.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/cut.h"
 #include "planner/graph/model_file.h"
+#include "planner/graph/run_graph.h"
 #include "planner/plan/plan.h"
 
 namespace mp {
@@ -21,6 +23,7 @@ struct LoadedPlan {
   ModelFile model;
   CanonicalGraph canonical;       // in the plan's mode (train or eval)
   std::vector<StageGraph> stages; // CutStages by the plan's node ranges
+  std::vector<std::shared_ptr<const GraphRunner>> runners;  // stages[s].graph compiled once
   OutputLayout output_layout;     // ProbeOutputs: how outputs join, what labels look like
 };
 

@@ -31,9 +31,9 @@
 #include <set>
 #include <thread>
 
-#include "common/allocator.h"
 #include "common/error.h"
 #include "executor/channel.h"
+#include "executor/heap_sampler.h"
 #include "planner/graph/run_graph.h"
 
 namespace mp {
@@ -201,8 +201,8 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   PipelineRun run;
   run.busy_ms.assign(K, 0);
   run.events.assign(K, {});
-  std::vector<int64_t> peak(K, -1);
   const int threads = options.threads_per_stage > 0 ? options.threads_per_stage : std::max(1, plan.profile.threads);
+  HeapSampler heap;
   const Clock::time_point start = Clock::now();
 
   const auto worker = [&](int s) {
@@ -212,7 +212,7 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
       std::optional<at::NoGradGuard> no_grad;
       if (!training) no_grad.emplace();
       const StageGraph& stage = loaded.stages[s];
-      const GraphRunner runner(stage.graph, Concat("stage", s));
+      const GraphRunner& runner = *loaded.runners[s];
       std::map<int, InFlight> flight;
       for (const Action& action : plan.stages[s].actions) {
         current = action.microbatch;
@@ -323,7 +323,6 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
         const Clock::time_point end = Clock::now();
         if (action.kind == ActionKind::kForward || action.kind == ActionKind::kBackward) run.busy_ms[s] += Ms(begin, end);
         run.events[s].push_back({action.kind, action.microbatch, Ms(start, begin), Ms(start, end)});
-        peak[s] = std::max(peak[s], HeapBytesInUse());
       }
       if (training && training->sgd) {
         for (size_t i : owned[s]) training->sgd->Step(i, canonical.params[i].tensor);
@@ -337,8 +336,8 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   for (int s = 0; s < K; ++s) workers.emplace_back(worker, s);
   for (auto& w : workers) w.join();
   run.step_ms = Ms(start, Clock::now());
+  run.peak_heap_bytes = heap.Stop();
   if (!failure.What().empty()) throw Error(failure.What());
-  run.peak_heap_bytes = *std::max_element(peak.begin(), peak.end());
 
   if (training) {
     // Tied parameters: the aliases' gradients join the real tensor's, then

@@ -41,7 +41,7 @@ struct PipelineRun {
   double step_ms = 0;                // wall time of the step
   std::vector<double> busy_ms;       // per stage: time in its forwards and backwards
   std::vector<std::vector<ActionEvent>> events;  // per stage, in the order run
-  int64_t peak_heap_bytes = -1;      // CPU heap in use at its highest, sampled after each action; -1: unknown
+  int64_t peak_heap_bytes = -1;      // CPU heap in use at its highest (HeapSampler); -1: unknown
 };
 
 // Runs one step of the plan on CPU workers: forward-only for an inference

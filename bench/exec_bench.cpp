@@ -1,0 +1,178 @@
+// bench_exec: the executor's speed targets, as ratios measured in one run.
+//
+//   overhead    a 1-stage inference plan (M = 1) against a plain TorchScript
+//               forward loop (module.forward, no grad) on the same inputs;
+//               target: within 3%.
+//   efficiency  the balanced MLP training at M = 8: 2 stages x 1 thread
+//               against 1 stage x 1 thread; target: at least 90% of the
+//               ideal K*M/(M+K-1).
+//   fidelity    zoo models at 2 stages, training, plans from a profile
+//               measured here: measured step against predicted; target:
+//               within 10%.
+//
+// Plans are made by the mpplan binary (build/apps/mpplan) under OUT_DIR. Timings are
+// medians of interleaved repeats so a noisy neighbour hits both sides.
+//
+// Usage: bench_exec MODELS_DIR OUT_DIR [--quick]
+#include <ATen/Parallel.h>
+#include <torch/script.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/allocator.h"
+#include "executor/executor.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double TimeMs(const std::function<void()>& work) {
+  const auto start = Clock::now();
+  work();
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Plans MODEL into OUT with the mpplan binary beside this one, in its own
+// process: profiling leaves this process's heap and threads as they were.
+// `measured`: from a profile measured here (1 thread per stage), else from
+// the A100 profile (its timing is not used then).
+std::string MakePlan(const std::string& mpplan, const std::string& model, const std::string& out, bool training,
+                     int stages, int microbatches, int64_t batch, bool measured, const std::string& input = "") {
+  std::string command = mpplan + " " + model + " --quiet --threads 1 --gpus " + std::to_string(stages) +
+                        " --stages " + std::to_string(stages) + " --mode " + (training ? "train" : "infer") +
+                        " -o " + out;
+  if (microbatches > 0) command += " --microbatches " + std::to_string(microbatches);
+  if (batch > 0) command += " --batch " + std::to_string(batch);
+  if (!input.empty()) command += " --input " + input;
+  if (!measured) command += " --device-profile a100-80gb";
+  if (std::system((command + " > " + out + ".log 2>&1").c_str()) != 0) {
+    throw std::runtime_error("mpplan failed: " + command + " (see " + out + ".log)");
+  }
+  return out;
+}
+
+mp::ExecutorOptions OneThread() {
+  mp::ExecutorOptions options;
+  options.pipeline.threads_per_stage = 1;
+  return options;
+}
+
+// Median step of `exec` (training or inference as its plan says).
+std::function<double()> Stepper(mp::Executor& exec) {
+  auto inputs = std::make_shared<std::vector<c10::IValue>>(exec.SyntheticInputs());
+  auto labels = std::make_shared<at::Tensor>(exec.plan().training ? exec.SyntheticLabels() : at::Tensor());
+  return [&exec, inputs, labels] {
+    return exec.plan().training ? exec.TrainStep(*inputs, *labels).step_ms : exec.Infer(*inputs).step_ms;
+  };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mp::KeepFreedMemory();
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: bench_exec MODELS_DIR OUT_DIR [--quick]\n");
+    return 2;
+  }
+  const std::string models = argv[1], out = argv[2];
+  const bool quick = argc > 3 && std::string(argv[3]) == "--quick";
+  const std::string mpplan = (std::filesystem::path(argv[0]).parent_path() / ".." / "apps" / "mpplan").string();
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure as soon as it is measured
+  const int repeats = quick ? 3 : 15;
+  std::filesystem::create_directories(out);
+  at::set_num_threads(1);
+  bool all_ok = true;
+  try {
+    // --- overhead: 1 stage, M = 1, inference, against module.forward.
+    {
+      const std::string model = models + "/mlp.script.pt";
+      mp::Executor exec(MakePlan(mpplan, model, out + "/overhead.plan.yaml", false, 1, 1, 256, false), OneThread());
+      torch::jit::Module module = torch::jit::load(model);
+      module.eval();
+      const auto inputs = exec.SyntheticInputs();
+      std::vector<double> ours, plain;
+      for (int i = 0; i < repeats + 2; ++i) {
+        const double a = TimeMs([&] { exec.Infer(inputs); });
+        const double b = TimeMs([&] {
+          at::NoGradGuard no_grad;
+          module.forward(inputs);
+        });
+        if (i >= 2) ours.push_back(a), plain.push_back(b);  // two warm-up rounds (the JIT specialises)
+      }
+      const double ratio = Median(ours) / Median(plain);
+      const bool ok = ratio <= 1.03;
+      all_ok = all_ok && ok;
+      std::printf("overhead    mlp batch 256, 1 stage, 1 thread: mpexec %.2f ms, module.forward %.2f ms, ratio %.3f "
+                  "(target <= 1.03) %s\n",
+                  Median(ours), Median(plain), ratio, ok ? "ok" : "MISSED");
+    }
+    // --- efficiency: MLP training, M = 8, 1 stage vs 2 stages, 1 thread each.
+    {
+      const std::string model = models + "/mlp.script.pt";
+      const int64_t batch = quick ? 64 : 512;
+      mp::Executor one(MakePlan(mpplan, model, out + "/eff1.plan.yaml", true, 1, 8, batch, false), OneThread());
+      mp::Executor two(MakePlan(mpplan, model, out + "/eff2.plan.yaml", true, 2, 8, batch, false), OneThread());
+      auto step_one = Stepper(one), step_two = Stepper(two);
+      std::vector<double> a, b;
+      for (int i = 0; i < repeats + 1; ++i) {
+        const double x = step_one(), y = step_two();
+        if (i >= 1) a.push_back(x), b.push_back(y);
+      }
+      const double speedup = Median(a) / Median(b);
+      const double ideal = 2.0 * 8 / (8 + 2 - 1);
+      const bool ok = speedup >= 0.9 * ideal;
+      all_ok = all_ok && ok;
+      std::printf("efficiency  mlp training batch %lld, M = 8: 1 stage %.1f ms, 2 stages %.1f ms, speedup %.3f of ideal "
+                  "%.3f = %.1f%% (target >= 90%%) %s\n",
+                  static_cast<long long>(batch), Median(a), Median(b), speedup, ideal, 100 * speedup / ideal,
+                  ok ? "ok" : "MISSED");
+    }
+    // --- fidelity: measured profiles, 2 stages, training.
+    struct Case {
+      std::string file;
+      int64_t batch;
+      std::string input;  // --input, when the batch alone is not enough
+    };
+    std::vector<Case> cases = {{"mlp.script.pt", 256, ""},        {"gpt.script.pt", 16, ""},
+                               {"convnet.script.pt", 64, ""},     {"branchy.script.pt", 16, ""},
+                               {"lstm.script.pt", 64, ""},        {"resnet50.script.pt", 0, "float32[32,3,64,64]"}};
+    if (quick) cases.resize(1);
+    for (const Case& c : cases) {
+      const std::string plan = MakePlan(mpplan, models + "/" + c.file, out + "/" + c.file + ".fidelity.plan.yaml",
+                                        true, 2, 0, c.batch, true, c.input);
+      mp::Executor exec(plan, OneThread());
+      auto step = Stepper(exec);
+      std::vector<double> steps;
+      for (int i = 0; i < repeats + 1; ++i) {
+        const double ms = step();
+        if (i >= 1) steps.push_back(ms);
+      }
+      const double measured = Median(steps), predicted = exec.plan().predicted.step_ms;
+      const double error = measured / predicted - 1;
+      const bool ok = std::abs(error) <= 0.10;
+      all_ok = all_ok && ok;
+      std::printf("fidelity    %-20s %d stages x %d micro-batches: measured %.2f ms, predicted %.2f ms, error %+.1f%% "
+                  "(target within 10%%) %s\n",
+                  c.file.c_str(), int(exec.plan().stages.size()), exec.plan().microbatches, measured, predicted,
+                  100 * error, ok ? "ok" : "MISSED");
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_exec: %s\n", e.what());
+    return 1;
+  }
+  std::printf("%s\n", all_ok ? "all targets met" : "some targets missed");
+  return 0;
+}
