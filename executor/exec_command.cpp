@@ -50,7 +50,8 @@ ReferenceResult TrainReference(const Executor& exec, const std::vector<at::Tenso
       throw InputError(Concat("--verify: the model run whole on one device cannot be trained (",
                               microbatched ? "same micro-batches" : "full batch", "): ", ErrorLine(e.what())));
     }
-    result.max_loss_diff = std::max(result.max_loss_diff, std::isnan(loss) ? INFINITY : RelativeDiff(loss, want));
+    const double diff = std::isnan(loss) || std::isnan(want) ? INFINITY : RelativeDiff(loss, want);
+    result.max_loss_diff = std::max(result.max_loss_diff, diff);
   }
   result.state = CompareState(exec.State(), reference.State(), exec.StateNames(), 1e-5);
   return result;
@@ -71,8 +72,16 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   }
   if (!training && !request.save.empty()) throw InputError("--save: this is an inference plan; it trains nothing");
   if (!training && !request.labels.empty()) throw InputError("--labels: this is an inference plan; it takes no labels");
-  for (const std::string* path : {&request.output, &request.save, &request.trace}) {
-    if (!path->empty()) CheckWritable(*path, inputs_read);
+  const std::vector<std::pair<const char*, const std::string*>> outputs = {
+      {"--output", &request.output}, {"--save", &request.save}, {"--trace", &request.trace}};
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].second->empty()) continue;
+    CheckWritable(*outputs[i].second, inputs_read);
+    for (size_t j = 0; j < i; ++j) {
+      if (*outputs[j].second == *outputs[i].second || SameFile(*outputs[j].second, *outputs[i].second)) {
+        throw InputError(Concat(outputs[i].first, " ", *outputs[i].second, ": the same file as ", outputs[j].first));
+      }
+    }
   }
   const std::vector<c10::IValue> inputs =
       request.input.empty() ? exec.SyntheticInputs() : LoadInputs(request.input, plan.inputs);

@@ -16,7 +16,9 @@
 // Parameter gradients accumulate in .grad across micro-batches. A parameter
 // read by several stages (tied weights) is the real tensor in its first
 // stage and a detached alias in the others; their gradients are added after
-// the workers join and it is stepped then.
+// the workers join. SGD steps every parameter once all stages are done, so
+// a step that fails anywhere leaves the model unchanged (BatchNorm running
+// statistics excepted: the forward updates them).
 #include "executor/pipeline.h"
 
 #include <ATen/ATen.h>
@@ -67,7 +69,10 @@ class Failure {
   void Record(int stage, int microbatch, const std::string& what) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (message_.empty()) message_ = Concat("stage ", stage, ", micro-batch ", microbatch, ": ", ErrorLine(what));
+      if (message_.empty()) {
+        message_ = microbatch < 0 ? Concat("stage ", stage, ": ", ErrorLine(what))
+                                  : Concat("stage ", stage, ", micro-batch ", microbatch, ": ", ErrorLine(what));
+      }
     }
     for (auto* channel : channels_) channel->Close();
   }
@@ -133,7 +138,6 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   std::map<BoundaryValue, size_t> param_index;
   for (size_t i = 0; i < canonical.params.size(); ++i) param_index[{graph_inputs[canonical.num_model_inputs + i], 0}] = i;
   std::vector<std::map<BoundaryValue, at::Tensor>> stage_params(K);
-  std::vector<std::vector<size_t>> owned(K);                 // params only stage s reads: it steps them
   std::vector<std::pair<size_t, at::Tensor>> aliases;        // (param, alias) of tied parameters
   std::vector<int> first_user(canonical.params.size(), -1);
   std::vector<int> users(canonical.params.size(), 0);
@@ -154,9 +158,6 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
         stage_params[s][key] = tensor;
       }
     }
-  }
-  for (size_t i = 0; i < users.size(); ++i) {
-    if (users[i] == 1) owned[first_user[i]].push_back(i);
   }
   if (training) {
     for (const auto& p : canonical.params) p.tensor.mutable_grad() = at::Tensor();
@@ -324,9 +325,6 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
         if (action.kind == ActionKind::kForward || action.kind == ActionKind::kBackward) run.busy_ms[s] += Ms(begin, end);
         run.events[s].push_back({action.kind, action.microbatch, Ms(start, begin), Ms(start, end)});
       }
-      if (training && training->sgd) {
-        for (size_t i : owned[s]) training->sgd->Step(i, canonical.params[i].tensor);
-      }
     } catch (const std::exception& e) {
       failure.Record(s, current, e.what());
     }
@@ -340,8 +338,9 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   if (!failure.What().empty()) throw Error(failure.What());
 
   if (training) {
-    // Tied parameters: the aliases' gradients join the real tensor's, then
-    // it is stepped once.
+    // Only a step every stage finished changes the model: a failed one
+    // leaves it as it was. Tied parameters: the aliases' gradients join the
+    // real tensor's, which is stepped once.
     at::NoGradGuard no_grad;
     for (const auto& [i, alias] : aliases) {
       if (!alias.grad().defined()) continue;
@@ -350,7 +349,7 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
     }
     if (training->sgd) {
       for (size_t i = 0; i < users.size(); ++i) {
-        if (users[i] > 1) training->sgd->Step(i, canonical.params[i].tensor);
+        if (users[i] > 0) training->sgd->Step(i, canonical.params[i].tensor);
       }
     }
     for (const auto& stage_losses : losses) {

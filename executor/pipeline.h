@@ -25,7 +25,7 @@ struct TrainingStep {
   std::vector<at::Tensor> labels;  // one per micro-batch (SplitTensor of the batch's labels)
   int64_t batch_elements = 1;      // element count of the whole batch's labels
   LossKind loss = LossKind::kMse;
-  Sgd* sgd = nullptr;              // stepped per stage after its last backward
+  Sgd* sgd = nullptr;              // steps every parameter once all stages are done
 };
 
 // One action as it ran: times in ms from the start of the step.

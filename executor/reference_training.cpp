@@ -8,22 +8,27 @@
 
 namespace mp {
 
+namespace {
+
+at::Tensor Copy(const at::Tensor& t) { return t.detach().clone().requires_grad_(t.requires_grad()); }
+
+}  // namespace
+
 std::vector<at::Tensor> CloneState(const CanonicalGraph& canonical) {
   std::vector<at::Tensor> state;
-  for (const auto& p : canonical.params) {
-    state.push_back(p.tensor.detach().clone().requires_grad_(p.tensor.requires_grad()));
-  }
+  for (const auto& p : canonical.params) state.push_back(Copy(p.tensor));
   return state;
 }
 
-ReferenceTrainer::ReferenceTrainer(const LoadedPlan& loaded, std::vector<at::Tensor> state,
+ReferenceTrainer::ReferenceTrainer(const LoadedPlan& loaded, const std::vector<at::Tensor>& state,
                                    const TrainingOptions& options, bool microbatched)
     : loaded_(loaded),
-      state_(std::move(state)),
       options_(options),
       microbatched_(microbatched),
       runner_(loaded.canonical.graph, microbatched ? "reference" : "reference_full_batch"),
-      sgd_(state_.size(), options.lr, options.momentum) {}
+      sgd_(state.size(), options.lr, options.momentum) {
+  for (const at::Tensor& t : state) state_.push_back(Copy(t));  // trained in place: never the caller's tensors
+}
 
 double ReferenceTrainer::Step(const std::vector<c10::IValue>& inputs, const at::Tensor& labels) {
   const Plan& plan = loaded_.plan;

@@ -16,10 +16,10 @@ namespace mp {
 
 class ReferenceTrainer {
  public:
-  // Starts from `state` (the canonical parameters and buffers, in order;
-  // see CloneState). `microbatched`: the plan's micro-batches one after
+  // Starts from a copy of `state` (the canonical parameters and buffers,
+  // in order; see CloneState), which it leaves as it was. `microbatched`: the plan's micro-batches one after
   // another, as the pipeline computes them; else the whole batch at once.
-  ReferenceTrainer(const LoadedPlan& loaded, std::vector<at::Tensor> state, const TrainingOptions& options,
+  ReferenceTrainer(const LoadedPlan& loaded, const std::vector<at::Tensor>& state, const TrainingOptions& options,
                    bool microbatched);
   // One step on the whole batch's inputs and labels; returns its loss.
   double Step(const std::vector<c10::IValue>& inputs, const at::Tensor& labels);

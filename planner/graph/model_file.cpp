@@ -56,7 +56,7 @@ ModelFile LoadModelFile(const std::string& path) {
   if (!model.module.find_method("forward")) {
     throw InputError(Concat(path, ": TorchScript module has no forward method"));
   }
-  model.training = model.module.is_training();
+  for (const auto& m : model.module.modules()) model.training.push_back(m.is_training());
   model.input_spec_json = extra[kInputSpecFile];
   if (!extra[kInputSpecFile].empty()) {
     model.input_spec = ParseSpecJson(extra[kInputSpecFile], Concat(path, ": ", kInputSpecFile));

@@ -18,7 +18,7 @@ struct ModelFile {
   torch::jit::Module module;
   std::vector<TensorSpec> input_spec;  // empty when the file carries none
   std::string input_spec_json;         // the spec as stored (kInputSpecFile), to write it back
-  bool training = false;               // the module's training flag as loaded
+  std::vector<bool> training;          // each module's training flag as loaded, modules() order
 };
 
 // Loads `path` on the CPU. Throws InputError when the file is missing,

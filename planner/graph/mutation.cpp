@@ -57,14 +57,20 @@ namespace {
 // could pass one tensor twice), so a write to one parameter would count as a
 // write to all: BatchNorm's num_batches_tracked.add_ in training would
 // version every weight. Parameters and buffers are distinct tensors (tied
-// ones are one input), so a node writes an input only through an argument
-// whose storage root is that input. Nodes without a schema keep AliasDb's.
+// ones are one input), so a write whose storage root is a graph input
+// writes that input only. Where the root is not a graph input (a value out
+// of a list or tuple, an If's output), AliasDb's cautious answer stands. A
+// node with blocks is judged by the nodes inside it, which the caller
+// checks one by one.
 bool WritesInput(Node* inner, Value* input, const torch::jit::AliasDb& alias_db) {
   const auto* schema = inner->maybeSchema();
-  if (!schema) return alias_db.writesToAlias(inner, {input});
+  if (!schema) return inner->blocks().empty() && alias_db.writesToAlias(inner, {input});
   for (size_t i = 0; i < schema->arguments().size() && i < inner->inputs().size(); ++i) {
     const auto* alias = schema->arguments()[i].alias_info();
-    if (alias && alias->isWrite() && AliasRoot(inner->input(i)) == input) return true;
+    if (!alias || !alias->isWrite()) continue;
+    const Value* root = AliasRoot(inner->input(i));
+    if (root == input) return true;
+    if (root->node()->kind() != c10::prim::Param && alias_db.writesToAlias(inner, {input})) return true;
   }
   return false;
 }
