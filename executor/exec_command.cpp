@@ -25,10 +25,8 @@ double ErrorPct(double measured, double predicted) { return predicted > 0 ? (mea
 double RelativeDiff(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
 
 bool HasBatchNorm(const CanonicalGraph& canonical) {
-  for (const auto* node : canonical.nodes) {
-    if (node->kind().toQualString() == std::string("aten::batch_norm")) return true;
-  }
-  return false;
+  return std::any_of(canonical.nodes.begin(), canonical.nodes.end(),
+                     [](const torch::jit::Node* node) { return node->kind() == c10::aten::batch_norm; });
 }
 
 // Losses and final state of a reference trained on the same steps.
@@ -129,9 +127,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                         {"microbatch_size", plan.microbatch_size},
                         {"batch", plan.batch},
                         {"schedule", ScheduleName(plan.schedule)},
-                        {"threads_per_stage", request.options.pipeline.threads_per_stage > 0
-                                                  ? request.options.pipeline.threads_per_stage
-                                                  : std::max(1, plan.profile.threads)},
+                        {"threads_per_stage", ThreadsPerStage(plan, request.options.pipeline)},
                         {"steps", request.steps},
                         {"warmup", request.warmup},
                         {"step_ms", median},

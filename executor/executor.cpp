@@ -36,7 +36,7 @@ PipelineRun Executor::TrainStep(const std::vector<c10::IValue>& inputs, const at
   }
   CheckLabels(labels);
   TrainingStep step;
-  step.labels = SplitTensor(loaded_.plan, labels, loaded_.output_layout.batch_dims.at(0));
+  step.labels = SplitTensor(loaded_.plan, labels, loaded_.output_layout.batch_dims.at(0), "labels");
   step.batch_elements = labels.numel();
   step.loss = options_.training.loss;
   step.sgd = &sgd_;

@@ -87,6 +87,14 @@ OutputLayout ProbeOutputs(const CanonicalGraph& canonical, const std::vector<Ten
   return layout;
 }
 
+std::vector<at::Tensor> SplitTensor(const Plan& plan, const at::Tensor& full, int dim, const std::string& what) {
+  if (full.dim() <= dim || full.size(dim) != plan.batch) {
+    throw InputError(Concat(what, ": expected ", plan.batch, " samples along dimension ", dim, ", found shape ",
+                            full.sizes()));
+  }
+  return full.split(plan.microbatch_size, dim);
+}
+
 std::vector<std::vector<c10::IValue>> SplitMicrobatches(const Plan& plan, const std::vector<c10::IValue>& inputs) {
   std::vector<std::vector<c10::IValue>> out(plan.microbatches);
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -95,22 +103,10 @@ std::vector<std::vector<c10::IValue>> SplitMicrobatches(const Plan& plan, const 
       continue;
     }
     const int dim = i < plan.inputs.size() ? plan.inputs[i].batch_dim : 0;
-    const at::Tensor& t = inputs[i].toTensor();
-    if (t.dim() <= dim || t.size(dim) != plan.batch) {
-      throw InputError(Concat("input ", i, ": expected ", plan.batch, " samples along dimension ", dim, ", found shape ",
-                              t.sizes()));
-    }
-    const auto parts = t.split(plan.microbatch_size, dim);
+    const auto parts = SplitTensor(plan, inputs[i].toTensor(), dim, Concat("input ", i));
     for (int mb = 0; mb < plan.microbatches; ++mb) out[mb].push_back(parts[mb]);
   }
   return out;
-}
-
-std::vector<at::Tensor> SplitTensor(const Plan& plan, const at::Tensor& full, int dim) {
-  if (full.dim() <= dim || full.size(dim) != plan.batch) {
-    throw InputError(Concat("expected ", plan.batch, " samples along dimension ", dim, ", found shape ", full.sizes()));
-  }
-  return full.split(plan.microbatch_size, dim);
 }
 
 std::vector<c10::IValue> JoinMicrobatches(const std::vector<std::vector<c10::IValue>>& outputs,

@@ -34,13 +34,16 @@ struct OutputLayout {
 // or trained on).
 OutputLayout ProbeOutputs(const CanonicalGraph& canonical, const std::vector<TensorSpec>& inputs);
 
-// The micro-batches of full-batch inputs: each tensor input split along its
-// spec's batch dimension into M parts of Plan::microbatch_size (the last
-// may be smaller); other inputs are passed whole to every micro-batch.
-std::vector<std::vector<c10::IValue>> SplitMicrobatches(const Plan& plan, const std::vector<c10::IValue>& inputs);
+// A full-batch tensor split along `dim` into the plan's micro-batches
+// (Plan::microbatch_size each, the last may be smaller). InputError
+// "WHAT: expected B samples along dimension D, ..." when it has not the
+// plan's batch there.
+std::vector<at::Tensor> SplitTensor(const Plan& plan, const at::Tensor& full, int dim, const std::string& what);
 
-// A full-batch tensor (labels) split the same way along `dim`.
-std::vector<at::Tensor> SplitTensor(const Plan& plan, const at::Tensor& full, int dim);
+// The micro-batches of full-batch inputs: each tensor input split along its
+// spec's batch dimension (SplitTensor); other inputs are passed whole to
+// every micro-batch.
+std::vector<std::vector<c10::IValue>> SplitMicrobatches(const Plan& plan, const std::vector<c10::IValue>& inputs);
 
 // Joins per-micro-batch outputs (outputs[mb][k]) back into whole-batch
 // outputs: each tensor along its batch dimension, tuples element by element.

@@ -117,6 +117,10 @@ double Ms(Clock::time_point from, Clock::time_point to) {
 
 }  // namespace
 
+int ThreadsPerStage(const Plan& plan, const PipelineOptions& options) {
+  return options.threads_per_stage > 0 ? options.threads_per_stage : std::max(1, plan.profile.threads);
+}
+
 PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>& model_inputs,
                         const TrainingStep* training, const PipelineOptions& options) {
   const Plan& plan = loaded.plan;
@@ -202,7 +206,7 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   PipelineRun run;
   run.busy_ms.assign(K, 0);
   run.events.assign(K, {});
-  const int threads = options.threads_per_stage > 0 ? options.threads_per_stage : std::max(1, plan.profile.threads);
+  const int threads = ThreadsPerStage(plan, options);
   HeapSampler heap;
   const Clock::time_point start = Clock::now();
 

@@ -20,6 +20,9 @@ struct PipelineOptions {
   int threads_per_stage = 0;  // intra-op threads per worker; 0: the plan's profile's, else 1
 };
 
+// The intra-op threads each worker runs with under `options`.
+int ThreadsPerStage(const Plan& plan, const PipelineOptions& options);
+
 // What a training step adds to the forward pass.
 struct TrainingStep {
   std::vector<at::Tensor> labels;  // one per micro-batch (SplitTensor of the batch's labels)

@@ -33,7 +33,7 @@ ReferenceTrainer::ReferenceTrainer(const LoadedPlan& loaded, const std::vector<a
 double ReferenceTrainer::Step(const std::vector<c10::IValue>& inputs, const at::Tensor& labels) {
   const Plan& plan = loaded_.plan;
   const auto parts = microbatched_ ? SplitMicrobatches(plan, inputs) : std::vector<std::vector<c10::IValue>>{inputs};
-  const auto label_parts = microbatched_ ? SplitTensor(plan, labels, loaded_.output_layout.batch_dims.at(0))
+  const auto label_parts = microbatched_ ? SplitTensor(plan, labels, loaded_.output_layout.batch_dims.at(0), "labels")
                                          : std::vector<at::Tensor>{labels};
   for (auto& t : state_) t.mutable_grad() = at::Tensor();
   double loss = 0;
