@@ -89,7 +89,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   if (request.partitioner == "layers" && request.split.empty()) {
     throw InputError("--partitioner layers needs --split 'layer1,layer2|layer3,layer4,fc'");
   }
-  const PlanDevices devices =
+  PlanDevices devices =
       MakePlanDevices(request.gpus, request.profile.device_profile, request.profile.device, request.memory_bytes);
   // Hashed before it is loaded: the plan names the bytes that were profiled.
   const std::string model_sha256 = Sha256File(request.profile.model_path);
@@ -108,6 +108,9 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   result.load_ms = profiled.load_s * 1000;
   result.profile_ms = total_ms - result.load_ms;
 
+  if (request.profile.device_profile.empty() && devices.devices.front().type == "cpu") {
+    devices.cluster.shared_slowdown = profiled.profile.shared_slowdown;  // CPU workers share this machine
+  }
   PlanRequest plan_request;
   plan_request.training = request.profile.training;
   plan_request.batch = profiled.profile.batch;

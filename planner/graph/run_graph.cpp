@@ -42,6 +42,26 @@ std::vector<at::Tensor> FlattenTensors(const c10::IValue& value) {
   return out;
 }
 
+c10::IValue MapTensors(const c10::IValue& value, const std::function<at::Tensor(const at::Tensor&)>& fn) {
+  if (value.isTensor()) return fn(value.toTensor());
+  if (value.isTuple()) {
+    std::vector<c10::IValue> items;
+    for (const auto& item : value.toTupleRef().elements()) items.push_back(MapTensors(item, fn));
+    return c10::ivalue::Tuple::create(std::move(items));
+  }
+  if (value.isTensorList()) {
+    c10::List<at::Tensor> out;
+    for (const at::Tensor& t : value.toTensorVector()) out.push_back(fn(t));
+    return out;
+  }
+  if (value.isList()) {
+    c10::impl::GenericList out(value.toList().elementType());
+    for (const c10::IValue& item : value.toListRef()) out.push_back(MapTensors(item, fn));
+    return out;
+  }
+  return value;
+}
+
 namespace {
 
 c10::ScalarType ScalarTypeOf(const std::string& dtype) {

@@ -3,6 +3,7 @@
 
 #include <torch/script.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ std::string ErrorLine(const std::string& what);
 
 // Every tensor inside an IValue (tensors, lists, tuples, nested), in order.
 std::vector<at::Tensor> FlattenTensors(const c10::IValue& value);
+
+// Rebuilds `value` with fn applied to every tensor inside, visiting them in
+// FlattenTensors order.
+c10::IValue MapTensors(const c10::IValue& value, const std::function<at::Tensor(const at::Tensor&)>& fn);
 
 // Deterministic random inputs for a spec: floats ~ N(0,1), integers
 // uniform in the spec's [low, high) or [0, 2) when it has no range.

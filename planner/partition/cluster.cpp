@@ -40,6 +40,12 @@ bool IsHomogeneous(const Cluster& cluster) {
   return true;
 }
 
+double SharedSlowdown(const Cluster& cluster, int stages) {
+  const auto& f = cluster.shared_slowdown;
+  if (f.empty() || stages <= 1) return 1.0;
+  return f[std::min<size_t>(stages, f.size()) - 1];
+}
+
 void ValidateCluster(const Cluster& cluster) {
   if (cluster.devices.empty()) throw InputError("cluster: no devices");
   for (size_t i = 0; i < cluster.devices.size(); ++i) {
@@ -50,6 +56,11 @@ void ValidateCluster(const Cluster& cluster) {
     }
     if (!(d.speed > 0)) {
       throw InputError(Concat("cluster: devices[", i, "] (", d.name, "): speed ", d.speed, "; expected > 0"));
+    }
+  }
+  for (size_t k = 0; k < cluster.shared_slowdown.size(); ++k) {
+    if (!(cluster.shared_slowdown[k] >= 1)) {
+      throw InputError(Concat("cluster: shared_slowdown[", k, "]: ", cluster.shared_slowdown[k], "; expected >= 1"));
     }
   }
   const size_t n = cluster.links.size();

@@ -27,7 +27,14 @@ struct Cluster {
   std::vector<Device> devices;  // stage s runs on devices[s]
   std::vector<Link> links;      // links[i] joins devices[i] and devices[i + 1];
                                 // a single entry serves every pair; empty: free
+  // Devices that share one machine (CPU workers) slow each other down:
+  // shared_slowdown[k - 1] multiplies compute times when k stages run
+  // (beyond its end: the last entry). Empty: separate devices.
+  std::vector<double> shared_slowdown;
 };
+
+// The compute-time multiplier for `stages` stages on this cluster.
+double SharedSlowdown(const Cluster& cluster, int stages);
 
 // n copies of one device joined by one kind of link.
 Cluster UniformCluster(int n, const Device& device, const Link& link = {});

@@ -91,6 +91,10 @@ struct PlanProfile {
   double coverage = 0;            // measured: sum of node times / whole-graph time
   double backward_coverage = 0;
   std::string calibration;        // how an analytic profile was calibrated, or ""
+  // CPU workers sharing this machine: [k - 1] = how much slower k stages
+  // compute at once (measured; the stage times above include it). Empty
+  // for separate devices.
+  std::vector<double> shared_slowdown;
 };
 
 // One row of --explain's comparison: a baseline or a user split at a given

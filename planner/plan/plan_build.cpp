@@ -224,6 +224,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
   plan.profile.coverage = profile.coverage;
   plan.profile.backward_coverage = profile.backward_coverage;
   plan.profile.calibration = source.calibration;
+  plan.profile.shared_slowdown = cluster.shared_slowdown;
   plan.alternatives = result.alternatives;
   plan.warnings = Warnings(graph, profile, plan);
   return plan;

@@ -346,7 +346,7 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
   if (root.Has("profile")) {
     const YamlCursor p = root["profile"];
     p.ExpectMap({"source"}, {"device", "file", "threads", "microbatch_sizes", "coverage", "backward_coverage",
-                             "calibration"});
+                             "calibration", "shared_slowdown"});
     plan.profile.source = p["source"].String();
     if (p.Has("device")) plan.profile.device = p["device"].String();
     if (p.Has("file")) plan.profile.file = p["file"].String();
@@ -355,6 +355,15 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
     if (p.Has("coverage")) plan.profile.coverage = p["coverage"].Number();
     if (p.Has("backward_coverage")) plan.profile.backward_coverage = p["backward_coverage"].Number();
     if (p.Has("calibration")) plan.profile.calibration = p["calibration"].String();
+    if (p.Has("shared_slowdown")) {
+      const YamlCursor list = p["shared_slowdown"];
+      const int n = list.ExpectList();
+      for (int i = 0; i < n; ++i) {
+        const double factor = list[i].Number();
+        if (!(factor >= 1)) list[i].Fail(Concat("expected a slowdown factor >= 1, found ", factor));
+        plan.profile.shared_slowdown.push_back(factor);
+      }
+    }
   }
   if (root.Has("alternatives")) {
     const YamlCursor list = root["alternatives"];

@@ -181,6 +181,10 @@ std::string PlanToYaml(const Plan& p) {
   KeyValue(out, "coverage", p.profile.coverage);
   KeyValue(out, "backward_coverage", p.profile.backward_coverage);
   if (!p.profile.calibration.empty()) KeyValue(out, "calibration", p.profile.calibration);
+  if (!p.profile.shared_slowdown.empty()) {
+    out << YAML::Key << "shared_slowdown" << YAML::Value;
+    EmitFlowSeq(out, p.profile.shared_slowdown);
+  }
   out << YAML::EndMap;
   out << YAML::Key << "alternatives" << YAML::Value << YAML::BeginSeq;
   for (const Alternative& a : p.alternatives) WriteAlternative(out, a);

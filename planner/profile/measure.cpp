@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "planner/graph/run_graph.h"
+#include "planner/profile/contention.h"
 #include "planner/profile/node_by_node.h"
 
 namespace mp {
@@ -150,6 +151,16 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     value_bytes.push_back(std::move(result.value_bytes));
   }
   if (run_sizes != sizes) ExtrapolateWork(run_sizes, sizes, profile);
+  if (options.timed && options.workers > 1 && device.is_cpu()) {
+    // At the second-largest size: nearer the micro-batches a pipeline runs
+    // than the full batch, and cheaper.
+    const int64_t m = sizes.size() > 1 ? sizes[sizes.size() - 2] : sizes.back();
+    pass.whole_graph = true;
+    profile.shared_slowdown =
+        MeasureSharedSlowdown(canonical, SyntheticInputs(WithBatch(inputs, m), options.seed), pass, options.workers,
+                              profile.threads, std::clamp(options.timing.repeats, 1, 3));
+    profile.shared_slowdown_microbatch = m;
+  }
   // Coverage at the largest size, where the planner's times matter most.
   if (profile.whole_forward_ms > 0) profile.coverage = node_forward / profile.whole_forward_ms;
   if (profile.whole_backward_ms > 0) profile.backward_coverage = node_backward / profile.whole_backward_ms;

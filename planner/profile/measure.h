@@ -21,6 +21,9 @@ struct MeasureOptions {
   std::string device = "cpu";             // cpu, cuda, cuda:1, ...
   bool timed = true;                      // false: shapes, bytes and FLOPs only
   uint64_t seed = 0;
+  // CPU, timed: also run the contention probe for up to this many workers
+  // sharing the machine (Profile::shared_slowdown); 1: do not.
+  int workers = 1;
   // (steps done, steps in all); a step is one node's forward or backward.
   std::function<void(int64_t, int64_t)> progress;
 };

@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "planner/graph/run_graph.h"
 #include "planner/profile/node_program.h"
+#include "planner/profile/whole_graph.h"
 
 namespace mp {
 namespace {
@@ -30,29 +31,6 @@ namespace {
 using c10::IValue;
 using torch::jit::Node;
 using torch::jit::Value;
-using TensorFn = std::function<at::Tensor(const at::Tensor&)>;
-
-// Rebuilds `value` with fn applied to every tensor inside, visiting them in
-// FlattenTensors order.
-IValue MapTensors(const IValue& value, const TensorFn& fn) {
-  if (value.isTensor()) return fn(value.toTensor());
-  if (value.isTuple()) {
-    std::vector<IValue> items;
-    for (const auto& item : value.toTupleRef().elements()) items.push_back(MapTensors(item, fn));
-    return c10::ivalue::Tuple::create(std::move(items));
-  }
-  if (value.isTensorList()) {
-    c10::List<at::Tensor> out;
-    for (const at::Tensor& t : value.toTensorVector()) out.push_back(fn(t));
-    return out;
-  }
-  if (value.isList()) {
-    c10::impl::GenericList out(value.toList().elementType());
-    for (const IValue& item : value.toListRef()) out.push_back(MapTensors(item, fn));
-    return out;
-  }
-  return value;
-}
 
 int64_t BytesOf(const IValue& value) {
   int64_t bytes = 0;
@@ -88,71 +66,6 @@ struct Recorded {
   std::vector<at::Tensor> outputs;      // outputs, then inputs it wrote (after the write)
   std::vector<TensorSlot> output_slots;
   std::vector<int> written;             // value ids the node wrote in place
-};
-
-// The reference for coverage: the canonical graph run in one piece by the
-// plain interpreter. The constructor runs one forward and backward, so a
-// model autograd cannot differentiate fails before any per-node work.
-class WholeGraph {
- public:
-  WholeGraph(const CanonicalGraph& canonical, const std::vector<IValue>& model_inputs, const PassOptions& options)
-      : options_(options), runner_(canonical.graph, "whole"), sync_(DeviceSync(options.device)) {
-    for (const auto& input : canonical.Stack(model_inputs))
-      stack_.push_back(MapTensors(input, [&](const at::Tensor& t) { return t.detach().to(options.device); }));
-    for (size_t p = 0; p < canonical.params.size(); ++p) {
-      at::Tensor& t = stack_[canonical.num_model_inputs + p].toTensor();
-      if (options.training && canonical.params[p].tensor.requires_grad() && t.is_floating_point()) {
-        t.requires_grad_(true);
-        params_.push_back(t);
-      }
-    }
-    Forward();
-    Backward();
-  }
-
-  double Forward() {
-    // Free the previous run's activations before the clock starts.
-    outputs_.clear();
-    seeds_.clear();
-    std::vector<IValue> results;
-    const double ms = TimedRun([&] { results = runner_.Run(stack_); });
-    for (const auto& value : results)
-      for (const auto& t : FlattenTensors(value))
-        if (t.defined() && t.requires_grad()) outputs_.push_back(t);
-    for (const auto& t : outputs_) seeds_.push_back(at::ones_like(t));
-    return ms;
-  }
-
-  // Backward of the latest Forward(); 0 when nothing needs a gradient.
-  double Backward() {
-    if (!options_.training || outputs_.empty() || params_.empty()) return 0;
-    try {
-      std::vector<at::Tensor> grads;
-      return TimedRun([&] {
-        grads = torch::autograd::grad(outputs_, params_, seeds_, /*retain_graph=*/true, false, /*allow_unused=*/true);
-      });
-    } catch (const c10::Error& e) {
-      // An in-place write to a value autograd saved: eager PyTorch
-      // cannot train this model either.
-      throw InputError(Concat("the model cannot be trained: autograd refuses its backward: ",
-                              e.what_without_backtrace()));
-    }
-  }
-
- private:
-  double TimedRun(const std::function<void()>& work) const {
-    if (sync_) sync_();
-    const auto start = std::chrono::steady_clock::now();
-    work();
-    if (sync_) sync_();
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  }
-
-  const PassOptions& options_;
-  GraphRunner runner_;
-  std::function<void()> sync_;
-  std::vector<IValue> stack_;
-  std::vector<at::Tensor> params_, outputs_, seeds_;
 };
 
 Timing Summarise(const std::vector<double>& samples) {

@@ -55,7 +55,17 @@ struct Profile {
   double whole_backward_ms = 0;
   double coverage = 0;
   double backward_coverage = 0;
+  // Measured on CPU for several workers: shared_slowdown[k - 1] is how much
+  // slower the whole graph ran with k copies at once (contention between
+  // CPU-worker stages; see contention.h), at micro-batch size
+  // shared_slowdown_microbatch. Empty when not measured.
+  std::vector<double> shared_slowdown;
+  int64_t shared_slowdown_microbatch = 0;
 };
+
+// The time multiplier for k stages computing at once: shared_slowdown[k - 1],
+// or its last entry beyond the measured range, 1 when not measured.
+double SharedSlowdown(const Profile& profile, int k);
 
 // Piecewise-linear interpolation of ys (one per `sizes`, ascending) at m.
 // m must lie within [sizes.front(), sizes.back()]: a profile does not

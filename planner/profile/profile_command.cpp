@@ -30,13 +30,14 @@ namespace mp {
 namespace {
 
 Profile Measure(const CanonicalGraph& canonical, const ProfileRequest& request,
-                const std::vector<TensorSpec>& inputs, bool timed) {
+                const std::vector<TensorSpec>& inputs, bool timed, int workers = 1) {
   MeasureOptions options;
   options.training = request.training;
   options.microbatch_sizes = request.microbatch_sizes;
   options.timing = request.timing;
   options.device = request.device;
   options.timed = timed;
+  options.workers = workers;
   ProgressBar bar(timed ? "profiling" : "sizing", "node passes", request.progress);
   options.progress = [&](int64_t done, int64_t total) { bar.Update(done, total); };
   Profile profile = MeasureProfile(canonical, inputs, options);
@@ -108,7 +109,9 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
     }
   } else {
     const auto start = std::chrono::steady_clock::now();
-    result.profile = Measure(canonical, request, result.inputs, true);
+    // Stages on CPU workers share this machine: measure how they slow
+    // each other (contention.h).
+    result.profile = Measure(canonical, request, result.inputs, true, request.stages);
     result.profiling_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 

@@ -6,6 +6,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
+
 #include "common/error.h"
 #include "planner/profile/yaml_document.h"
 
@@ -68,6 +70,11 @@ std::string ProfileToYaml(const Profile& p) {
   out << YAML::Key << "whole_backward_ms" << YAML::Value << p.whole_backward_ms;
   out << YAML::Key << "coverage" << YAML::Value << p.coverage;
   out << YAML::Key << "backward_coverage" << YAML::Value << p.backward_coverage;
+  if (!p.shared_slowdown.empty()) {
+    out << YAML::Key << "shared_slowdown" << YAML::Value;
+    EmitFlowSeq(out, p.shared_slowdown);
+    out << YAML::Key << "shared_slowdown_microbatch" << YAML::Value << p.shared_slowdown_microbatch;
+  }
   out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
   for (const auto& n : p.nodes) {
     out << YAML::Flow << YAML::BeginMap;
@@ -134,6 +141,13 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
   p.whole_backward_ms = r.Get<double>(root, "whole_backward_ms");
   p.coverage = r.Get<double>(root, "coverage");
   p.backward_coverage = r.Get<double>(root, "backward_coverage");
+  if (root["shared_slowdown"]) {
+    p.shared_slowdown = r.Get<std::vector<double>>(root, "shared_slowdown");
+    p.shared_slowdown_microbatch = r.Get<int64_t>(root, "shared_slowdown_microbatch");
+    for (double f : p.shared_slowdown)
+      if (!(f >= 1) || !std::isfinite(f))
+        throw InputError(Concat(source, ": shared_slowdown: expected factors >= 1, got ", f));
+  }
   const size_t sizes = p.microbatch_sizes.size();
   if (sizes == 0) throw InputError(Concat(source, ": microbatch_sizes: empty"));
   for (const auto& item : r.Need(root, "nodes", "")) {

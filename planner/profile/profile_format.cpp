@@ -91,6 +91,12 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
     if (p.training) out << ", backward " << Format("%.3f", p.backward_coverage);
     out << " (sum of per-node times / whole-graph time)\n";
   }
+  if (p.shared_slowdown.size() > 1) {
+    out << "CPU workers at once (micro-batch " << p.shared_slowdown_microbatch << "):";
+    for (size_t k = 1; k < p.shared_slowdown.size(); ++k)
+      out << (k > 1 ? "," : "") << " " << k + 1 << " run " << Format("%.2f", p.shared_slowdown[k]) << "x slower";
+    out << "\n";
+  }
   if (profiling_s > 0) out << "profiling took " << Format("%.1f", profiling_s) << " s\n";
   out << "\n";
   char line[256];

@@ -91,6 +91,12 @@ std::string ProfileText(const PlanProfile& p) {
     if (p.backward_coverage > 0) out += " (backward " + FormatPercent(p.backward_coverage) + ")";
   }
   if (!p.calibration.empty()) out += ", calibration: " + p.calibration;
+  if (p.shared_slowdown.size() > 1) {
+    out += ", CPU workers slow each other by";
+    for (size_t k = 1; k < p.shared_slowdown.size(); ++k)
+      out += (k > 1 ? ", " : " ") + FormatRatio(p.shared_slowdown[k]) + " at " + std::to_string(k + 1);
+    out += " (included)";
+  }
   if (!p.file.empty()) out += ", from " + p.file;
   return out;
 }

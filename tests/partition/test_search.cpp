@@ -76,6 +76,32 @@ TEST_CASE("a slow link makes one stage the answer") {
   CHECK(result.partition.microbatches == 1);
 }
 
+TEST_CASE("CPU workers that slow each other down make pipelining worth less") {
+  auto b = EvenChain(8, 0);
+  mp::PlanRequest request;
+  mp::Cluster shared = mp::UniformCluster(2, {});
+  const auto free = mp::SearchPlan(b.graph, b.profile, shared, request);
+  REQUIRE(free.partition.stages.size() == 2);
+  // 1.5x slower together: the same 2-stage plan's stages take 1.5x as long.
+  shared.shared_slowdown = {1, 1.5};
+  request.stages = 2;
+  request.microbatches = free.partition.microbatches;
+  request.schedule = free.partition.schedule;
+  const auto slowed = mp::SearchPlan(b.graph, b.profile, shared, request);
+  REQUIRE(slowed.partition.stages.size() == 2);
+  for (int s = 0; s < 2; ++s) {
+    CHECK(slowed.partition.stages[s].forward_ms == doctest::Approx(1.5 * free.partition.stages[s].forward_ms));
+  }
+  CHECK(slowed.predicted.step_ms == doctest::Approx(1.5 * free.predicted.step_ms));
+  // Twice as slow together: two workers no longer beat one.
+  shared.shared_slowdown = {1, 2.5};
+  const auto one = mp::SearchPlan(b.graph, b.profile, shared, mp::PlanRequest{});
+  CHECK(one.partition.stages.size() == 1);
+  shared.shared_slowdown = {1, 0.5};
+  CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, shared, mp::PlanRequest{}),
+                       "cluster: shared_slowdown[1]: 0.5; expected >= 1", InputError);
+}
+
 TEST_CASE("inference uses the forward-only schedule") {
   auto b = EvenChain(8, 0);
   b.profile.training = false;

@@ -115,6 +115,12 @@ TEST_CASE("a measured plan on this machine, with the default output beside the m
   CHECK(plan.profile.coverage > 0);
   CHECK(plan.model.path == "mlp.pt");
   CHECK(plan.devices[0].type == "cpu");
+  // Two CPU workers share this machine: the profile measured how much they
+  // slow each other, and the plan and its report say so.
+  REQUIRE(plan.profile.shared_slowdown.size() == 2);
+  CHECK(plan.profile.shared_slowdown[0] == 1);
+  CHECK(plan.profile.shared_slowdown[1] >= 1);
+  CHECK(run.out.find("CPU workers slow each other by") != std::string::npos);
 }
 
 TEST_CASE("--report writes Markdown and an SVG Gantt chart, --dot writes the graph") {

@@ -41,7 +41,8 @@ void CheckError(const std::string& yaml, const std::string& expected) {
 
 TEST_CASE("a plan round-trips through the reader exactly") {
   for (bool training : {true, false}) {
-    const PlanFixture f(3, training);
+    PlanFixture f(3, training);
+    f.plan.profile.shared_slowdown = {1, 1.125, 1.5};  // CPU workers
     REQUIRE(f.plan.stages.size() == 3);
     const std::string yaml = mp::PlanToYaml(f.plan);
     const mp::Plan back = mp::ParsePlan(yaml, "plan.yaml");
@@ -56,6 +57,7 @@ TEST_CASE("a plan round-trips through the reader exactly") {
       CHECK(back.stages[s].sends.size() == f.plan.stages[s].sends.size());
     }
     CHECK(back.alternatives.size() == f.plan.alternatives.size());
+    CHECK(back.profile.shared_slowdown == f.plan.profile.shared_slowdown);
     mp::CheckPlanAgainstGraph(back, f.builder.graph, "plan.yaml");
     // The predictions replay: the simulator gives the step time back.
     CHECK(mp::SimulatePlan(back).step_ms == doctest::Approx(f.plan.predicted.step_ms).epsilon(1e-6));
@@ -79,6 +81,14 @@ TEST_CASE("validation errors name the key path") {
   SUBCASE("not YAML") { CHECK(ErrorOf("format: [mpplan").find("not valid YAML") != std::string::npos); }
   SUBCASE("unknown format version") {
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["format"] = "mpplan/v9"; }), "format: unknown format 'mpplan/v9'");
+  }
+  SUBCASE("a slowdown factor below 1") {
+    CheckError(Mutated(yaml,
+                       [](YAML::Node& r) {
+                         r["profile"]["shared_slowdown"].push_back(1);
+                         r["profile"]["shared_slowdown"].push_back(0.5);
+                       }),
+               "profile.shared_slowdown[1]: expected a slowdown factor >= 1, found 0.5");
   }
   SUBCASE("unknown key at the top") {
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["colour"] = 1; }), "colour: unknown key");

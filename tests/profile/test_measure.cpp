@@ -4,6 +4,9 @@
 
 #include <torch/cuda.h>
 
+#include <algorithm>
+#include <thread>
+
 #include "common/error.h"
 #include "planner/graph/build_op_graph.h"
 #include "planner/graph/model_file.h"
@@ -181,6 +184,26 @@ TEST_CASE("sizes, devices and models that cannot be trained are refused clearly"
   CHECK_THROWS_WITH_AS(mp::MeasureProfile(inplace.canonical, inplace.inputs, Quick(true)),
                        doctest::Contains("the model cannot be trained: autograd refuses its backward"),
                        mp::InputError);
+}
+
+TEST_CASE("the contention probe measures CPU workers running at once") {
+  Model m = Load("mlp.script.pt", true);
+  auto options = Quick(true);
+  CHECK(mp::MeasureProfile(m.canonical, m.inputs, options).shared_slowdown.empty());
+  options.workers = 3;
+  const mp::Profile p = mp::MeasureProfile(m.canonical, m.inputs, options);
+  REQUIRE(p.shared_slowdown.size() == 3);
+  CHECK(p.shared_slowdown[0] == 1);
+  // Never faster than alone; with more copies than cores, each waits for a
+  // core (3 on 2 cores: about 1.5x).
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  for (int k = 2; k <= 3; ++k) {
+    CAPTURE(k);
+    CHECK(p.shared_slowdown[k - 1] >= 1);
+    if (k > cores) CHECK(p.shared_slowdown[k - 1] > 1.2);
+  }
+  CHECK(std::find(p.microbatch_sizes.begin(), p.microbatch_sizes.end(), p.shared_slowdown_microbatch) !=
+        p.microbatch_sizes.end());
 }
 
 TEST_CASE("profiling on a GPU" * doctest::skip(!torch::cuda::is_available())) {

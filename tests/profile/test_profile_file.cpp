@@ -28,6 +28,8 @@ mp::Profile Sample() {
   p.whole_backward_ms = 12.25;
   p.coverage = 0.97;
   p.backward_coverage = 1.02;
+  p.shared_slowdown = {1, 1.25};
+  p.shared_slowdown_microbatch = 2;
   for (int i = 0; i < 3; ++i) {
     mp::NodeCost n;
     n.id = i;
@@ -61,6 +63,11 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.microbatch_sizes == p.microbatch_sizes);
   CHECK(q.whole_forward_ms == p.whole_forward_ms);
   CHECK(q.coverage == doctest::Approx(p.coverage));
+  CHECK(q.shared_slowdown == p.shared_slowdown);
+  CHECK(q.shared_slowdown_microbatch == 2);
+  CHECK(mp::SharedSlowdown(q, 1) == 1);
+  CHECK(mp::SharedSlowdown(q, 2) == 1.25);
+  CHECK(mp::SharedSlowdown(q, 4) == 1.25);  // beyond the measured: the last factor
   REQUIRE(q.nodes.size() == p.nodes.size());
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     CHECK(q.nodes[i].kind == p.nodes[i].kind);
@@ -105,6 +112,10 @@ TEST_CASE("malformed profile files name the problem") {
   const std::string short_list = text.replace(at, 23, "forward_ms: [0.5, 1]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(short_list, "p.yaml"),
                        "p.yaml: nodes[0].forward_ms: 2 entries for 3 micro-batch sizes", mp::InputError);
+  std::string fast = mp::ProfileToYaml(Sample());
+  fast.replace(fast.find("shared_slowdown: [1, 1.25]"), 26, "shared_slowdown: [1, 0.5]");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(fast, "p.yaml"), "p.yaml: shared_slowdown: expected factors >= 1, got 0.5",
+                       mp::InputError);
 }
 
 TEST_CASE("times interpolate between measured sizes and never extrapolate") {
