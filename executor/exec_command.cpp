@@ -105,6 +105,8 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return runs[a].step_ms < runs[b].step_ms; });
   const PipelineRun& run = runs[order[order.size() / 2]];  // the median step
   const double median = run.step_ms;
+  std::vector<double> steps_ms;  // every timed step, in order
+  for (const auto& r : runs) steps_ms.push_back(r.step_ms);
   const double predicted = plan.predicted.step_ms;
 
   nlohmann::json stages = nlohmann::json::array();
@@ -131,6 +133,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                         {"steps", request.steps},
                         {"warmup", request.warmup},
                         {"step_ms", median},
+                        {"steps_ms", steps_ms},
                         {"predicted_step_ms", predicted},
                         {"step_error_pct", ErrorPct(median, predicted)},
                         {"measured_vs_predicted", predicted > 0 ? median / predicted : 0.0},

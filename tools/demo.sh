@@ -3,8 +3,8 @@
 # tutorial's ResNet-50 (batch 120, 3x128x128, training) for 2 devices of this
 # machine, measuring it here, and prints the report; the plan, a Markdown
 # report with a Gantt chart of one predicted step and the op graph by stage
-# are written under build/demo/. Then mpexec runs that plan: two training
-# steps pipelined on CPU workers after one warm-up, measured against the
+# are written under build/demo/. Then mpexec runs that plan: three training
+# steps pipelined on CPU workers after two warm-ups, measured against the
 # prediction, with a Chrome trace of the median step and the trained model
 # kept as TorchScript. Extra arguments go to mpplan.
 set -euo pipefail
@@ -16,5 +16,5 @@ mkdir -p build/demo
 build/apps/mpplan build/models/resnet50.script.pt --gpus 2 \
   --split 'layer1,layer2|layer3,layer4,fc' \
   -o build/demo/resnet50.plan.yaml --report build/demo/resnet50.report.md --dot build/demo/resnet50.dot "$@"
-build/apps/mpexec build/demo/resnet50.plan.yaml --warmup 1 --steps 2 \
+build/apps/mpexec build/demo/resnet50.plan.yaml --warmup 2 --steps 3 \
   --trace build/demo/resnet50.trace.json --save build/demo/resnet50.trained.pt

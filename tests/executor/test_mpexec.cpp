@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -70,6 +71,11 @@ TEST_CASE("a plan measured here reports measured against predicted") {
   const auto j = nlohmann::json::parse(run.out);
   CHECK(j["verify"] == true);
   CHECK(j["steps"] == 3);
+  // Every timed step, in order; the median of them is step_ms.
+  REQUIRE(j["steps_ms"].size() == 3);
+  std::vector<double> steps = j["steps_ms"].get<std::vector<double>>();
+  std::sort(steps.begin(), steps.end());
+  CHECK(j["step_ms"].get<double>() == steps[1]);
   CHECK(j["predicted_step_ms"].get<double>() > 0);
   MESSAGE("mlp, measured plan: " << j["stages"].size() << " stages x " << j["microbatches"] << ", step " << j["step_ms"]
                                  << " ms, predicted " << j["predicted_step_ms"] << " ms");
