@@ -34,7 +34,8 @@ struct StageSpec {
 };
 
 // Stage s of `stages` runs on cluster.devices[s] (the first `stages` devices),
-// its speed scaled by SharedSlowdown(cluster, stages), and holds as many micro-batches as the schedule keeps in flight there.
+// its speed scaled by SharedSlowdown(cluster, stages), and holds as many
+// micro-batches as the schedule keeps in flight there.
 std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule, int stages, int microbatches);
 
 class StageCostModel {

@@ -20,24 +20,24 @@ double RunOnce(WholeGraph& graph) {
   return forward + graph.Backward();
 }
 
-// Samples of the first `copies` graphs running together, pooled.
-std::vector<double> RunTogether(std::vector<std::unique_ptr<WholeGraph>>& graphs, int copies, int threads,
-                                int repeats) {
-  std::vector<std::vector<double>> samples(copies);
+// One run of each of the first `copies` graphs, all running together: a
+// copy that finishes first runs again (untimed) until every copy has its
+// sample.
+std::vector<double> RunTogether(std::vector<std::unique_ptr<WholeGraph>>& graphs, int copies, int threads) {
+  std::vector<double> samples(copies, 0.0);
   std::vector<std::exception_ptr> errors(copies);
   std::atomic<int> ready{0}, done{0};
   std::vector<std::thread> workers;
   for (int w = 0; w < copies; ++w) {
     workers.emplace_back([&, w] {
       bool counted = false;
+      ready.fetch_add(1);
+      while (ready.load() < copies) std::this_thread::yield();  // start together
       try {
         at::set_num_threads(threads);
-        ready.fetch_add(1);
-        while (ready.load() < copies) std::this_thread::yield();  // start together
         while (done.load() < copies) {
           const double ms = RunOnce(*graphs[w]);
-          if (int(samples[w].size()) < repeats) samples[w].push_back(ms);
-          if (!counted && int(samples[w].size()) == repeats) counted = true, done.fetch_add(1);
+          if (!counted) samples[w] = ms, counted = true, done.fetch_add(1);
         }
       } catch (...) {
         errors[w] = std::current_exception();
@@ -48,9 +48,7 @@ std::vector<double> RunTogether(std::vector<std::unique_ptr<WholeGraph>>& graphs
   for (auto& t : workers) t.join();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
-  std::vector<double> pooled;
-  for (const auto& s : samples) pooled.insert(pooled.end(), s.begin(), s.end());
-  return pooled;
+  return samples;
 }
 
 }  // namespace
@@ -67,12 +65,18 @@ std::vector<double> MeasureSharedSlowdown(const CanonicalGraph& canonical, const
   };
   std::vector<std::unique_ptr<WholeGraph>> graphs;
   graphs.push_back(copy());
-  const double alone = Quantile(RunTogether(graphs, 1, threads, repeats), 0.5);
   std::vector<double> slowdown{1.0};
   for (int k = 2; k <= workers; ++k) {
     graphs.push_back(copy());
-    const double together = Quantile(RunTogether(graphs, k, threads, repeats), 0.5);
-    slowdown.push_back(alone > 0 ? std::max(1.0, together / alone) : 1.0);
+    // Alone and together in turns, so a neighbour's load on this shared
+    // machine falls on both sides of the ratio.
+    std::vector<double> alone, together;
+    for (int r = 0; r < repeats; ++r) {
+      for (double ms : RunTogether(graphs, 1, threads)) alone.push_back(ms);
+      for (double ms : RunTogether(graphs, k, threads)) together.push_back(ms);
+    }
+    const double base = Quantile(alone, 0.5);
+    slowdown.push_back(base > 0 ? std::max(1.0, Quantile(together, 0.5) / base) : 1.0);
   }
   return slowdown;
 }

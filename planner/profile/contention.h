@@ -17,11 +17,11 @@
 namespace mp {
 
 // Runs the whole graph (forward, and backward in training) on
-// `model_inputs`: alone, then as 2, ..., `workers` copies in as many
-// threads at once, each with `threads` intra-op threads, `repeats` timed
-// runs per thread. Returns slowdown[k - 1] = median time with k running /
-// median time alone, at least 1; slowdown[0] = 1. Every copy keeps running
-// until each has its `repeats` samples, so every sample saw k at work.
+// `model_inputs`, for each k = 2, ..., `workers`: `repeats` times alone and
+// as k copies in as many threads at once, in turns, each thread with
+// `threads` intra-op threads. Returns slowdown[k - 1] = median time with k
+// running / median time alone, at least 1; slowdown[0] = 1. Every copy
+// keeps running until each has its sample, so every sample saw k at work.
 std::vector<double> MeasureSharedSlowdown(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs,
                                           const PassOptions& options, int workers, int threads, int repeats);
 

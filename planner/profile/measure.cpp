@@ -155,7 +155,6 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     // At the second-largest size: nearer the micro-batches a pipeline runs
     // than the full batch, and cheaper.
     const int64_t m = sizes.size() > 1 ? sizes[sizes.size() - 2] : sizes.back();
-    pass.whole_graph = true;
     profile.shared_slowdown =
         MeasureSharedSlowdown(canonical, SyntheticInputs(WithBatch(inputs, m), options.seed), pass, options.workers,
                               profile.threads, std::clamp(options.timing.repeats, 1, 3));
