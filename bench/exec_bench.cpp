@@ -18,6 +18,7 @@
 //
 // Usage: bench_exec MODELS_DIR OUT_DIR [--quick]
 #include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -32,8 +33,6 @@
 #include <vector>
 
 #include "common/allocator.h"
-#include <nlohmann/json.hpp>
-
 #include "executor/executor.h"
 #include "planner/plan/plan_reader.h"
 
