@@ -7,11 +7,6 @@
 
 namespace mp {
 
-double SharedSlowdown(const Profile& profile, int k) {
-  if (profile.shared_slowdown.empty() || k <= 1) return 1.0;
-  return profile.shared_slowdown[std::min<size_t>(k, profile.shared_slowdown.size()) - 1];
-}
-
 double InterpolateAt(const std::vector<int64_t>& sizes, const std::vector<double>& ys, int64_t m) {
   if (sizes.empty() || sizes.size() != ys.size())
     throw InternalError(Concat("profile: ", ys.size(), " values for ", sizes.size(), " sizes"));

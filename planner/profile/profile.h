@@ -63,10 +63,6 @@ struct Profile {
   int64_t shared_slowdown_microbatch = 0;
 };
 
-// The time multiplier for k stages computing at once: shared_slowdown[k - 1],
-// or its last entry beyond the measured range, 1 when not measured.
-double SharedSlowdown(const Profile& profile, int k);
-
 // Piecewise-linear interpolation of ys (one per `sizes`, ascending) at m.
 // m must lie within [sizes.front(), sizes.back()]: a profile does not
 // extrapolate, because small micro-batches do not scale linearly.

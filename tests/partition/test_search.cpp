@@ -84,6 +84,9 @@ TEST_CASE("CPU workers that slow each other down make pipelining worth less") {
   REQUIRE(free.partition.stages.size() == 2);
   // 1.5x slower together: the same 2-stage plan's stages take 1.5x as long.
   shared.shared_slowdown = {1, 1.5};
+  CHECK(mp::SharedSlowdown(shared, 1) == 1);
+  CHECK(mp::SharedSlowdown(shared, 2) == 1.5);
+  CHECK(mp::SharedSlowdown(shared, 4) == 1.5);  // beyond the measured: the last factor
   request.stages = 2;
   request.microbatches = free.partition.microbatches;
   request.schedule = free.partition.schedule;
