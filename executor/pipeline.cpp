@@ -88,27 +88,15 @@ class Failure {
 // `leaves` gets one entry per tensor in FlattenTensors order (undefined for
 // tensors that need none).
 c10::IValue Detached(const c10::IValue& value, std::vector<at::Tensor>& leaves) {
-  if (value.isTensor()) {
-    const at::Tensor& t = value.toTensor();
+  return MapTensors(value, [&](const at::Tensor& t) {
     if (!t.defined() || !t.requires_grad()) {
       leaves.emplace_back();
-      return value;
+      return t;
     }
     at::Tensor leaf = t.detach().requires_grad_(true);
     leaves.push_back(leaf);
     return leaf;
-  }
-  if (value.isTuple()) {
-    std::vector<c10::IValue> items;
-    for (const auto& item : value.toTupleRef().elements()) items.push_back(Detached(item, leaves));
-    return c10::ivalue::Tuple::create(std::move(items));
-  }
-  if (value.isList()) {
-    c10::impl::GenericList items(value.toList().elementType());
-    for (const auto& item : value.toListRef()) items.push_back(Detached(item, leaves));
-    return items;
-  }
-  return value;
+  });
 }
 
 double Ms(Clock::time_point from, Clock::time_point to) {

@@ -162,8 +162,6 @@ class Engine {
   }
 
  private:
-  using Clock = std::chrono::steady_clock;
-
   int Id(const Value* value) const { return ids_.at(value); }
 
   // Runs `work` between device synchronisations and returns its time.
@@ -172,11 +170,7 @@ class Engine {
       work();
       return 0;
     }
-    if (sync_) sync_();
-    const auto start = Clock::now();
-    work();
-    if (sync_) sync_();
-    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    return SyncedMs(work, sync_);
   }
 
   void LoadInputs(const std::vector<IValue>& model_inputs) {
@@ -391,6 +385,14 @@ std::function<void()> DeviceSync(c10::Device device) {
     const auto* impl = c10::impl::getDeviceGuardImpl(device.type());
     impl->getStream(device).synchronize();
   };
+}
+
+double SyncedMs(const std::function<void()>& work, const std::function<void()>& sync) {
+  if (sync) sync();
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  if (sync) sync();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 PassResult RunNodeByNode(const CanonicalGraph& canonical, const std::vector<IValue>& model_inputs,

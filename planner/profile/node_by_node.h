@@ -64,4 +64,8 @@ PassResult RunNodeByNode(const CanonicalGraph& canonical, const std::vector<c10:
 // Waits for the device's queued work; nothing to wait for on CPU.
 std::function<void()> DeviceSync(c10::Device device);
 
+// Milliseconds of `work` between two calls of `sync` (a DeviceSync; empty
+// on CPU), so queued device work is inside the interval and nothing before.
+double SyncedMs(const std::function<void()>& work, const std::function<void()>& sync);
+
 }  // namespace mp

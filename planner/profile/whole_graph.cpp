@@ -2,8 +2,6 @@
 
 #include <torch/csrc/autograd/autograd.h>
 
-#include <chrono>
-
 #include "common/error.h"
 
 namespace mp {
@@ -29,7 +27,7 @@ double WholeGraph::Forward() {
   outputs_.clear();
   seeds_.clear();
   std::vector<c10::IValue> results;
-  const double ms = TimedRun([&] { results = runner_.Run(stack_); });
+  const double ms = SyncedMs([&] { results = runner_.Run(stack_); }, sync_);
   for (const auto& value : results)
     for (const auto& t : FlattenTensors(value))
       if (t.defined() && t.requires_grad()) outputs_.push_back(t);
@@ -41,23 +39,15 @@ double WholeGraph::Backward() {
   if (!options_.training || outputs_.empty() || params_.empty()) return 0;
   try {
     std::vector<at::Tensor> grads;
-    return TimedRun([&] {
+    return SyncedMs([&] {
       grads = torch::autograd::grad(outputs_, params_, seeds_, /*retain_graph=*/true, false, /*allow_unused=*/true);
-    });
+    }, sync_);
   } catch (const c10::Error& e) {
     // An in-place write to a value autograd saved: eager PyTorch
     // cannot train this model either.
     throw InputError(Concat("the model cannot be trained: autograd refuses its backward: ",
                             e.what_without_backtrace()));
   }
-}
-
-double WholeGraph::TimedRun(const std::function<void()>& work) const {
-  if (sync_) sync_();
-  const auto start = std::chrono::steady_clock::now();
-  work();
-  if (sync_) sync_();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace mp

@@ -31,8 +31,6 @@ class WholeGraph {
   double Backward();
 
  private:
-  double TimedRun(const std::function<void()>& work) const;
-
   PassOptions options_;
   GraphRunner runner_;
   std::function<void()> sync_;
