@@ -21,14 +21,13 @@ bool SameFile(const std::string& a, const std::string& b) {
   return fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec);
 }
 
-namespace {
-
-}  // namespace
-
 void CheckWritable(const std::string& path, const std::vector<std::string>& protected_paths) {
-  for (const auto& input : protected_paths)
-    if (!input.empty() && SameFile(path, input))
-      throw InputError(Concat(path, ": refusing to overwrite ", input, ", which this command reads"));
+  for (const auto& input : protected_paths) {
+    if (!input.empty() && SameFile(path, input)) {
+      throw InputError(Concat(path, ": refusing to overwrite a file this command reads",
+                              input == path ? "" : " (" + input + ")"));
+    }
+  }
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw InputError(Concat(path, ": is a directory, expected a file name"));
   const fs::path target(path);

@@ -60,6 +60,9 @@ ReferenceResult TrainReference(const Executor& exec, const std::vector<at::Tenso
 nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   if (request.steps < 1) throw InputError(Concat("--steps must be at least 1, got ", request.steps));
   if (request.warmup < 0) throw InputError(Concat("--warmup must not be negative, got ", request.warmup));
+  if (request.options.pipeline.threads_per_stage < 0) {
+    throw InputError(Concat("--threads-per-stage must be at least 1, got ", request.options.pipeline.threads_per_stage));
+  }
   Executor exec(request.plan, request.options);
   const Plan& plan = exec.plan();
   const LoadedPlan& loaded = exec.loaded();

@@ -24,6 +24,7 @@ LoadedPlan LoadPlanForRun(const std::string& plan_path) {
   if (!fs::exists(loaded.model_path)) {
     throw InputError(Concat(plan_path, ": model.path: ", loaded.model_path, ": no such file"));
   }
+  CheckModelFile(loaded.model_path);
   const std::string sha = Sha256File(loaded.model_path);
   if (sha != loaded.plan.model.sha256) {
     throw InputError(Concat(plan_path, ": model.sha256: ", loaded.model_path,

@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "apps/command_line.h"
 #include "common/allocator.h"
 #include "common/error.h"
 #include "executor/exec_command.h"
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
   app.add_flag("--verify", request.verify, "compare with the model run whole on one device, same micro-batches: "
                "inference bit for bit, training within 1e-5");
   app.add_flag("--json", json, "print one JSON object");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = mp::ParseCommandLine(app, argc, argv, "mpexec")) return *status;
   try {
     request.options.training.loss = mp::ParseLoss(loss);
     const nlohmann::json result = mp::RunExecCommand(request);

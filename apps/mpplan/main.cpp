@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "apps/command_line.h"
 #include "common/allocator.h"
 #include "common/byte_size.h"
 #include "common/error.h"
@@ -103,7 +104,7 @@ int main(int argc, char** argv) {
   app.add_option("--device", profile.device, "device to measure on: cpu, cuda, cuda:N")->default_str("cpu");
   app.add_flag("--calibrate", profile.calibrate,
                "with --device-profile: fit its efficiencies to a measurement on this machine first");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = mp::ParseCommandLine(app, argc, argv, "mpplan")) return *status;
 
   try {
     if (inspect) {

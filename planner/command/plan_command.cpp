@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "planner/command/plan_devices.h"
+#include "planner/graph/model_file.h"
 #include "planner/partition/baselines.h"
 #include "planner/partition/order.h"
 #include "planner/plan/comparisons.h"
@@ -51,16 +52,10 @@ void CheckOutputs(const std::vector<std::string>& outputs, const std::vector<std
   std::vector<fs::path> seen;
   for (const std::string& out : outputs) {
     if (out.empty()) continue;
+    CheckWritable(out, inputs);
     const fs::path path = fs::absolute(out).lexically_normal();
-    for (const std::string& in : inputs) {
-      if (!in.empty() && SameFile(in, path.string())) throw InputError(Concat(out, ": refusing to overwrite an input file"));
-    }
     for (const fs::path& other : seen) {
       if (other == path || SameFile(other.string(), path.string())) throw InputError(Concat(out, ": given as two different outputs"));
-    }
-    std::error_code error;
-    if (!fs::is_directory(path.parent_path(), error)) {
-      throw InputError(Concat(out, ": no such directory '", path.parent_path().string(), "'"));
     }
     seen.push_back(path);
   }
@@ -92,6 +87,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   PlanDevices devices =
       MakePlanDevices(request.gpus, request.profile.device_profile, request.profile.device, request.memory_bytes);
   // Hashed before it is loaded: the plan names the bytes that were profiled.
+  CheckModelFile(request.profile.model_path);
   const std::string model_sha256 = Sha256File(request.profile.model_path);
 
   ProfileRequest profile_request = request.profile;

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "planner/graph/node_program.h"
 #include "planner/graph/run_graph.h"
 
 namespace mp {
@@ -111,7 +112,9 @@ void FillShapes(const CanonicalGraph& canonical, const std::vector<c10::IValue>&
   } catch (const mp::Error&) {
     throw;
   } catch (const std::exception& e) {
-    throw InputError(Concat("the model rejects these inputs: ", ErrorLine(e.what())));
+    const std::string node = DescribeFailingNode(canonical, model_inputs);
+    throw InputError(node.empty() ? Concat("the model rejects these inputs: ", ErrorLine(e.what()))
+                                  : Concat("the model rejects these inputs at ", node));
   }
   for (size_t i = 0; i < canonical.num_model_inputs; ++i) {
     if (model_inputs[i].isTensor()) SetTensor(op.values[op.inputs[i]], model_inputs[i].toTensor());

@@ -6,20 +6,72 @@
 
 #include <caffe2/serialize/inline_container.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <system_error>
-#include <filesystem>
 
 #include "common/error.h"
 #include "planner/graph/run_graph.h"
 
 namespace mp {
 
-ModelFile LoadModelFile(const std::string& path) {
+namespace {
+
+// A complete zip ends with an end-of-central-directory record ("PK\5\6")
+// within its last 64 KiB + 22 bytes; a truncated one does not.
+bool HasZipEnd(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  const std::streamoff size = in.tellg();
+  const std::streamoff tail = std::min<std::streamoff>(size, 65536 + 22);
+  std::string bytes(static_cast<size_t>(tail), '\0');
+  in.seekg(size - tail);
+  in.read(bytes.data(), tail);
+  return in && bytes.rfind(std::string("PK\5\6", 4)) != std::string::npos;
+}
+
+// True for a tensor, or tuples and lists of them, however nested.
+bool TensorsOnly(const c10::TypePtr& type) {
+  switch (type->kind()) {
+    case c10::TypeKind::TensorType:
+      return true;
+    case c10::TypeKind::TupleType:
+    case c10::TypeKind::ListType:
+      for (const auto& contained : type->containedTypes()) {
+        if (!TensorsOnly(contained)) return false;
+      }
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Inputs are what an input spec describes: tensors. Outputs are tensors,
+// or tuples and lists of them (what the pipeline carries and compares).
+void CheckForwardTypes(const torch::jit::Module& module, const std::string& path) {
+  const c10::FunctionSchema& schema = module.get_method("forward").function().getSchema();
+  for (const c10::Argument& arg : schema.arguments()) {
+    if (arg.name() == "self") continue;
+    if (arg.type()->kind() != c10::TypeKind::TensorType) {
+      throw InputError(Concat(path, ": forward's input '", arg.name(), "' is ", arg.type()->annotation_str(),
+                              ", not supported (inputs must be tensors)"));
+    }
+  }
+  for (const c10::Argument& ret : schema.returns()) {
+    if (!TensorsOnly(ret.type())) {
+      throw InputError(Concat(path, ": forward returns ", ret.type()->annotation_str(),
+                              ", not supported (outputs must be tensors, or tuples or lists of tensors)"));
+    }
+  }
+}
+
+}  // namespace
+
+void CheckModelFile(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(path, ec)) throw InputError(Concat(path, ": no such file"));
-  if (fs::is_directory(path, ec)) throw InputError(Concat(path, ": is a directory, not a model file"));
+  if (fs::is_directory(path, ec)) throw InputError(Concat(path, ": is a directory, expected a TorchScript model file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(Concat(path, ": cannot be read (permission denied?)"));
   char magic[4] = {0, 0, 0, 0};
@@ -29,15 +81,20 @@ ModelFile LoadModelFile(const std::string& path) {
     throw InputError(Concat(path, ": not a TorchScript file (not a zip archive; save it with "
                                   "torch.jit.save, not torch.save of a state dict)"));
   }
-  in.close();
+  if (!HasZipEnd(path)) {
+    throw InputError(Concat(path, ": damaged zip archive (no end of central directory: truncated?)"));
+  }
+}
 
+ModelFile LoadModelFile(const std::string& path) {
+  CheckModelFile(path);
   // torch.save archives are zips too; TorchScript ones also hold code/.
   bool has_code = false;
   try {
     caffe2::serialize::PyTorchStreamReader reader(path);
     for (const auto& record : reader.getAllRecords()) has_code |= record.rfind("code/", 0) == 0;
   } catch (const std::exception& e) {
-    throw InputError(Concat(path, ": damaged zip archive (", ErrorLine(e.what()), ")"));
+    throw InputError(Concat(path, ": zip archive but not TorchScript (", ErrorLine(e.what()), ")"));
   }
   if (!has_code) {
     throw InputError(Concat(path, ": zip archive but not TorchScript (no code/; torch.save output? "
@@ -56,6 +113,7 @@ ModelFile LoadModelFile(const std::string& path) {
   if (!model.module.find_method("forward")) {
     throw InputError(Concat(path, ": TorchScript module has no forward method"));
   }
+  CheckForwardTypes(model.module, path);
   for (const auto& m : model.module.modules()) model.training.push_back(m.is_training());
   model.input_spec_json = extra[kInputSpecFile];
   if (!extra[kInputSpecFile].empty()) {

@@ -21,9 +21,16 @@ struct ModelFile {
   std::vector<bool> training;          // each module's training flag as loaded, modules() order
 };
 
+// The cheap checks LoadModelFile makes first, for a command that reads the
+// file's bytes before loading it: exists, not a directory, readable, not
+// empty, a complete zip archive. Throws InputError naming `path`.
+void CheckModelFile(const std::string& path);
+
 // Loads `path` on the CPU. Throws InputError when the file is missing,
-// unreadable or empty, is not a zip archive, is a zip but not TorchScript,
-// has no `forward` method, or carries a malformed input spec.
+// unreadable or empty, is not a complete zip archive, is a zip but not
+// TorchScript, has no `forward` method, takes an input that is not a tensor
+// or returns something other than tensors (a dict, a string), or carries a
+// malformed input spec.
 ModelFile LoadModelFile(const std::string& path);
 
 }  // namespace mp

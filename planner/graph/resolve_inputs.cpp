@@ -55,8 +55,8 @@ std::vector<TensorSpec> ResolveInputs(const ModelFile& model, const CanonicalGra
     return specs;
   }
   if (flags.size() != expected) {
-    throw InputError(Concat("--input given ", flags.size(), " times, model takes ", expected,
-                            " inputs (", JoinNames(canonical.input_names), ")"));
+    throw InputError(Concat("--input: the model takes ", expected, " inputs (", JoinNames(canonical.input_names),
+                            "), given ", flags.size()));
   }
   std::vector<TensorSpec> specs;
   for (size_t i = 0; i < flags.size(); ++i) {

@@ -10,12 +10,24 @@ GraphRunner::GraphRunner(const std::shared_ptr<torch::jit::Graph>& graph, const 
     : code_(graph, name) {}
 
 std::string ErrorLine(const std::string& what) {
+  std::string line;
   if (what.find("The following operation failed in the TorchScript interpreter") == std::string::npos) {
-    return what.substr(0, what.find('\n'));
+    line = what.substr(0, what.find('\n'));
+  } else {
+    const size_t end = what.find_last_not_of(" \n");
+    const size_t newline = what.find_last_of('\n', end);
+    const size_t start = newline == std::string::npos ? 0 : newline + 1;
+    line = what.substr(start, end - start + 1);
   }
-  const size_t end = what.find_last_not_of(" \n");
-  const size_t newline = what.find_last_of('\n', end);
-  return what.substr(newline == std::string::npos ? 0 : newline + 1, end - (newline == std::string::npos ? 0 : newline + 1) + 1);
+  // "[enforce fail at inline_container.cc:129] . file in archive is ...":
+  // the source location is LibTorch's, not the user's.
+  const std::string enforce = "[enforce fail at ";
+  const size_t close = line.find("] ");
+  if (line.rfind(enforce, 0) == 0 && close != std::string::npos) {
+    line = line.substr(close + 2);
+    if (line.rfind(". ", 0) == 0) line = line.substr(2);
+  }
+  return line;
 }
 
 std::vector<c10::IValue> GraphRunner::Run(std::vector<c10::IValue> inputs) const {

@@ -223,8 +223,9 @@ void ReadHeader(const YamlCursor& root, Plan& plan) {
                                      " samples leave the last of batch ", plan.batch, " empty"));
   }
   if (root.Has("microbatch_size") && root["microbatch_size"].Int() != plan.microbatch_size) {
-    root["microbatch_size"].Fail(Concat("batch ", plan.batch, " in ", plan.microbatches,
-                                        " micro-batches makes micro-batches of ", plan.microbatch_size));
+    root["microbatch_size"].Fail(Concat("expected ", plan.microbatch_size, " (batch ", plan.batch, " in ",
+                                        plan.microbatches, " micro-batches), found ",
+                                        root["microbatch_size"].Int()));
   }
   plan.schedule = ReadSchedule(root["schedule"]);
   if (IsTraining(plan.schedule) != plan.training) {

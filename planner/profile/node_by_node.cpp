@@ -21,8 +21,8 @@
 #include <utility>
 
 #include "common/error.h"
+#include "planner/graph/node_program.h"
 #include "planner/graph/run_graph.h"
-#include "planner/profile/node_program.h"
 #include "planner/profile/whole_graph.h"
 
 namespace mp {

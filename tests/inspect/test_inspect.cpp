@@ -56,7 +56,7 @@ TEST_CASE("--input overrides the embedded spec, one per model input") {
   CHECK((s.inputs[0].shape == std::vector<int64_t>{2, 5, 8}));
   CHECK(s.inputs[1].name == "h0");
   CHECK_THROWS_WITH_AS(mp::InspectModel(ZooPath("lstm.script.pt"), {"float32[2,5,8]"}),
-                       doctest::Contains("--input given 1 times, model takes 3 inputs (x, h0, c0)"),
+                       doctest::Contains("--input: the model takes 3 inputs (x, h0, c0), given 1"),
                        mp::InputError);
   CHECK_THROWS_WITH_AS(mp::InspectModel(ZooPath("toy.script.pt"), {"float32[4,7]"}),
                        doctest::Contains("the model rejects these inputs"), mp::InputError);

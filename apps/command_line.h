@@ -1,0 +1,32 @@
+// Command-line parsing shared by the mains: CLI11's own parse errors (an
+// unknown flag, a value that is not a number, a missing argument) become one
+// line on stderr, like every other error, instead of CLI11's two.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <optional>
+#include <string>
+
+namespace mp {
+
+// Parses argv into `app`. Returns the exit status when the command should
+// stop here: 0 after --help, 2 after a parse error printed as
+// "TOOL: MESSAGE (see TOOL --help)"; nothing when it should go on.
+inline std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv, const std::string& tool) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help
+    std::string message = e.what();
+    for (char& c : message) {
+      if (c == '\n') c = ' ';
+    }
+    std::cerr << tool << ": " << message << " (see " << tool << " --help)\n";
+    return 2;
+  }
+  return std::nullopt;
+}
+
+}  // namespace mp

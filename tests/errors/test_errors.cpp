@@ -1,0 +1,611 @@
+// Every user mistake the hardening issue lists, one CTest test each: the
+// command exits non-zero (1, or 2 for a flag CLI11 cannot parse), prints
+// exactly one line on stderr that names the file, flag or plan key, within
+// a time limit, and leaves every file in its folder byte-identical, with no
+// new file beside them (no half-written plan, report, trace or model).
+//
+// docs/errors.md is checked against these tests: each case's row (id, what,
+// command, exit status, message) must be in it, and it must have no other
+// rows. After changing a message, regenerate the rows with
+//   MP_ERRORS_DOC_UPDATE=1 build/tests/errors/test_errors
+#include "tests/doctest_torch.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/sha256.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDoc = std::string(MP_SOURCE_DIR) + "/docs/errors.md";
+const std::string kTableEnd = "<!-- end of the table: rows come from tests/errors/test_errors.cpp -->";
+
+// One bad input: the command as a user types it in a folder that holds the
+// case's files (made by `setup`), and what the error must name.
+struct BadInput {
+  std::string id;    // the row's key in docs/errors.md
+  std::string what;  // the mistake, in words
+  std::string command;
+  std::string names;  // stderr must contain this: the file, flag or key
+  int status = 1;
+  std::function<void(const fs::path& dir)> setup;
+};
+
+std::vector<std::string>& CaseIds() {
+  static std::vector<std::string> ids;
+  return ids;
+}
+
+struct Registered {
+  explicit Registered(const char* id) { CaseIds().push_back(id); }
+};
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void WriteAll(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+  REQUIRE(out.good());
+}
+
+// Replaces the first `from` in the file; the case is void if it is not there.
+void Edit(const fs::path& path, const std::string& from, const std::string& to) {
+  std::string text = ReadAll(path);
+  const size_t at = text.find(from);
+  INFO("editing " << path << ": looking for '" << from << "'");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+  WriteAll(path, text);
+}
+
+void CopyZoo(const std::string& file, const fs::path& to) {
+  fs::copy_file(std::string(MP_MODELS_DIR) + "/" + file, to, fs::copy_options::overwrite_existing);
+}
+
+// Runs a command in `dir` with a time limit; returns the exit status.
+int Run(const std::string& command, const fs::path& dir, const fs::path& out, const fs::path& err) {
+  const std::string line = "cd '" + dir.string() + "' && timeout 120 " + command + " >'" + out.string() + "' 2>'" +
+                           err.string() + "' </dev/null";
+  const int status = std::system(line.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// toy.pt (three layers: net1, relu, net2; batch 20) and a plan for it with
+// a fixed split, so the plan's node ranges do not depend on timings.
+void ToyPlan(const fs::path& dir, const std::string& mode = "train") {
+  CopyZoo("toy.script.pt", dir / "toy.pt");
+  const std::string plan = mode == "train" ? "toy.plan.yaml" : "toy.infer.yaml";
+  const std::string command = std::string(MP_MPPLAN) + " toy.pt --gpus 2 --stages 2 --microbatches 2 --mode " + mode +
+                              " --split 'net1,relu|net2' --partitioner layers --repeats 1 --warmup 0 --quiet -o " +
+                              plan;
+  REQUIRE(Run(command, dir, dir.parent_path() / "plan.out", dir.parent_path() / "plan.err") == 0);
+}
+
+// A TorchScript model compiled from `source` (a class body) and saved.
+void ScriptModel(const fs::path& path, const std::string& source) {
+  torch::jit::Module module("Model");
+  module.define(source);
+  module.save(path.string());
+}
+
+// Every file under `dir` and its SHA-256.
+std::map<std::string, std::string> Snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    const std::string name = fs::relative(entry.path(), dir).string();
+    files[name] = entry.is_regular_file() ? mp::Sha256Hex(ReadAll(entry.path())) : "(not a file)";
+  }
+  return files;
+}
+
+std::string Cell(std::string text) {
+  // Hashes and fingerprints differ between exports of the zoo: not part of the row.
+  text = std::regex_replace(text, std::regex("[0-9a-f]{12,}(\\.\\.\\.)?"), "…");
+  std::string escaped;
+  for (char c : text) escaped += c == '|' ? std::string("\\|") : std::string(1, c);
+  return escaped;
+}
+
+std::string Row(const BadInput& c, const std::string& message) {
+  return "| `" + c.id + "` | " + c.what + " | `" + Cell(c.command) + "` | " + std::to_string(c.status) + " | `" +
+         Cell(message) + "` |";
+}
+
+std::vector<std::string> DocLines() {
+  std::vector<std::string> lines;
+  std::istringstream in(ReadAll(kDoc));
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+bool IsRowOf(const std::string& line, const std::string& id) { return line.rfind("| `" + id + "` |", 0) == 0; }
+
+// MP_ERRORS_DOC_UPDATE=1: replace the case's row, or add it at the end.
+void UpdateDoc(const BadInput& c, const std::string& row) {
+  std::vector<std::string> lines = DocLines();
+  bool done = false;
+  for (auto& line : lines) {
+    if (IsRowOf(line, c.id)) line = row, done = true;
+  }
+  for (size_t i = 0; i < lines.size() && !done; ++i) {
+    if (lines[i] == kTableEnd) lines.insert(lines.begin() + i, row), done = true;
+  }
+  REQUIRE(done);
+  std::ofstream out(kDoc);
+  for (const auto& line : lines) out << line << "\n";
+}
+
+void Check(const BadInput& c) {
+  const fs::path base = fs::path(MP_TEST_TMP) / "errors";
+  const fs::path dir = base / c.id;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  if (c.setup) c.setup(dir);
+  const auto before = Snapshot(dir);
+
+  const std::string tool = c.command.substr(0, c.command.find(' '));
+  REQUIRE((tool == "mpplan" || tool == "mpexec"));
+  const std::string binary = tool == "mpplan" ? MP_MPPLAN : MP_MPEXEC;
+  const fs::path out = base / (c.id + ".stdout"), err = base / (c.id + ".stderr");
+  const int status = Run(binary + c.command.substr(tool.size()), dir, out, err);
+  const std::string message = ReadAll(err);
+  INFO("command: " << c.command);
+  INFO("stderr: " << message);
+  INFO("stdout: " << ReadAll(out));
+
+  CHECK_MESSAGE(status != 124, "the command did not finish within 120 s");
+  CHECK(status == c.status);
+  REQUIRE(!message.empty());
+  CHECK(message.back() == '\n');
+  CHECK(std::count(message.begin(), message.end(), '\n') == 1);  // one line
+  CHECK(message.rfind(tool + ": ", 0) == 0);
+  CHECK(message.find(c.names) != std::string::npos);
+  CHECK(message.find("terminate called") == std::string::npos);
+  CHECK(Snapshot(dir) == before);  // inputs untouched, nothing written
+
+  const std::string row = Row(c, message.substr(0, message.find('\n')));
+  if (std::getenv("MP_ERRORS_DOC_UPDATE")) {
+    UpdateDoc(c, row);
+    return;
+  }
+  std::string documented = "(no row)";
+  for (const auto& line : DocLines()) {
+    if (IsRowOf(line, c.id)) documented = line;
+  }
+  INFO("docs/errors.md has: " << documented);
+  INFO("the test makes:     " << row);
+  INFO("regenerate with: MP_ERRORS_DOC_UPDATE=1 " << MP_SOURCE_DIR << "/build/tests/errors/test_errors");
+  CHECK(documented == row);
+}
+
+}  // namespace
+
+#define MP_CAT_(a, b) a##b
+#define MP_CAT(a, b) MP_CAT_(a, b)
+// ERROR_CASE("id", "what") { c.command = ...; }: one bad input, registered
+// as its own test and as a row docs/errors.md must have.
+#define ERROR_CASE(id_, what_) ERROR_CASE_(id_, what_, MP_CAT(ErrorCase, __LINE__))
+#define ERROR_CASE_(id_, what_, fn)                    \
+  static void fn(BadInput& c);                         \
+  static const Registered MP_CAT(fn, Registered)(id_); \
+  TEST_CASE("bad input: " id_) {                       \
+    BadInput c;                                        \
+    c.id = id_;                                        \
+    c.what = what_;                                    \
+    fn(c);                                             \
+    Check(c);                                          \
+  }                                                    \
+  static void fn(BadInput& c)
+
+// ---- the model file -------------------------------------------------------
+
+ERROR_CASE("model-missing", "model file missing") {
+  c.command = "mpplan nope.pt --gpus 2";
+  c.names = "nope.pt";
+}
+
+ERROR_CASE("model-unreadable", "model path that cannot be read as a file (a directory)") {
+  c.command = "mpplan models --gpus 2";
+  c.names = "models";
+  c.setup = [](const fs::path& dir) { fs::create_directory(dir / "models"); };
+}
+
+ERROR_CASE("model-empty", "model file empty") {
+  c.command = "mpplan empty.pt --gpus 2";
+  c.names = "empty.pt";
+  c.setup = [](const fs::path& dir) { WriteAll(dir / "empty.pt", ""); };
+}
+
+ERROR_CASE("model-truncated", "model file truncated (a download cut short)") {
+  c.command = "mpplan part.pt --gpus 2";
+  c.names = "part.pt";
+  c.setup = [](const fs::path& dir) {
+    const std::string bytes = ReadAll(std::string(MP_MODELS_DIR) + "/toy.script.pt");
+    WriteAll(dir / "part.pt", bytes.substr(0, bytes.size() / 2));
+  };
+}
+
+ERROR_CASE("model-not-zip", "model file that is not a zip archive") {
+  c.command = "mpplan model.pt --gpus 2";
+  c.names = "model.pt";
+  c.setup = [](const fs::path& dir) { WriteAll(dir / "model.pt", "def forward(self, x):\n    return x\n"); };
+}
+
+ERROR_CASE("model-not-torchscript", "a zip that is not TorchScript (torch.save of a state dict)") {
+  c.command = "mpplan weights.pt --gpus 2";
+  c.names = "weights.pt";
+  c.setup = [](const fs::path& dir) { CopyZoo("fixtures/toy_state_dict.pt", dir / "weights.pt"); };
+}
+
+ERROR_CASE("model-no-forward", "TorchScript with no forward method") {
+  c.command = "mpplan model.pt --gpus 2";
+  c.names = "no forward";
+  c.setup = [](const fs::path& dir) { ScriptModel(dir / "model.pt", "def run(self, x):\n    return x\n"); };
+}
+
+ERROR_CASE("model-dict-input", "forward takes a dict") {
+  c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]'";
+  c.names = "Dict[str, Tensor]";
+  c.setup = [](const fs::path& dir) {
+    ScriptModel(dir / "model.pt", "def forward(self, x: Dict[str, Tensor]):\n    return x['a'] * 2\n");
+  };
+}
+
+ERROR_CASE("model-string-input", "forward takes a string") {
+  c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]' --input 'float32[4]'";
+  c.names = "'s' is str";
+  c.setup = [](const fs::path& dir) {
+    ScriptModel(dir / "model.pt", "def forward(self, x: Tensor, s: str):\n    return x * 2\n");
+  };
+}
+
+ERROR_CASE("model-dict-output", "forward returns a dict") {
+  c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]'";
+  c.names = "returns Dict[str, Tensor]";
+  c.setup = [](const fs::path& dir) {
+    ScriptModel(dir / "model.pt", "def forward(self, x: Tensor) -> Dict[str, Tensor]:\n    return {'y': x * 2}\n");
+  };
+}
+
+ERROR_CASE("model-string-output", "forward returns a string") {
+  c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]'";
+  c.names = "returns str";
+  c.setup = [](const fs::path& dir) {
+    ScriptModel(dir / "model.pt", "def forward(self, x: Tensor) -> str:\n    return 'hello'\n");
+  };
+}
+
+// ---- mpplan's flags --------------------------------------------------------
+
+ERROR_CASE("input-syntax", "`--input` that is not dtype[dims]") {
+  c.command = "mpplan toy.pt --gpus 2 --input 'float32[20,'";
+  c.names = "--input 'float32[20,'";
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("input-dtype-unknown", "`--input` with a dtype that does not exist") {
+  c.command = "mpplan toy.pt --gpus 2 --input 'float33[20,10]'";
+  c.names = "float33";
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("input-count", "`--input` given fewer times than the model has inputs") {
+  c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]'";
+  c.names = "takes 2 inputs";
+  c.setup = [](const fs::path& dir) {
+    ScriptModel(dir / "model.pt", "def forward(self, x: Tensor, y: Tensor):\n    return x + y\n");
+  };
+}
+
+ERROR_CASE("input-shape-rejected", "`--input` shape the model rejects (names the node)") {
+  c.command = "mpplan toy.pt --gpus 2 --input 'float32[20,7]'";
+  c.names = "node 0 (aten::linear in layer net1)";
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("input-dtype-rejected", "`--input` dtype the model rejects (names the node)") {
+  c.command = "mpplan toy.pt --gpus 2 --input 'int64[20,10]'";
+  c.names = "node 0 (aten::linear in layer net1)";
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("gpus-zero", "`--gpus 0`") {
+  c.command = "mpplan toy.pt --gpus 0";
+  c.names = "--gpus";
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("gpus-negative", "`--gpus` negative") {
+  c.command = "mpplan toy.pt --gpus -2";
+  c.names = "--gpus";
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("gpus-not-a-number", "`--gpus` not a number") {
+  c.command = "mpplan toy.pt --gpus two";
+  c.names = "--gpus";
+  c.status = 2;
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("flag-unknown", "a flag mpplan does not have") {
+  c.command = "mpplan toy.pt --gpu 2";
+  c.names = "--gpu";
+  c.status = 2;
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("stages-above-gpus", "`--stages` above `--gpus`") {
+  c.command = "mpplan toy.pt --gpus 2 --stages 3";
+  c.names = "--stages 3";
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("stages-above-nodes", "`--stages` above the model's node count") {
+  c.command = "mpplan toy.pt --gpus 8 --stages 5 --repeats 1 --quiet";
+  c.names = "5 stages";
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("memory-too-small", "`--memory` too small (gives the minimum that fits)") {
+  c.command = "mpplan toy.pt --gpus 2 --stages 2 --memory 1KiB --repeats 1 --quiet";
+  c.names = "the smallest limit that fits is";
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("memory-syntax", "`--memory` that is not a size") {
+  c.command = "mpplan toy.pt --gpus 2 --memory 12XB";
+  c.names = "--memory";
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("device-profile-unknown", "unknown device profile") {
+  c.command = "mpplan toy.pt --gpus 2 --device-profile z100";
+  c.names = "z100";
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("plan-output-unwritable", "plan output in a folder that does not exist") {
+  c.command = "mpplan toy.pt --gpus 2 -o /nonexistent/toy.plan.yaml";
+  c.names = "/nonexistent";
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("plan-output-is-model", "plan output that would overwrite the model") {
+  c.command = "mpplan toy.pt --gpus 2 -o toy.pt";
+  c.names = "toy.pt";
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("report-unwritable", "report in a folder that does not exist (and no plan is written)") {
+  c.command = "mpplan toy.pt --gpus 2 --report /nonexistent/report.md";
+  c.names = "/nonexistent";
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("profile-output-is-model", "`--profile-out` that would overwrite the model") {
+  c.command = "mpplan toy.pt --gpus 2 --profile-out toy.pt";
+  c.names = "toy.pt";
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+// ---- the plan file ---------------------------------------------------------
+
+ERROR_CASE("plan-missing", "plan file missing") {
+  c.command = "mpexec nope.plan.yaml";
+  c.names = "nope.plan.yaml";
+}
+
+ERROR_CASE("plan-is-model", "plan that is not YAML (the model given instead)") {
+  c.command = "mpexec toy.pt";
+  c.names = "toy.pt";
+  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+}
+
+ERROR_CASE("plan-not-a-map", "plan that is YAML but not a map of keys") {
+  c.command = "mpexec notes.yaml";
+  c.names = "top level";
+  c.setup = [](const fs::path& dir) { WriteAll(dir / "notes.yaml", "run the toy model on two workers\n"); };
+}
+
+ERROR_CASE("plan-yaml-syntax", "plan with a YAML syntax error") {
+  c.command = "mpexec toy.plan.yaml";
+  c.names = "line";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir);
+    Edit(dir / "toy.plan.yaml", "layers: [net1, relu]", "layers: [net1, relu");
+  };
+}
+
+ERROR_CASE("plan-format-version", "plan with an unknown format version") {
+  c.command = "mpexec toy.plan.yaml";
+  c.names = "format";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir);
+    Edit(dir / "toy.plan.yaml", "format: mpplan/v1", "format: mpplan/v9");
+  };
+}
+
+ERROR_CASE("plan-missing-key", "plan with a key missing") {
+  c.command = "mpexec toy.plan.yaml";
+  c.names = "'batch'";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir);
+    Edit(dir / "toy.plan.yaml", "\nbatch: 20\n", "\n");
+  };
+}
+
+ERROR_CASE("plan-unknown-key", "plan with an unknown key (a typo)") {
+  c.command = "mpexec toy.plan.yaml";
+  c.names = "batchsize";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir);
+    Edit(dir / "toy.plan.yaml", "\nbatch: 20\n", "\nbatch: 20\nbatchsize: 10\n");
+  };
+}
+
+ERROR_CASE("plan-overlapping-nodes", "plan with a node in two stages") {
+  c.command = "mpexec toy.plan.yaml";
+  c.names = "stages[1].nodes[0]";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir);
+    Edit(dir / "toy.plan.yaml", "nodes: [[2, 2]]", "nodes: [[1, 2]]");
+  };
+}
+
+ERROR_CASE("plan-missing-nodes", "plan with a node in no stage") {
+  c.command = "mpexec toy.plan.yaml";
+  c.names = "node 1";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir);
+    Edit(dir / "toy.plan.yaml", "nodes: [[0, 1]]", "nodes: [[0, 0]]");
+  };
+}
+
+ERROR_CASE("plan-later-stage", "plan with a stage reading from a later stage") {
+  c.command = "mpexec toy.plan.yaml";
+  c.names = "stages[0].nodes";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir);
+    Edit(dir / "toy.plan.yaml", "nodes: [[0, 1]]", "nodes: [[X]]");
+    Edit(dir / "toy.plan.yaml", "nodes: [[2, 2]]", "nodes: [[0, 1]]");
+    Edit(dir / "toy.plan.yaml", "nodes: [[X]]", "nodes: [[2, 2]]");
+  };
+}
+
+ERROR_CASE("plan-device-out-of-range", "plan with a stage on a device it does not list") {
+  c.command = "mpexec toy.plan.yaml";
+  c.names = "stages[1].device";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir);
+    Edit(dir / "toy.plan.yaml", "    device: 1\n", "    device: 7\n");
+  };
+}
+
+ERROR_CASE("plan-zero-microbatches", "plan with zero micro-batches") {
+  c.command = "mpexec toy.plan.yaml";
+  c.names = "microbatches";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir);
+    Edit(dir / "toy.plan.yaml", "\nmicrobatches: 2\n", "\nmicrobatches: 0\n");
+  };
+}
+
+ERROR_CASE("plan-microbatches-above-batch", "plan with more micro-batches than samples") {
+  c.command = "mpexec toy.plan.yaml";
+  c.names = "microbatches";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir);
+    Edit(dir / "toy.plan.yaml", "\nmicrobatches: 2\n", "\nmicrobatches: 40\n");
+  };
+}
+
+ERROR_CASE("plan-microbatch-above-batch", "plan with a micro-batch larger than the batch") {
+  c.command = "mpexec toy.plan.yaml";
+  c.names = "microbatch_size";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir);
+    Edit(dir / "toy.plan.yaml", "\nmicrobatch_size: 10\n", "\nmicrobatch_size: 40\n");
+  };
+}
+
+ERROR_CASE("plan-model-missing", "plan whose model file is gone") {
+  c.command = "mpexec toy.plan.yaml";
+  c.names = "model.path";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir);
+    fs::remove(dir / "toy.pt");
+  };
+}
+
+ERROR_CASE("model-changed-sha256", "model file changed since planning (sha256)") {
+  c.command = "mpexec toy.plan.yaml";
+  c.names = "model.sha256";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir);
+    CopyZoo("mlp.script.pt", dir / "toy.pt");
+  };
+}
+
+ERROR_CASE("model-changed-graph", "model graph changed since planning (fingerprint)") {
+  c.command = "mpexec toy.plan.yaml";
+  c.names = "model.graph_fingerprint";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir);
+    Edit(dir / "toy.plan.yaml", "graph_fingerprint: ", "graph_fingerprint: 0");
+  };
+}
+
+// ---- mpexec's flags and outputs -------------------------------------------
+
+ERROR_CASE("exec-output-is-plan", "inference output that would overwrite the plan") {
+  c.command = "mpexec toy.infer.yaml --output toy.infer.yaml";
+  c.names = "toy.infer.yaml";
+  c.setup = [](const fs::path& dir) { ToyPlan(dir, "infer"); };
+}
+
+ERROR_CASE("exec-save-is-model", "trained model output that would overwrite the model") {
+  c.command = "mpexec toy.plan.yaml --save toy.pt";
+  c.names = "toy.pt";
+  c.setup = [](const fs::path& dir) { ToyPlan(dir); };
+}
+
+ERROR_CASE("exec-trace-unwritable", "trace in a folder that does not exist") {
+  c.command = "mpexec toy.plan.yaml --trace /nonexistent/step.json";
+  c.names = "/nonexistent";
+  c.setup = [](const fs::path& dir) { ToyPlan(dir); };
+}
+
+ERROR_CASE("exec-output-training", "`--output` on a training plan") {
+  c.command = "mpexec toy.plan.yaml --output out.pt";
+  c.names = "--output";
+  c.setup = [](const fs::path& dir) { ToyPlan(dir); };
+}
+
+ERROR_CASE("exec-input-missing", "`--input` file missing") {
+  c.command = "mpexec toy.infer.yaml --input batch.pt";
+  c.names = "batch.pt";
+  c.setup = [](const fs::path& dir) { ToyPlan(dir, "infer"); };
+}
+
+ERROR_CASE("exec-steps-zero", "`--steps 0`") {
+  c.command = "mpexec toy.plan.yaml --steps 0";
+  c.names = "--steps";
+  c.setup = [](const fs::path& dir) { ToyPlan(dir); };
+}
+
+ERROR_CASE("exec-device-unknown", "`--device` this build cannot run on") {
+  c.command = "mpexec toy.plan.yaml --device tpu";
+  c.names = "--device";
+  c.status = 2;
+  c.setup = [](const fs::path& dir) { ToyPlan(dir); };
+}
+
+// ---- the table itself ------------------------------------------------------
+
+TEST_CASE("docs/errors.md has a row for every bad-input test and no other") {
+  if (std::getenv("MP_ERRORS_DOC_UPDATE")) return;
+  std::vector<std::string> documented;
+  for (const auto& line : DocLines()) {
+    if (line.rfind("| `", 0) == 0) documented.push_back(line.substr(3, line.find('`', 3) - 3));
+  }
+  std::vector<std::string> tested = CaseIds();
+  std::sort(documented.begin(), documented.end());
+  std::sort(tested.begin(), tested.end());
+  CHECK(documented == tested);
+  CHECK(std::adjacent_find(tested.begin(), tested.end()) == tested.end());  // ids are unique
+}
