@@ -22,7 +22,8 @@ c10::IValue LoadFile(const std::string& path, const std::string& flag) {
   try {
     return torch::jit::pickle_load(bytes);
   } catch (const std::exception& e) {
-    throw InputError(Concat(flag, " ", path, ": not a file written by torch.save (", ErrorLine(e.what()), ")"));
+    throw InputError(Concat(flag, " ", path, ": cannot read it as tensors saved with torch.save: a tensor, or a tuple or list of them (",
+                            ErrorLine(e.what()), ")"));
   }
 }
 

@@ -102,6 +102,12 @@ void ScriptModel(const fs::path& path, const std::string& source) {
   module.save(path.string());
 }
 
+// A tensor as Python's torch.save writes it.
+void SaveTensor(const fs::path& path, const at::Tensor& tensor) {
+  const std::vector<char> bytes = torch::jit::pickle_save(tensor);
+  WriteAll(path, std::string(bytes.begin(), bytes.end()));
+}
+
 // Every file under `dir` and its SHA-256.
 std::map<std::string, std::string> Snapshot(const fs::path& dir) {
   std::map<std::string, std::string> files;
@@ -580,6 +586,30 @@ ERROR_CASE("exec-input-missing", "`--input` file missing") {
   c.command = "mpexec toy.infer.yaml --input batch.pt";
   c.names = "batch.pt";
   c.setup = [](const fs::path& dir) { ToyPlan(dir, "infer"); };
+}
+
+ERROR_CASE("exec-input-shape", "`--input` tensors of another shape than the plan's") {
+  c.command = "mpexec toy.infer.yaml --input batch.pt";
+  c.names = "input 0 (x)";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir, "infer");
+    SaveTensor(dir / "batch.pt", torch::zeros({20, 7}));
+  };
+}
+
+ERROR_CASE("exec-input-not-tensors", "`--input` file that holds no tensors (a model)") {
+  c.command = "mpexec toy.infer.yaml --input toy.pt";
+  c.names = "--input toy.pt";
+  c.setup = [](const fs::path& dir) { ToyPlan(dir, "infer"); };
+}
+
+ERROR_CASE("exec-labels-shape", "`--labels` of another shape than the loss needs") {
+  c.command = "mpexec toy.plan.yaml --labels labels.pt";
+  c.names = "--labels labels.pt";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir);
+    SaveTensor(dir / "labels.pt", torch::zeros({20, 3}));
+  };
 }
 
 ERROR_CASE("exec-steps-zero", "`--steps 0`") {

@@ -133,7 +133,7 @@ TEST_CASE("--input and --output exchange tensors with Python's torch.save and to
 
   const auto wrong = Mpexec(plan + " --input " + TempPath("mlp.measured.plan.yaml"));
   CHECK(wrong.status == 1);
-  CHECK(wrong.out.find("not a file written by torch.save") != std::string::npos);
+  CHECK(wrong.out.find("cannot read it as tensors saved with torch.save") != std::string::npos);
   const auto count = Mpexec(Plan(ZooPath("mlp.script.pt"), "mlp.files", "--mode infer --gpus 2") + " --input " + in);
   CHECK(count.out == "mpexec: --input " + in + ": 3 values, the model takes 1 (save a tuple with one tensor per input)\n");
   const auto overwrite = Mpexec(plan + " --output " + plan);
