@@ -12,6 +12,7 @@ packages=(
   doctest-dev libcli11-dev nlohmann-json3-dev
   python3-torch python3-torchvision  # models/export.py only
   libxml2-utils                      # xmllint: tests check the Gantt SVG parses
+  clang libclang-rt-14-dev llvm-14   # tools/fuzz.sh: libFuzzer; llvm-symbolizer for sanitizer traces
 )
 
 missing=()

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cctype>
+#include <limits>
 #include <map>
 
 #include "common/error.h"
@@ -32,6 +33,24 @@ void CheckDtype(const std::string& dtype, const std::string& where) {
     throw InputError(Concat(where, ": unknown dtype '", dtype, "' (expected one of ",
                             KnownDtypes(), ")"));
   }
+}
+
+// An integer as written in the JSON: nlohmann's get<int64_t>() casts a
+// float (1e300) or an unsigned above INT64_MAX without a check, which is
+// undefined or wraps.
+int64_t JsonInt(const nlohmann::json& value, const std::string& where) {
+  if (!value.is_number_integer() ||
+      (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))) {
+    throw InputError(Concat(where, ": expected an integer, found ", value.dump()));
+  }
+  return value.get<int64_t>();
+}
+
+std::vector<int64_t> JsonIntList(const nlohmann::json& value, const std::string& where) {
+  if (!value.is_array()) throw InputError(Concat(where, ": expected a list of integers, found ", value.dump()));
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < value.size(); ++i) out.push_back(JsonInt(value[i], Concat(where, "[", i, "]")));
+  return out;
 }
 
 }  // namespace
@@ -93,15 +112,20 @@ std::vector<TensorSpec> ParseSpecJson(const std::string& text, const std::string
       spec.name = item.value("name", "");
       spec.dtype = item.at("dtype").get<std::string>();
       CheckDtype(spec.dtype, where);
-      spec.shape = item.at("shape").get<std::vector<int64_t>>();
-      spec.batch_dim = item.value("batch_dim", 0);
-      if (spec.batch_dim < 0 || (spec.batch_dim >= static_cast<int>(spec.shape.size()) &&
-                                 !spec.shape.empty())) {
-        throw InputError(Concat(where, ".batch_dim: ", spec.batch_dim, " out of range for ",
+      spec.shape = JsonIntList(item.at("shape"), where + ".shape");
+      for (size_t d = 0; d < spec.shape.size(); ++d) {
+        if (spec.shape[d] < 1) {
+          throw InputError(Concat(where, ".shape[", d, "]: expected a dimension of at least 1, found ", spec.shape[d]));
+        }
+      }
+      const int64_t batch_dim = item.contains("batch_dim") ? JsonInt(item["batch_dim"], where + ".batch_dim") : 0;
+      if (batch_dim < 0 || (batch_dim >= static_cast<int64_t>(spec.shape.size()) && !spec.shape.empty())) {
+        throw InputError(Concat(where, ".batch_dim: ", batch_dim, " out of range for ",
                                 spec.shape.size(), " dimensions"));
       }
+      spec.batch_dim = static_cast<int>(batch_dim);
       if (item.contains("range")) {
-        auto range = item["range"].get<std::vector<int64_t>>();
+        auto range = JsonIntList(item["range"], where + ".range");
         if (range.size() != 2 || range[0] >= range[1]) {
           throw InputError(Concat(where, ".range: expected [low, high) with low < high"));
         }

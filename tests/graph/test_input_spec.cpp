@@ -54,6 +54,23 @@ TEST_CASE("ParseSpecJson errors name the source and the key") {
       doctest::Contains("range"), InputError);
 }
 
+// Found by fuzz/spec_json_fuzz.cpp: numbers that do not fit (or are not
+// integers) were cast unchecked, which is undefined or wraps.
+TEST_CASE("ParseSpecJson refuses numbers that are not int64 dimensions") {
+  CHECK_THROWS_WITH_AS(mp::ParseSpecJson(R"({"inputs": [{"dtype": "float32", "shape": [1e300]}]})", "m.pt"),
+                       "m.pt: inputs[0].shape[0]: expected an integer, found 1e+300", InputError);
+  CHECK_THROWS_WITH_AS(mp::ParseSpecJson(R"({"inputs": [{"dtype": "float32", "shape": [4.5]}]})", "m.pt"),
+                       doctest::Contains("expected an integer"), InputError);
+  CHECK_THROWS_WITH_AS(
+      mp::ParseSpecJson(R"({"inputs": [{"dtype": "float32", "shape": [2, 3], "batch_dim": 4294967296}]})", "m.pt"),
+      doctest::Contains("batch_dim: 4294967296 out of range"), InputError);
+  CHECK_THROWS_WITH_AS(
+      mp::ParseSpecJson(R"({"inputs": [{"dtype": "float32", "shape": [18446744073709551615]}]})", "m.pt"),
+      doctest::Contains("expected an integer"), InputError);
+  CHECK_THROWS_WITH_AS(mp::ParseSpecJson(R"({"inputs": [{"dtype": "float32", "shape": [4, 0]}]})", "m.pt"),
+                       "m.pt: inputs[0].shape[1]: expected a dimension of at least 1, found 0", InputError);
+}
+
 TEST_CASE("dtype sizes") {
   CHECK(mp::DtypeBytes("float32") == 4);
   CHECK(mp::DtypeBytes("int64") == 8);
