@@ -1,6 +1,7 @@
 // mpexec: runs an mpplan execution plan with micro-batch pipelining.
 // This main parses flags, calls RunExecCommand and prints what it measured
-// next to what the plan predicted; mp::Error becomes one line and exit 1.
+// next to what the plan predicted; mp::Error becomes one line and exit 1,
+// a --verify mismatch exit 4.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -51,7 +52,7 @@ int main(int argc, char** argv) {
     request.options.training.loss = mp::ParseLoss(loss);
     const nlohmann::json result = mp::RunExecCommand(request);
     std::cout << (json ? result.dump() + "\n" : mp::FormatExecReport(result));
-    return result.value("verify", true) ? 0 : 2;
+    return result.value("verify", true) ? 0 : 4;  // exit codes: docs/errors.md
   } catch (const mp::Error& e) {
     std::cerr << "mpexec: " << e.what() << "\n";
     return 1;
