@@ -105,6 +105,24 @@ struct Lifter {
     node->output()->replaceAllUsesWith(replacement);
   }
 
+  // Throws if a module object reached through GetAttr is still used after
+  // dead-code elimination. EliminateDeadCode frees the nodes it removes, so
+  // the survivors are looked up from the graph, never through the keys of
+  // `objects` (which may dangle).
+  void CheckNoModuleValues(Block* block) const {
+    for (Node* node : block->nodes()) {
+      for (Value* output : node->outputs()) {
+        auto it = objects.find(output);
+        if (it != objects.end() && !output->uses().empty()) {
+          throw InputError(Concat("model uses submodule '", it->second.second, "' as a value (in ",
+                                  output->uses()[0].user->kind().toQualString(),
+                                  "); mpplan cannot lift it to tensors"));
+        }
+      }
+      for (Block* sub : node->blocks()) CheckNoModuleValues(sub);
+    }
+  }
+
   void Walk(Block* block) {
     for (Node* node : block->nodes()) {
       if (node->kind() == c10::prim::SetAttr) {
@@ -128,13 +146,7 @@ std::vector<LiftedTensor> LiftParameters(Graph& graph, const torch::jit::Module&
   // Drop the now-dead GetAttr chains; anything still using a module object
   // means forward needs the module itself, which a stage cannot carry.
   torch::jit::EliminateDeadCode(graph.block());
-  for (const auto& [value, object] : lifter.objects) {
-    if (value != self && !value->uses().empty()) {
-      throw InputError(Concat("model uses submodule '", object.second, "' as a value (in ",
-                              value->uses()[0].user->kind().toQualString(),
-                              "); mpplan cannot lift it to tensors"));
-    }
-  }
+  lifter.CheckNoModuleValues(graph.block());
   if (!self->uses().empty()) {
     throw InputError(Concat("model uses `self` as a value (in ",
                             self->uses()[0].user->kind().toQualString(), ")"));
