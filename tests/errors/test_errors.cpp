@@ -84,10 +84,13 @@ int Run(const std::string& command, const fs::path& dir, const fs::path& out, co
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// toy.pt: the zoo's three-layer toy model, the usual case's only file.
+void ToyModel(const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); }
+
 // toy.pt (three layers: net1, relu, net2; batch 20) and a plan for it with
 // a fixed split, so the plan's node ranges do not depend on timings.
 void ToyPlan(const fs::path& dir, const std::string& mode = "train") {
-  CopyZoo("toy.script.pt", dir / "toy.pt");
+  ToyModel(dir);
   const std::string plan = mode == "train" ? "toy.plan.yaml" : "toy.infer.yaml";
   const std::string command = std::string(MP_MPPLAN) + " toy.pt --gpus 2 --stages 2 --microbatches 2 --mode " + mode +
                               " --split 'net1,relu|net2' --partitioner layers --repeats 1 --warmup 0 --quiet -o " +
@@ -300,13 +303,13 @@ ERROR_CASE("model-string-output", "forward returns a string") {
 ERROR_CASE("input-syntax", "`--input` that is not dtype[dims]") {
   c.command = "mpplan toy.pt --gpus 2 --input 'float32[20,'";
   c.names = "--input 'float32[20,'";
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("input-dtype-unknown", "`--input` with a dtype that does not exist") {
   c.command = "mpplan toy.pt --gpus 2 --input 'float33[20,10]'";
   c.names = "float33";
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("input-count", "`--input` given fewer times than the model has inputs") {
@@ -320,93 +323,93 @@ ERROR_CASE("input-count", "`--input` given fewer times than the model has inputs
 ERROR_CASE("input-shape-rejected", "`--input` shape the model rejects (names the node)") {
   c.command = "mpplan toy.pt --gpus 2 --input 'float32[20,7]'";
   c.names = "node 0 (aten::linear in layer net1)";
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("input-dtype-rejected", "`--input` dtype the model rejects (names the node)") {
   c.command = "mpplan toy.pt --gpus 2 --input 'int64[20,10]'";
   c.names = "node 0 (aten::linear in layer net1)";
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("gpus-zero", "`--gpus 0`") {
   c.command = "mpplan toy.pt --gpus 0";
   c.names = "--gpus";
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("gpus-negative", "`--gpus` negative") {
   c.command = "mpplan toy.pt --gpus -2";
   c.names = "--gpus";
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("gpus-not-a-number", "`--gpus` not a number") {
   c.command = "mpplan toy.pt --gpus two";
   c.names = "--gpus";
   c.status = 2;
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("flag-unknown", "a flag mpplan does not have") {
   c.command = "mpplan toy.pt --gpu 2";
   c.names = "--gpu";
   c.status = 2;
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("stages-above-gpus", "`--stages` above `--gpus`") {
   c.command = "mpplan toy.pt --gpus 2 --stages 3";
   c.names = "--stages 3";
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("stages-above-nodes", "`--stages` above the model's node count") {
   c.command = "mpplan toy.pt --gpus 8 --stages 5 --repeats 1 --quiet";
   c.names = "5 stages";
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("memory-too-small", "`--memory` too small (gives the minimum that fits)") {
   c.command = "mpplan toy.pt --gpus 2 --stages 2 --memory 1KiB --repeats 1 --quiet";
   c.names = "the smallest limit that fits is";
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("memory-syntax", "`--memory` that is not a size") {
   c.command = "mpplan toy.pt --gpus 2 --memory 12XB";
   c.names = "--memory";
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("device-profile-unknown", "unknown device profile") {
   c.command = "mpplan toy.pt --gpus 2 --device-profile z100";
   c.names = "z100";
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("plan-output-unwritable", "plan output in a folder that does not exist") {
   c.command = "mpplan toy.pt --gpus 2 -o /nonexistent/toy.plan.yaml";
   c.names = "/nonexistent";
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("plan-output-is-model", "plan output that would overwrite the model") {
   c.command = "mpplan toy.pt --gpus 2 -o toy.pt";
   c.names = "toy.pt";
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("report-unwritable", "report in a folder that does not exist (and no plan is written)") {
   c.command = "mpplan toy.pt --gpus 2 --report /nonexistent/report.md";
   c.names = "/nonexistent";
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("profile-output-is-model", "`--profile-out` that would overwrite the model") {
   c.command = "mpplan toy.pt --gpus 2 --profile-out toy.pt";
   c.names = "toy.pt";
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 // ---- the plan file ---------------------------------------------------------
@@ -419,7 +422,7 @@ ERROR_CASE("plan-missing", "plan file missing") {
 ERROR_CASE("plan-is-model", "plan that is not YAML (the model given instead)") {
   c.command = "mpexec toy.pt";
   c.names = "toy.pt";
-  c.setup = [](const fs::path& dir) { CopyZoo("toy.script.pt", dir / "toy.pt"); };
+  c.setup = ToyModel;
 }
 
 ERROR_CASE("plan-not-a-map", "plan that is YAML but not a map of keys") {
