@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <string_view>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
@@ -15,15 +16,32 @@ namespace mp {
 
 namespace {
 
+// Whether the zip's end-of-central-directory record (22 bytes, "PK\5\6") is
+// in the last 4 KiB, where torch.save puts it. LibTorch 1.13's miniz scans
+// back from the end in 4 KiB steps; when a file over 4 KiB has no record
+// there, its offset goes negative, and pickle_load's in-memory reader (no
+// bounds check) copies from up to 64 KiB before the buffer: garbage, or a
+// SEGV. Such bytes never reach pickle_load.
+bool HasZipEndRecord(const std::vector<char>& bytes) {
+  if (bytes.size() < 22) return false;
+  const std::string_view data(bytes.data(), bytes.size());
+  const size_t from = data.size() > 4096 ? data.size() - 4096 : 0;
+  return data.substr(from, data.size() - 22 + 4 - from).find(std::string_view("PK\5\6", 4)) != std::string_view::npos;
+}
+
 c10::IValue LoadFile(const std::string& path, const std::string& flag) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(Concat(flag, " ", path, ": no such file"));
   const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto unreadable = [&](const std::string& why) {
+    return InputError(Concat(flag, " ", path, ": cannot read it as tensors saved with torch.save: a tensor, or a tuple or list of them (",
+                             why, ")"));
+  };
+  if (!HasZipEndRecord(bytes)) throw unreadable("not a zip archive");
   try {
     return torch::jit::pickle_load(bytes);
   } catch (const std::exception& e) {
-    throw InputError(Concat(flag, " ", path, ": cannot read it as tensors saved with torch.save: a tensor, or a tuple or list of them (",
-                            ErrorLine(e.what()), ")"));
+    throw unreadable(ErrorLine(e.what()));
   }
 }
 
