@@ -10,24 +10,19 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/zip_end.h"
 #include "planner/graph/run_graph.h"
 
 namespace mp {
 
 namespace {
 
-// Whether the zip's end-of-central-directory record (22 bytes, "PK\5\6") is
-// in the last 4 KiB, where torch.save puts it. LibTorch 1.13's miniz scans
-// back from the end in 4 KiB steps; when a file over 4 KiB has no record
-// there, its offset goes negative, and pickle_load's in-memory reader (no
-// bounds check) copies from up to 64 KiB before the buffer: garbage, or a
-// SEGV. Such bytes never reach pickle_load.
-bool HasZipEndRecord(const std::vector<char>& bytes) {
-  if (bytes.size() < 22) return false;
-  const std::string_view data(bytes.data(), bytes.size());
-  const size_t from = data.size() > 4096 ? data.size() - 4096 : 0;
-  return data.substr(from, data.size() - 22 + 4 - from).find(std::string_view("PK\5\6", 4)) != std::string_view::npos;
-}
+// LibTorch 1.13's miniz scans back from the end for the zip end record in
+// 4 KiB steps; on a file over 4 KiB with no record in its last 4 KiB the
+// offset goes negative, and pickle_load's in-memory reader (no bounds check)
+// copies from up to 64 KiB before the buffer: garbage, or a SEGV. torch.save
+// puts the record at the very end, so such bytes are refused first.
+constexpr size_t kPickleZipEndWindow = 4096;
 
 c10::IValue LoadFile(const std::string& path, const std::string& flag) {
   std::ifstream in(path, std::ios::binary);
@@ -37,7 +32,9 @@ c10::IValue LoadFile(const std::string& path, const std::string& flag) {
     return InputError(Concat(flag, " ", path, ": cannot read it as tensors saved with torch.save: a tensor, or a tuple or list of them (",
                              why, ")"));
   };
-  if (!HasZipEndRecord(bytes)) throw unreadable("not a zip archive");
+  if (!HasZipEndRecord(std::string_view(bytes.data(), bytes.size()), kPickleZipEndWindow)) {
+    throw unreadable("not a zip archive");
+  }
   try {
     return torch::jit::pickle_load(bytes);
   } catch (const std::exception& e) {

@@ -12,22 +12,22 @@
 #include <system_error>
 
 #include "common/error.h"
+#include "common/zip_end.h"
 #include "planner/graph/run_graph.h"
 
 namespace mp {
 
 namespace {
 
-// A complete zip ends with an end-of-central-directory record ("PK\5\6")
-// within its last 64 KiB + 22 bytes; a truncated one does not.
-bool HasZipEnd(const std::string& path) {
+// The end of the file, where a complete zip keeps its end record.
+std::string FileTail(const std::string& path, std::streamoff length) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   const std::streamoff size = in.tellg();
-  const std::streamoff tail = std::min<std::streamoff>(size, 65536 + 22);
+  const std::streamoff tail = std::min<std::streamoff>(size, length);
   std::string bytes(static_cast<size_t>(tail), '\0');
   in.seekg(size - tail);
   in.read(bytes.data(), tail);
-  return in && bytes.rfind(std::string("PK\5\6", 4)) != std::string::npos;
+  return in ? bytes : std::string();
 }
 
 // True for a tensor, or tuples and lists of them, however nested.
@@ -81,7 +81,7 @@ void CheckModelFile(const std::string& path) {
     throw InputError(Concat(path, ": not a TorchScript file (not a zip archive; save it with "
                                   "torch.jit.save, not torch.save of a state dict)"));
   }
-  if (!HasZipEnd(path)) {
+  if (!HasZipEndRecord(FileTail(path, kZipEndWindow))) {
     throw InputError(Concat(path, ": damaged zip archive (no end of central directory: truncated?)"));
   }
 }

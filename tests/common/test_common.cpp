@@ -1,5 +1,5 @@
 // common/: SHA-256 against the FIPS 180-4 example vectors, and byte sizes
-// as users write them.
+// as users write them, and the zip end-record check.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -8,6 +8,7 @@
 #include "common/byte_size.h"
 #include "common/error.h"
 #include "common/sha256.h"
+#include "common/zip_end.h"
 
 TEST_CASE("SHA-256 matches the standard's test vectors") {
   CHECK(mp::Sha256Hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
@@ -38,4 +39,15 @@ TEST_CASE("byte sizes: binary and decimal units, case-insensitive") {
                          (std::string("--memory: '") + bad + "' is not a size (expected e.g. 40GiB or 512MiB)").c_str(),
                          mp::InputError);
   }
+}
+
+TEST_CASE("a zip end record must lie whole within the window") {
+  const std::string record = std::string("PK\5\6", 4) + std::string(18, '\0');
+  CHECK(mp::HasZipEndRecord(std::string(100, 'a') + record));
+  CHECK_FALSE(mp::HasZipEndRecord(std::string(100, 'a')));
+  CHECK_FALSE(mp::HasZipEndRecord(std::string(100, 'a') + record.substr(0, 21)));  // cut short
+  const std::string commented = std::string(100, 'a') + record + std::string(5000, 'c');
+  CHECK(mp::HasZipEndRecord(commented));
+  CHECK_FALSE(mp::HasZipEndRecord(commented, 4096));
+  CHECK_FALSE(mp::HasZipEndRecord(""));
 }

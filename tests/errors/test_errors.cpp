@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/atomic_file.h"
 #include "common/sha256.h"
 
 namespace fs = std::filesystem;
@@ -51,10 +52,7 @@ struct Registered {
   explicit Registered(const char* id) { CaseIds().push_back(id); }
 };
 
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+std::string ReadAll(const fs::path& path) { return mp::ReadTextFile(path.string()); }
 
 void WriteAll(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
