@@ -5,13 +5,16 @@
 #include "executor/exec_command.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <memory>
 #include <sstream>
 
 #include "common/allocator.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "executor/chrome_trace.h"
+#include "executor/distribution.h"
 #include "executor/reference_training.h"
 #include "executor/tensor_file.h"
 #include "executor/verify.h"
@@ -63,7 +66,12 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   if (request.options.pipeline.threads_per_stage < 0) {
     throw InputError(Concat("--threads-per-stage must be at least 1, got ", request.options.pipeline.threads_per_stage));
   }
-  Executor exec(request.plan, request.options);
+  if (request.timeout_s <= 0) throw InputError(Concat("--timeout must be at least 1 second, got ", request.timeout_s));
+  const std::optional<RankEnv> rank_env = RankEnvFromEnvironment();
+  Distribution dist;
+  ExecutorOptions options = request.options;
+  if (rank_env) options.pipeline.distribution = &dist;
+  Executor exec(request.plan, options);
   const Plan& plan = exec.plan();
   const LoadedPlan& loaded = exec.loaded();
   const bool training = plan.training;
@@ -92,14 +100,30 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
     exec.CheckLabels(labels, "--labels " + request.labels);
   }
   const std::vector<at::Tensor> start = request.verify && training ? exec.State() : std::vector<at::Tensor>{};
+  // Stages over processes: every rank got here with the same checks done;
+  // this rank runs its own stages and rank 0 gathers the rest afterwards.
+  std::unique_ptr<ProcessGroup> group;
+  if (rank_env) {
+    dist.owner = StageOwners(int(plan.stages.size()), rank_env->world_size);
+    group = std::make_unique<ProcessGroup>(*rank_env, std::chrono::milliseconds(int64_t(request.timeout_s) * 1000));
+    dist.group = group.get();
+  }
 
   const int64_t heap_before = HeapBytesInUse();
+  std::vector<PipelineRun> all;
+  for (int i = 0; i < request.warmup + request.steps; ++i) {
+    all.push_back(training ? exec.TrainStep(inputs, labels) : exec.Infer(inputs));
+  }
+  if (group) {
+    GatherRuns(*group, dist, all);
+    if (training && (request.verify || !request.save.empty())) GatherState(*group, dist, loaded);
+    if (group->rank() != 0) return nullptr;  // rank 0 reports for every rank
+  }
   std::vector<PipelineRun> runs;
   std::vector<double> losses;
-  for (int i = 0; i < request.warmup + request.steps; ++i) {
-    PipelineRun step = training ? exec.TrainStep(inputs, labels) : exec.Infer(inputs);
-    losses.push_back(step.loss);
-    if (i >= request.warmup) runs.push_back(std::move(step));
+  for (size_t i = 0; i < all.size(); ++i) {
+    losses.push_back(all[i].loss);
+    if (int(i) >= request.warmup) runs.push_back(std::move(all[i]));
   }
   int64_t peak_heap = -1;
   for (const auto& r : runs) peak_heap = std::max(peak_heap, r.peak_heap_bytes);
@@ -133,6 +157,9 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                         {"batch", plan.batch},
                         {"schedule", ScheduleName(plan.schedule)},
                         {"threads_per_stage", ThreadsPerStage(plan, request.options.pipeline)},
+                        {"ranks", group ? group->size() : 1},
+                        {"stage_ranks", group ? dist.owner : std::vector<int>(plan.stages.size(), 0)},
+                        {"transport", group ? "c10d gloo" : "in-process channels"},
                         {"steps", request.steps},
                         {"warmup", request.warmup},
                         {"step_ms", median},
@@ -205,6 +232,13 @@ std::string FormatExecReport(const nlohmann::json& r) {
       << " stages x " << r["microbatches"] << " micro-batches of " << r["microbatch_size"] << ", "
       << r["schedule"].get<std::string>() << ", " << r["threads_per_stage"] << " thread(s) per stage; median of "
       << r["steps"] << " step(s) after " << r["warmup"] << " warm-up\n";
+  if (r.value("ranks", 1) > 1) {
+    out << "ranks       " << r["ranks"] << " processes over " << r["transport"].get<std::string>() << ":";
+    for (size_t s = 0; s < r["stage_ranks"].size(); ++s) {
+      out << (s ? "," : "") << " stage " << s << " on rank " << r["stage_ranks"][s];
+    }
+    out << "\n";
+  }
   out << "step        " << r["step_ms"].get<double>() << " ms measured, " << r["predicted_step_ms"].get<double>()
       << " ms predicted (" << std::showpos << r["step_error_pct"].get<double>() << std::noshowpos << "%)\n";
   out << "throughput  " << r["samples_per_s"].get<double>() << " samples/s measured, "

@@ -23,12 +23,15 @@ struct ExecCommandRequest {
   std::string output;   // --output FILE.pt (inference)
   std::string save;     // --save FILE.pt (training)
   std::string trace;    // --trace FILE.json
+  int timeout_s = 300;  // --timeout: the longest wait for another rank (stages over processes)
 };
 
 // The single JSON object `mpexec --json` prints (docs/executor.md lists the
 // fields). Throws InputError for bad requests before any step runs, and the
 // runtime's errors as they come. Files are written atomically after the
-// steps, never over the plan, its model or an input.
+// steps, never over the plan, its model or an input. Under torchrun's
+// environment (WORLD_SIZE > 1) this process runs its rank's stages; rank 0
+// returns the object for the whole pipeline, the other ranks null.
 nlohmann::json RunExecCommand(const ExecCommandRequest& request);
 
 // The human-readable report of that object.

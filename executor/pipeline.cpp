@@ -19,6 +19,14 @@
 // the workers join. SGD steps every parameter once all stages are done, so
 // a step that fails anywhere leaves the model unchanged (BatchNorm running
 // statistics excepted: the forward updates them).
+//
+// Under a Distribution a process runs workers for its own stages only. At a
+// boundary between two ranks a bridge thread stands in for the far side of
+// each channel: it sends what the local worker queues as a WireMessage
+// (values in the boundary's key order, which every process derives alike
+// from the graph) or receives the peer's and queues it, so the workers run
+// the same code as in one process. A failure closes the channels and aborts
+// the process group, waking the bridges; the peers then see this rank gone.
 #include "executor/pipeline.h"
 
 #include <ATen/ATen.h>
@@ -36,6 +44,8 @@
 #include "common/error.h"
 #include "executor/channel.h"
 #include "executor/heap_sampler.h"
+#include "executor/process_group.h"
+#include "executor/wire.h"
 #include "planner/graph/run_graph.h"
 
 namespace mp {
@@ -64,7 +74,8 @@ struct InFlight {
 // The first failure of the run, and the switch that stops every worker.
 class Failure {
  public:
-  explicit Failure(std::vector<Channel<Envelope>*> channels) : channels_(std::move(channels)) {}
+  Failure(std::vector<Channel<Envelope>*> channels, ProcessGroup* group)
+      : channels_(std::move(channels)), group_(group) {}
 
   void Record(int stage, int microbatch, const std::string& what) {
     {
@@ -75,11 +86,13 @@ class Failure {
       }
     }
     for (auto* channel : channels_) channel->Close();
+    if (group_) group_->Abort();
   }
   const std::string& What() const { return message_; }
 
  private:
   std::vector<Channel<Envelope>*> channels_;
+  ProcessGroup* group_;
   std::mutex mutex_;
   std::string message_;
 };
@@ -101,6 +114,49 @@ c10::IValue Detached(const c10::IValue& value, std::vector<at::Tensor>& leaves) 
 
 double Ms(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+// Channel tags between two ranks: boundary s forward 2s, backward 2s + 1;
+// the inference outputs' gather after them.
+int ForwardTag(int boundary) { return 2 * boundary; }
+int BackwardTag(int boundary) { return 2 * boundary + 1; }
+constexpr int kOutputsTag = 1 << 20;
+
+// A key order every process derives alike from the same canonical graph:
+// graph inputs, then node outputs in graph order; versions after that.
+std::vector<BoundaryValue> InGraphOrder(const torch::jit::Graph& graph, std::set<BoundaryValue> keys) {
+  std::map<const torch::jit::Value*, size_t> position;
+  for (const torch::jit::Value* v : graph.inputs()) position.emplace(v, position.size());
+  for (const torch::jit::Node* node : graph.nodes()) {
+    for (const torch::jit::Value* v : node->outputs()) position.emplace(v, position.size());
+  }
+  std::vector<BoundaryValue> out(keys.begin(), keys.end());
+  std::sort(out.begin(), out.end(), [&](const BoundaryValue& a, const BoundaryValue& b) {
+    return std::make_pair(position.at(a.value), a.version) < std::make_pair(position.at(b.value), b.version);
+  });
+  return out;
+}
+
+WireMessage ToWire(Envelope envelope, const std::vector<BoundaryValue>& keys) {
+  WireMessage message;
+  message.microbatch = envelope.microbatch;
+  for (const BoundaryValue& key : keys) {
+    if (!envelope.values.empty()) message.values.push_back(std::move(envelope.values.at(key)));
+    if (!envelope.grads.empty()) message.grads.push_back(std::move(envelope.grads.at(key)));
+  }
+  return message;
+}
+
+Envelope FromWire(WireMessage message, const std::vector<BoundaryValue>& keys) {
+  if ((!message.values.empty() && message.values.size() != keys.size()) ||
+      (!message.grads.empty() && message.grads.size() != keys.size())) {
+    throw InternalError(Concat("a message of ", message.values.size(), " values and ", message.grads.size(),
+                               " gradients for a boundary of ", keys.size()));
+  }
+  Envelope envelope{int(message.microbatch), {}, {}};
+  for (size_t i = 0; i < message.values.size(); ++i) envelope.values.emplace(keys[i], std::move(message.values[i]));
+  for (size_t i = 0; i < message.grads.size(); ++i) envelope.grads.emplace(keys[i], std::move(message.grads[i]));
+  return envelope;
 }
 
 }  // namespace
@@ -176,6 +232,26 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
     }
   }
 
+  const Distribution* dist = options.distribution;
+  const int rank = dist ? dist->group->rank() : 0;
+  const auto owner = [&](int s) { return dist ? dist->owner.at(s) : 0; };
+  const auto mine = [&](int s) { return owner(s) == rank; };
+  // boundary[s]: the keys a message from s to s + 1 carries, in graph order.
+  std::vector<std::vector<BoundaryValue>> boundary(std::max(K - 1, 0));
+  {
+    std::set<BoundaryValue> held;
+    for (size_t i = 0; i < canonical.num_model_inputs; ++i) held.insert({graph_inputs[i], 0});
+    for (int s = 0; s + 1 < K; ++s) {
+      held.insert(loaded.stages[s].outputs.begin(), loaded.stages[s].outputs.end());
+      std::set<BoundaryValue> sent;
+      for (const BoundaryValue& key : held) {
+        if (needed_after[s].count(key)) sent.insert(key);
+      }
+      boundary[s] = InGraphOrder(*canonical.graph, sent);
+      held = std::move(sent);
+    }
+  }
+
   // forward[s]: s -> s + 1; backward[s]: s + 1 -> s. A step sends M
   // messages each way, so a capacity of M never blocks a sender.
   std::vector<std::unique_ptr<Channel<Envelope>>> forward, backward;
@@ -186,7 +262,7 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
     all.push_back(forward.back().get());
     all.push_back(backward.back().get());
   }
-  Failure failure(all);
+  Failure failure(all, dist ? dist->group : nullptr);
   // made[s][mb]: the model outputs stage s made for micro-batch mb, by
   // output index; each worker writes only its own, so no lock is needed.
   std::vector<std::vector<std::map<size_t, c10::IValue>>> made(K, std::vector<std::map<size_t, c10::IValue>>(M));
@@ -322,10 +398,51 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
     }
   };
 
+  // Bridges to other ranks: `stage` is the local stage a failure is
+  // reported for.
+  const auto send_bridge = [&](Channel<Envelope>& channel, int stage, int peer, int tag, int b) {
+    int current = -1;
+    try {
+      for (int n = 0; n < M; ++n) {
+        std::optional<Envelope> envelope = channel.Receive();
+        if (!envelope) return;
+        current = envelope->microbatch;
+        SendMessage(*dist->group, peer, tag, ToWire(std::move(*envelope), boundary[b]));
+      }
+    } catch (const std::exception& e) {
+      failure.Record(stage, current, e.what());
+    }
+  };
+  const auto receive_bridge = [&](Channel<Envelope>& channel, int stage, int peer, int tag, int b) {
+    int current = -1;
+    try {
+      for (int n = 0; n < M; ++n) {
+        Envelope envelope = FromWire(ReceiveMessage(*dist->group, peer, tag), boundary[b]);
+        current = envelope.microbatch;
+        if (!channel.Send(std::move(envelope))) return;
+      }
+    } catch (const std::exception& e) {
+      failure.Record(stage, current, e.what());
+    }
+  };
+
   std::vector<std::thread> workers;
-  for (int s = 0; s < K; ++s) workers.emplace_back(worker, s);
+  for (int s = 0; s < K; ++s) {
+    if (mine(s)) workers.emplace_back(worker, s);
+  }
+  for (int b = 0; b + 1 < K; ++b) {
+    if (owner(b) == owner(b + 1) || (!mine(b) && !mine(b + 1))) continue;
+    if (mine(b)) {
+      workers.emplace_back(send_bridge, std::ref(*forward[b]), b, owner(b + 1), ForwardTag(b), b);
+      if (training) workers.emplace_back(receive_bridge, std::ref(*backward[b]), b, owner(b + 1), BackwardTag(b), b);
+    } else {
+      workers.emplace_back(receive_bridge, std::ref(*forward[b]), b + 1, owner(b), ForwardTag(b), b);
+      if (training) workers.emplace_back(send_bridge, std::ref(*backward[b]), b + 1, owner(b), BackwardTag(b), b);
+    }
+  }
   for (auto& w : workers) w.join();
   run.step_ms = Ms(start, Clock::now());
+  run.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
   run.peak_heap_bytes = heap.Stop();
   if (!failure.What().empty()) throw Error(failure.What());
 
@@ -339,9 +456,41 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
       at::Tensor& grad = canonical.params[i].tensor.mutable_grad();
       grad = grad.defined() ? grad + alias.grad() : alias.grad().clone();
     }
+    // A parameter read by stages of several ranks: each has the gradient
+    // of its own stages; their sum is the whole gradient, on every one.
+    std::vector<std::set<int>> ranks_using(users.size());
+    for (int s = 0; s < K; ++s) {
+      for (const auto& [key, tensor] : stage_params[s]) ranks_using[param_index.at(key)].insert(owner(s));
+    }
+    if (dist) {
+      std::vector<size_t> shared;
+      for (size_t i = 0; i < users.size(); ++i) {
+        if (ranks_using[i].size() > 1 && canonical.params[i].tensor.requires_grad()) shared.push_back(i);
+      }
+      if (!shared.empty()) {
+        std::vector<at::Tensor> parts;
+        for (size_t i : shared) {
+          const at::Tensor& p = canonical.params[i].tensor;
+          parts.push_back(ranks_using[i].count(rank) && p.grad().defined() ? p.grad().reshape(-1)
+                                                                            : at::zeros({p.numel()}, p.options()));
+        }
+        at::Tensor flat = at::cat(parts);
+        try {
+          dist->group->AllReduceSum(flat);
+        } catch (const std::exception& e) {
+          throw Error(Concat("adding up the gradients of parameters shared between ranks: ", ErrorLine(e.what())));
+        }
+        int64_t offset = 0;
+        for (size_t i : shared) {
+          const at::Tensor& p = canonical.params[i].tensor;
+          if (ranks_using[i].count(rank)) p.mutable_grad() = flat.narrow(0, offset, p.numel()).view_as(p).clone();
+          offset += p.numel();
+        }
+      }
+    }
     if (training->sgd) {
       for (size_t i = 0; i < users.size(); ++i) {
-        if (users[i] > 0) training->sgd->Step(i, canonical.params[i].tensor);
+        if (users[i] > 0 && ranks_using[i].count(rank)) training->sgd->Step(i, canonical.params[i].tensor);
       }
     }
     for (const auto& stage_losses : losses) {
@@ -350,6 +499,32 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
     return run;
   }
 
+  if (dist) {
+    // Rank 0 joins the outputs: every other rank sends what its stages
+    // made, as (stage, micro-batch, output index, value) tuples.
+    try {
+      if (rank != 0) {
+        WireMessage message;
+        for (int s = 0; s < K; ++s) {
+          for (int mb = 0; mb < M; ++mb) {
+            for (const auto& [k, value] : made[s][mb]) {
+              message.values.push_back(c10::ivalue::Tuple::create({int64_t(s), int64_t(mb), int64_t(k), value}));
+            }
+          }
+        }
+        SendMessage(*dist->group, 0, kOutputsTag, message);
+        return run;
+      }
+      for (int r = 1; r < dist->group->size(); ++r) {
+        for (const c10::IValue& item : ReceiveMessage(*dist->group, r, kOutputsTag).values) {
+          const auto& t = item.toTupleRef().elements();
+          made.at(t[0].toInt()).at(t[1].toInt()).emplace(size_t(t[2].toInt()), t[3]);
+        }
+      }
+    } catch (const std::exception& e) {
+      throw Error(Concat("gathering the outputs on rank 0: ", ErrorLine(e.what())));
+    }
+  }
   std::vector<std::vector<c10::IValue>> results(M, std::vector<c10::IValue>(output_keys.size()));
   for (int mb = 0; mb < M; ++mb) {
     for (size_t k = 0; k < output_keys.size(); ++k) {

@@ -16,8 +16,19 @@
 
 namespace mp {
 
+class ProcessGroup;
+
+// Stages spread over processes (mpexec under torchrun or --launch-local):
+// this process runs the stages its rank owns, and values and gradients that
+// cross to another rank's stage go over `group` (executor/wire.h).
+struct Distribution {
+  ProcessGroup* group = nullptr;
+  std::vector<int> owner;  // per stage: the rank that runs it
+};
+
 struct PipelineOptions {
   int threads_per_stage = 0;  // intra-op threads per worker; 0: the plan's profile's, else 1
+  const Distribution* distribution = nullptr;  // null: every stage in this process
 };
 
 // The intra-op threads each worker runs with under `options`.
@@ -38,10 +49,14 @@ struct ActionEvent {
   double start_ms = 0, end_ms = 0;
 };
 
+// Under a Distribution each rank fills in what its own stages did: busy_ms
+// and events of the others stay empty, loss is the part its stages computed,
+// and only rank 0 has the outputs (the other ranks send it theirs).
 struct PipelineRun {
   std::vector<c10::IValue> outputs;  // inference: the model's outputs for the whole batch
   double loss = 0;                   // training: the batch's loss (sum of the micro-batches')
   double step_ms = 0;                // wall time of the step
+  int64_t start_ns = 0;              // when it started: steady clock, common to a host's processes
   std::vector<double> busy_ms;       // per stage: time in its forwards and backwards
   std::vector<std::vector<ActionEvent>> events;  // per stage, in the order run
   int64_t peak_heap_bytes = -1;      // CPU heap in use at its highest (HeapSampler); -1: unknown
@@ -52,7 +67,10 @@ struct PipelineRun {
 // `model_inputs` are the full-batch inputs (the plan's input spec). Throws
 // InputError when the plan's mode and `training` disagree or the inputs do
 // not split into the plan's micro-batches, and Error "stage S, micro-batch
-// M: ..." for the first failure inside a stage.
+// M: ..." for the first failure inside a stage or on its way to another
+// rank (naming that rank). A training step under a Distribution sums the
+// gradients of a parameter that stages on several ranks read (tied
+// weights) over the ranks before stepping it.
 PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>& model_inputs,
                         const TrainingStep* training, const PipelineOptions& options = {});
 

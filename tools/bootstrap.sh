@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libtorch-dev                       # LibTorch 1.13, CPU
+  libgloo-dev                        # c10d ProcessGroupGloo's headers: stages as processes
   libyaml-cpp-dev                    # plan files
   libboost-graph-dev                 # op DAG for the partitioner
   doctest-dev libcli11-dev nlohmann-json3-dev

@@ -1,16 +1,46 @@
 // mpexec: runs an mpplan execution plan with micro-batch pipelining.
-// This main parses flags, calls RunExecCommand and prints what it measured
-// next to what the plan predicted; mp::Error becomes one line and exit 1,
-// a --verify mismatch exit 4.
+// This main parses flags, calls RunExecCommand (or LaunchLocal for
+// --launch-local) and prints what it measured next to what the plan
+// predicted; mp::Error becomes one line and exit 1, a --verify mismatch
+// exit 4. As one rank of several it prefixes its error with the rank, and
+// under the launcher it hands result and error to it instead of printing.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <iostream>
 
 #include "apps/command_line.h"
 #include "common/allocator.h"
 #include "common/error.h"
 #include "executor/exec_command.h"
+#include "executor/launch_local.h"
+#include "executor/process_group.h"
+
+namespace {
+
+// This process's rank when it is one of several, else -1 (a bad
+// environment is reported by RunExecCommand).
+int RankOrNone() {
+  try {
+    if (const auto env = mp::RankEnvFromEnvironment()) return env->rank;
+  } catch (const mp::Error&) {
+  }
+  return -1;
+}
+
+// Prints a failure, or hands it to the launcher; returns `status`.
+int Fail(const std::string& what, int status) {
+  const int rank = RankOrNone();
+  if (const auto folder = mp::LauncherFolder()) {
+    mp::ReportToLauncher(*folder, std::max(rank, 0), "error", what);
+  } else {
+    std::cerr << "mpexec: " << (rank >= 0 ? "rank " + std::to_string(rank) + ": " : "") << what << "\n";
+  }
+  return status;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   mp::KeepFreedMemory();  // as the profiler measured: see common/allocator.h
@@ -21,10 +51,13 @@ int main(int argc, char** argv) {
       "  mpplan build/models/mlp.script.pt --gpus 2 --mode infer -o mlp.plan.yaml\n"
       "  mpexec mlp.plan.yaml --steps 5 --verify\n"
       "  mpplan build/models/mlp.script.pt --gpus 2 -o mlp.train.yaml\n"
-      "  mpexec mlp.train.yaml --steps 3 --lr 0.01 --verify --save mlp.trained.pt --trace step.json");
+      "  mpexec mlp.train.yaml --steps 3 --lr 0.01 --verify --save mlp.trained.pt --trace step.json\n"
+      "  mpexec mlp.train.yaml --launch-local 2 --verify   (one process per stage, over c10d Gloo)\n"
+      "  torchrun --nproc-per-node 2 --no-python mpexec mlp.train.yaml   (the same, torchrun's environment)");
   mp::ExecCommandRequest request;
   std::string device = "cpu", loss = "mse";
   bool json = false;
+  int launch_local = 0;
   app.add_option("plan", request.plan, "plan file written by mpplan (.yaml)")->required();
   app.add_option("--device", device, "where the stages run: cpu worker threads (auto: the same here)")
       ->check(CLI::IsMember({"cpu", "auto"}))
@@ -47,18 +80,37 @@ int main(int argc, char** argv) {
   app.add_flag("--verify", request.verify, "compare with the model run whole on one device, same micro-batches: "
                "inference bit for bit, training within 1e-5");
   app.add_flag("--json", json, "print one JSON object");
+  app.add_option("--launch-local", launch_local, "run the stages as N processes on this machine, over c10d Gloo "
+                 "(like torchrun --standalone --nproc-per-node N); output is prefixed with the rank");
+  app.add_option("--timeout", request.timeout_s, "with several processes: seconds to wait for another rank before "
+                 "failing with its name")->default_str("300");
   if (const auto status = mp::ParseCommandLine(app, argc, argv, "mpexec")) return *status;
   try {
     request.options.training.loss = mp::ParseLoss(loss);
+    if (app.count("--launch-local") > 0) {
+      mp::LaunchRequest launch{"/proc/self/exe", {}, launch_local, request.timeout_s, json};
+      for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--launch-local") {
+          ++i;
+        } else if (arg.rfind("--launch-local=", 0) != 0) {
+          launch.args.push_back(arg);
+        }
+      }
+      return mp::LaunchLocal(launch);
+    }
     const nlohmann::json result = mp::RunExecCommand(request);
-    std::cout << (json ? result.dump() + "\n" : mp::FormatExecReport(result));
+    if (result.is_null()) return 0;  // a rank other than 0: rank 0 reports
+    if (const auto folder = mp::LauncherFolder()) {
+      mp::ReportToLauncher(*folder, 0, "result", result.dump());
+    } else {
+      std::cout << (json ? result.dump() + "\n" : mp::FormatExecReport(result));
+    }
     return result.value("verify", true) ? 0 : 4;  // exit codes: docs/errors.md
   } catch (const mp::Error& e) {
-    std::cerr << "mpexec: " << e.what() << "\n";
-    return 1;
+    return Fail(e.what(), 1);
   } catch (const std::exception& e) {
     const std::string what = e.what();
-    std::cerr << "mpexec: internal error: " << what.substr(0, what.find('\n')) << "\n";
-    return 3;
+    return Fail("internal error: " + what.substr(0, what.find('\n')), 3);
   }
 }

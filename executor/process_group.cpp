@@ -1,0 +1,236 @@
+// ProcessGroup over c10d's TCPStore and ProcessGroupGloo. Our own
+// rendezvous runs first (every rank sets a key, then waits for all of them
+// with a deadline) so a rank that never comes is named; Gloo's own
+// rendezvous then finds everyone there. Pending operations are kept so that
+// Abort() can wake them. The Gloo headers are optional at build time
+// (MP_HAVE_GLOO): without them this file builds and says so at run time.
+#include "executor/process_group.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "common/error.h"
+#include "planner/graph/run_graph.h"
+
+#ifdef MP_HAVE_GLOO
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
+
+namespace mp {
+namespace {
+
+int EnvInt(const char* name, int low, int high, std::optional<int> fallback) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) {
+    if (fallback) return *fallback;
+    throw InputError(Concat(name, " is not set (WORLD_SIZE is, so this runs as one rank of several)"));
+  }
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < low || value > high) {
+    throw InputError(Concat(name, "=", text, ": expected a whole number from ", low, " to ", high));
+  }
+  return int(value);
+}
+
+// Whether something listens at addr:port before `deadline`: c10d's own
+// client logs every failed try through glog before giving up.
+bool WaitForListener(const std::string& addr, int port, std::chrono::steady_clock::time_point deadline) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(addr.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found) {
+    throw InputError(Concat("MASTER_ADDR=", addr, ": not a host name or address this machine can resolve"));
+  }
+  bool ok = false;
+  while (!ok && std::chrono::steady_clock::now() < deadline) {
+    for (addrinfo* a = found; a && !ok; a = a->ai_next) {
+      const int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+      if (fd < 0) continue;
+      ok = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+      close(fd);
+    }
+    if (!ok) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  freeaddrinfo(found);
+  return ok;
+}
+
+std::string JoinInts(const std::vector<int>& values) {
+  std::string out;
+  for (int v : values) out += (out.empty() ? "" : ", ") + std::to_string(v);
+  return out;
+}
+
+}  // namespace
+
+std::optional<RankEnv> RankEnvFromEnvironment() {
+  const char* world = std::getenv("WORLD_SIZE");
+  if (!world || !*world) return std::nullopt;
+  RankEnv env;
+  env.world_size = EnvInt("WORLD_SIZE", 1, 4096, std::nullopt);
+  if (env.world_size == 1) return std::nullopt;
+  env.rank = EnvInt("RANK", 0, env.world_size - 1, std::nullopt);
+  env.master_port = EnvInt("MASTER_PORT", 1, 65535, std::nullopt);
+  const char* addr = std::getenv("MASTER_ADDR");
+  if (!addr || !*addr) throw InputError("MASTER_ADDR is not set (WORLD_SIZE is, so this runs as one rank of several)");
+  env.master_addr = addr;
+  return env;
+}
+
+#ifdef MP_HAVE_GLOO
+
+bool HaveGloo() { return true; }
+
+struct ProcessGroup::Impl {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  std::mutex mutex;
+  bool aborted = false;
+  std::set<c10::intrusive_ptr<c10d::Work>> pending;
+
+  // Runs `start` and waits for its work; `what` names the peer for errors.
+  template <typename Start>
+  void Wait(const std::string& what, std::chrono::milliseconds timeout, Start start) {
+    c10::intrusive_ptr<c10d::Work> work;
+    std::string failure;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (aborted) throw Error(Concat(what, ": stopped (this rank failed)"));
+      try {
+        work = start();  // Gloo throws here already when the peer is known to be gone
+        pending.insert(work);
+      } catch (const std::exception& e) {
+        failure = ErrorLine(e.what());
+      }
+    }
+    if (work) {
+      try {
+        if (!work->wait(timeout)) failure = "stopped (this rank failed)";
+      } catch (const std::exception& e) {
+        failure = ErrorLine(e.what());
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      pending.erase(work);
+      if (aborted && !failure.empty()) failure = "stopped (this rank failed)";
+    }
+    if (failure.empty()) return;
+    // Gloo's messages start with its source location: "[.../pair.cc:598] Connection closed by peer".
+    if (failure.rfind("[", 0) == 0 && failure.find("] ") != std::string::npos) {
+      failure = failure.substr(failure.find("] ") + 2);
+    }
+    if (failure.find("imed out") != std::string::npos) {
+      failure = Concat("nothing for ", timeout.count() / 1000.0, " s (--timeout); it may be stuck or gone");
+    }
+    throw Error(Concat(what, ": ", failure));
+  }
+};
+
+ProcessGroup::ProcessGroup(const RankEnv& env, std::chrono::milliseconds timeout)
+    : env_(env), timeout_(timeout), impl_(std::make_unique<Impl>()) {
+  // A peer that dies closes its sockets: writing to one must be an error
+  // here, not a SIGPIPE that ends this process without a word.
+  std::signal(SIGPIPE, SIG_IGN);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  if (env.rank != 0 && !WaitForListener(env.master_addr, env.master_port, deadline)) {
+    throw Error(Concat("rank 0 never opened the rendezvous at ", env.master_addr, ":", env.master_port,
+                       " (MASTER_ADDR:MASTER_PORT) within ", timeout.count() / 1000.0, " s (--timeout)"));
+  }
+  c10d::TCPStoreOptions options;
+  options.port = uint16_t(env.master_port);
+  options.isServer = env.rank == 0;
+  options.numWorkers = size_t(env.world_size);
+  options.waitWorkers = false;  // our own wait below names who is missing
+  options.timeout = timeout;
+  try {
+    impl_->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+  } catch (const std::exception& e) {
+    throw Error(Concat("cannot ", env.rank == 0 ? "serve" : "reach", " the rendezvous at ",
+                       env.master_addr, ":", env.master_port, " (rank 0, MASTER_ADDR:MASTER_PORT) within ",
+                       timeout.count() / 1000.0, " s: ", ErrorLine(e.what())));
+  }
+  auto store = c10::make_intrusive<c10d::PrefixStore>("mpexec", impl_->store);
+  store->set("joined/" + std::to_string(env.rank), std::vector<uint8_t>{1});
+  std::vector<int> missing;
+  while (true) {
+    missing.clear();
+    for (int r = 0; r < env.world_size; ++r) {
+      if (!store->check({"joined/" + std::to_string(r)})) missing.push_back(r);
+    }
+    if (missing.empty()) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw Error(Concat("rank", missing.size() > 1 ? "s " : " ", JoinInts(missing),
+                         " of ", env.world_size, " never joined within ", timeout.count() / 1000.0,
+                         " s (--timeout)"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
+  const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
+  if (interface && *interface) {
+    gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+  } else if (env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0) {
+    gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else {
+    gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  try {
+    impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
+        c10::make_intrusive<c10d::PrefixStore>("gloo", store), env.rank, env.world_size, gloo_options);
+  } catch (const std::exception& e) {
+    throw Error(Concat("cannot connect to the other ranks: ", ErrorLine(e.what())));
+  }
+}
+
+ProcessGroup::~ProcessGroup() = default;
+
+void ProcessGroup::Send(int dst, int tag, const at::Tensor& tensor) {
+  std::vector<at::Tensor> tensors = {tensor};
+  impl_->Wait(Concat("sending to rank ", dst), timeout_, [&] { return impl_->group->send(tensors, dst, tag); });
+}
+
+void ProcessGroup::Receive(int src, int tag, at::Tensor& tensor) {
+  std::vector<at::Tensor> tensors = {tensor};
+  impl_->Wait(Concat("receiving from rank ", src), timeout_, [&] { return impl_->group->recv(tensors, src, tag); });
+}
+
+void ProcessGroup::AllReduceSum(at::Tensor& tensor) {
+  std::vector<at::Tensor> tensors = {tensor};
+  impl_->Wait("summing over every rank", timeout_, [&] { return impl_->group->allreduce(tensors); });
+}
+
+void ProcessGroup::Abort() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->aborted = true;
+  for (const auto& work : impl_->pending) work->abort();
+}
+
+#else  // no Gloo headers: stages run in one process only
+
+bool HaveGloo() { return false; }
+
+struct ProcessGroup::Impl {};
+
+ProcessGroup::ProcessGroup(const RankEnv& env, std::chrono::milliseconds timeout) : env_(env), timeout_(timeout) {
+  throw InputError("WORLD_SIZE: this build has no c10d Gloo support (LibTorch came without Gloo's headers), so it "
+                   "runs every stage in one process; unset WORLD_SIZE");
+}
+ProcessGroup::~ProcessGroup() = default;
+void ProcessGroup::Send(int, int, const at::Tensor&) {}
+void ProcessGroup::Receive(int, int, at::Tensor&) {}
+void ProcessGroup::AllReduceSum(at::Tensor&) {}
+void ProcessGroup::Abort() {}
+
+#endif
+
+}  // namespace mp

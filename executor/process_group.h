@@ -1,0 +1,68 @@
+// Stages as processes: a rank's place in a c10d world, read from the
+// environment torchrun sets, and the process group its stages talk over
+// (c10d's ProcessGroupGloo after a TCPStore rendezvous). Every wait is
+// bounded by the timeout, and every failure names the peer rank, so a peer
+// that dies or never arrives ends the run with one line instead of a hang.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mp {
+
+struct RankEnv {
+  int rank = 0;
+  int world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+};
+
+// RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT as torchrun sets them;
+// nullopt when WORLD_SIZE is unset or 1 (one process runs every stage).
+// Throws InputError naming the variable that is missing or not a number.
+std::optional<RankEnv> RankEnvFromEnvironment();
+
+// True when this build can make a Gloo process group (the LibTorch headers
+// came with Gloo's).
+bool HaveGloo();
+
+class ProcessGroup {
+ public:
+  // Rendezvous at MASTER_ADDR:MASTER_PORT (rank 0 serves the TCPStore),
+  // waiting at most `timeout` for every rank; throws Error naming the ranks
+  // that never joined.
+  ProcessGroup(const RankEnv& env, std::chrono::milliseconds timeout);
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const { return env_.rank; }
+  int size() const { return env_.world_size; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+  // Point to point on channel `tag` (messages on one tag arrive in order).
+  // A dense CPU tensor; Receive needs one of the sent size and dtype. Both
+  // block until done and throw Error naming the peer when it is gone, times
+  // out, or Abort() was called.
+  void Send(int dst, int tag, const at::Tensor& tensor);
+  void Receive(int src, int tag, at::Tensor& tensor);
+  // Sums `tensor` over every rank in place.
+  void AllReduceSum(at::Tensor& tensor);
+
+  // Wakes every pending Send and Receive with an error, and fails the ones
+  // that come after: a failure elsewhere in this process.
+  void Abort();
+
+ private:
+  struct Impl;
+  RankEnv env_;
+  std::chrono::milliseconds timeout_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mp

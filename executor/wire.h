@@ -1,0 +1,30 @@
+// One message between pipeline stages in different processes, and how it
+// travels over a ProcessGroup: a small header, then each tensor's bytes as
+// they are (no copy through a serialiser, so a CUDA build can hand CUDA
+// tensors to its backend as they are).
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "executor/process_group.h"
+
+namespace mp {
+
+// Forward: a micro-batch's values, in the order both sides agree on (the
+// boundary's keys). Backward: for each of those values, the gradients of
+// its tensors (FlattenTensors order; undefined where none came).
+struct WireMessage {
+  int64_t microbatch = 0;
+  std::vector<c10::IValue> values;
+  std::vector<std::vector<at::Tensor>> grads;
+};
+
+// Sends / receives one message on channel `tag` (wire.cpp says how it is
+// laid out). Throws Error naming the peer.
+void SendMessage(ProcessGroup& group, int dst, int tag, const WireMessage& message);
+WireMessage ReceiveMessage(ProcessGroup& group, int src, int tag);
+
+}  // namespace mp

@@ -1,0 +1,303 @@
+// Stages as processes: `mpexec --launch-local N` and torchrun's environment
+// run the zoo's plans over c10d Gloo on loopback and end where one process
+// ends (verify against the model run whole on one device); a rank that
+// dies, hangs or never arrives ends the run with one line naming it within
+// the timeout; Ctrl-C on the launcher stops every rank.
+#include "tests/doctest_torch.h"
+
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "../graph/zoo.h"
+#include "../run_tool.h"
+#include "common/atomic_file.h"
+
+using mp::test::TempPath;
+using mp::test::ZooPath;
+
+namespace {
+
+mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::RunTool(MP_MPPLAN, args); }
+mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::RunTool(MP_MPEXEC, args); }
+
+// `stages` stages x 2 micro-batches of 2 (ResNet-50 at 64x64).
+std::string Plan(const std::string& file, int stages, const std::string& flags) {
+  const std::string out = TempPath("dist." + file + "." + std::to_string(stages) +
+                                   (flags.find("infer") != std::string::npos ? ".infer" : "") +
+                                   (flags.find("1f1b") != std::string::npos ? ".1f1b" : "") + ".plan.yaml");
+  const std::string size = file.rfind("resnet50", 0) == 0 ? " --input float32[4,3,64,64]" : " --batch 4";
+  const auto run = Mpplan(ZooPath(file) + " --quiet --device-profile a100-80gb --gpus " + std::to_string(stages) +
+                          " --stages " + std::to_string(stages) + " --microbatches 2" + size + " " + flags +
+                          " -o " + out);
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  return out;
+}
+
+bool IsOneLine(const std::string& text) { return std::count(text.begin(), text.end(), '\n') == 1; }
+
+// Every zoo model (TorchScript export) over `processes` ranks, one stage
+// each: inference bit for bit, and training with the schedule that
+// alternates over models and process counts, so each count runs both.
+void RunZooOverProcesses(int processes) {
+  int index = 0;
+  for (const std::string& file : mp::test::ZooFiles()) {
+    if (file.find(".script.") == std::string::npos) continue;
+    if (file.rfind("toy.", 0) == 0 && processes == 4) continue;  // only 3 of its nodes take time
+    const std::string schedule = (index++ + processes) % 2 == 0 ? "gpipe" : "1f1b";
+    CAPTURE(file);
+    CAPTURE(schedule);
+    const std::string n = std::to_string(processes);
+    {
+      const auto run = Mpexec(Plan(file, processes, "--mode infer") + " --launch-local " + n +
+                              " --verify --json --timeout 60");
+      INFO(run.out);
+      REQUIRE(run.status == 0);
+      const auto j = nlohmann::json::parse(run.out);
+      CHECK(j["verify"] == true);
+      CHECK(j["verify_detail"]["max_abs_diff"].get<double>() == 0);
+      CHECK(j["ranks"] == processes);
+      CHECK(j["transport"] == "c10d gloo");
+      REQUIRE(j["stages"].size() == size_t(processes));
+      for (int s = 0; s < processes; ++s) CHECK(j["stage_ranks"][s] == s);
+    }
+    const auto run = Mpexec(Plan(file, processes, "--schedule " + schedule) + " --launch-local " + n +
+                            " --steps 2 --lr 0.01 --momentum 0.9 --verify --json --timeout 60");
+    INFO(run.out);
+    if (file.rfind("inplace.", 0) == 0) {  // eager PyTorch cannot train it either (test_training)
+      CHECK(run.status == 1);
+      CHECK(run.out.find("modified by an inplace operation") != std::string::npos);
+      CHECK(IsOneLine(run.out));
+      continue;
+    }
+    REQUIRE(run.status == 0);
+    const auto j = nlohmann::json::parse(run.out);
+    CHECK(j["verify"] == true);
+    CHECK(j["verify_detail"]["max_loss_relative_diff"].get<double>() <= 1e-5);
+    CHECK(j["verify_detail"]["max_state_relative_diff"].get<double>() <= 1e-5);
+    CHECK(j["schedule"] == schedule);
+    CHECK(j["losses"].size() == 2);
+    CHECK(j["loss"].get<double>() > 0);
+    REQUIRE(j["stages"].size() == size_t(processes));
+    for (const auto& stage : j["stages"]) CHECK(stage["busy_ms"].get<double>() > 0);
+  }
+}
+
+// Starts `command` under bash in the background; its pid.
+pid_t Start(const std::string& command, const std::string& out) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/bash", "bash", "-c", (command + " >" + out + " 2>&1").c_str(), nullptr);
+    _exit(127);
+  }
+  return pid;
+}
+
+// The children of `pid`, from /proc.
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  std::vector<pid_t> children;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state;
+    pid_t parent;
+    rest >> state >> parent;
+    if (parent == pid) children.push_back(std::stoi(name));
+  }
+  std::sort(children.begin(), children.end());
+  return children;
+}
+
+// Waits for `pid` to have `n` children (the ranks), at most 60 s.
+std::vector<pid_t> WaitForChildren(pid_t pid, size_t n) {
+  for (int i = 0; i < 600; ++i) {
+    auto children = ChildrenOf(pid);
+    if (children.size() >= n) return children;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return {};
+}
+
+bool Alive(pid_t pid) { return kill(pid, 0) == 0 && std::filesystem::exists("/proc/" + std::to_string(pid)); }
+
+struct Ended {
+  int status = -1;
+  double seconds = 0;
+};
+
+Ended WaitFor(pid_t pid) {
+  const auto start = std::chrono::steady_clock::now();
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+}
+
+// A ResNet-50 training run long enough to be interrupted: about a second a
+// step on 2 cores, 100 steps.
+std::string LongRun() {
+  return std::string("exec ") + MP_MPEXEC + " " + Plan("resnet50.script.pt", 2, "") + " --steps 100";
+}
+
+}  // namespace
+
+TEST_CASE("training and inference of every zoo model over 2 processes match one device") { RunZooOverProcesses(2); }
+
+TEST_CASE("training and inference of every zoo model over 3 processes match one device") { RunZooOverProcesses(3); }
+
+TEST_CASE("training and inference of every zoo model over 4 processes match one device") { RunZooOverProcesses(4); }
+
+TEST_CASE("a rank may own several stages: 4 stages over 2 processes, values relayed past a rank") {
+  const auto run = Mpexec(Plan("gpt.script.pt", 4, "--schedule 1f1b") +
+                          " --launch-local 2 --steps 2 --lr 0.01 --verify --json --timeout 60");
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  const auto j = nlohmann::json::parse(run.out);
+  CHECK(j["verify"] == true);
+  CHECK(j["stage_ranks"] == nlohmann::json::array({0, 0, 1, 1}));
+  for (const auto& stage : j["stages"]) CHECK(stage["busy_ms"].get<double>() > 0);
+}
+
+TEST_CASE("over processes, --output and --save write what one process writes") {
+  const std::string plan = Plan("lstm.script.pt", 3, "--mode infer");
+  const std::string one = TempPath("dist.lstm.one.pt"), three = TempPath("dist.lstm.three.pt");
+  std::filesystem::remove(one);
+  std::filesystem::remove(three);
+  REQUIRE(Mpexec(plan + " --output " + one).status == 0);
+  const auto run = Mpexec(plan + " --launch-local 3 --output " + three);
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  CHECK(run.out.find("ranks       3 processes") != std::string::npos);  // the report says how it ran
+  CHECK(mp::ReadTextFile(one) == mp::ReadTextFile(three));
+
+  const std::string train = Plan("mlp.script.pt", 2, "");
+  const std::string saved_one = TempPath("dist.mlp.one.pt"), saved_two = TempPath("dist.mlp.two.pt");
+  std::filesystem::remove(saved_one);
+  std::filesystem::remove(saved_two);
+  REQUIRE(Mpexec(train + " --steps 2 --lr 0.01 --save " + saved_one).status == 0);
+  REQUIRE(Mpexec(train + " --launch-local 2 --steps 2 --lr 0.01 --save " + saved_two).status == 0);
+  // Python compares the two trained models' parameters.
+  const auto compared = mp::test::RunTool(
+      MP_PYTHON, "-c \"import torch; a = torch.jit.load('" + saved_one + "').state_dict(); b = torch.jit.load('" +
+                     saved_two + "').state_dict(); print(len(a) > 0 and all(torch.equal(a[k], b[k]) for k in a))\"");
+  INFO(compared.out);
+  CHECK(compared.out == "True\n");
+}
+
+TEST_CASE("torchrun's environment: each process runs its rank's stages and rank 0 reports") {
+  const std::string plan = Plan("mlp.script.pt", 2, "--schedule 1f1b");
+  const std::string out0 = TempPath("dist.env.rank0.out"), out1 = TempPath("dist.env.rank1.out");
+  const std::string env = "MASTER_ADDR=127.0.0.1 MASTER_PORT=29731 WORLD_SIZE=2 ";
+  const std::string args = std::string(" ") + MP_MPEXEC + " " + plan + " --steps 2 --verify --json --timeout 60";
+  const pid_t rank1 = Start(env + "RANK=1" + args, out1);
+  const pid_t rank0 = Start(env + "RANK=0" + args, out0);
+  CHECK(WaitFor(rank0).status == 0);
+  CHECK(WaitFor(rank1).status == 0);
+  const std::string report = mp::ReadTextFile(out0);
+  INFO(report);
+  const auto j = nlohmann::json::parse(report);
+  CHECK(j["verify"] == true);
+  CHECK(j["ranks"] == 2);
+  CHECK(mp::ReadTextFile(out1).empty());  // rank 1 reports through rank 0
+}
+
+TEST_CASE("a rank that is killed ends the run with one line naming it, well within the timeout") {
+  const std::string out = TempPath("dist.killed.out");
+  const pid_t launcher = Start(LongRun() + " --launch-local 2 --timeout 60", out);
+  const auto ranks = WaitForChildren(launcher, 2);
+  REQUIRE(ranks.size() == 2);
+  std::this_thread::sleep_for(std::chrono::seconds(4));  // into the steps
+  kill(ranks[1], SIGKILL);
+  const Ended ended = WaitFor(launcher);
+  const std::string text = mp::ReadTextFile(out);
+  INFO(text);
+  CHECK(ended.status == 1);
+  CHECK(ended.seconds < 30);  // the survivor sees the closed connection at once, not after --timeout
+  CHECK(IsOneLine(text));
+  CHECK(text.rfind("mpexec: rank 1 died of signal 9", 0) == 0);
+  CHECK(text.find("then rank 0: ") != std::string::npos);  // rank 0 stopped on its own, and said why
+  CHECK(text.find(" rank 1: ", text.find("then rank 0: ")) != std::string::npos);  // "sending to rank 1: ..."
+  for (pid_t rank : ranks) CHECK_FALSE(Alive(rank));
+}
+
+TEST_CASE("a rank that hangs is named by its peer after --timeout") {
+  const std::string out = TempPath("dist.hung.out");
+  const pid_t launcher = Start(LongRun() + " --launch-local 2 --timeout 3", out);
+  const auto ranks = WaitForChildren(launcher, 2);
+  REQUIRE(ranks.size() == 2);
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  kill(ranks[1], SIGSTOP);
+  const Ended ended = WaitFor(launcher);
+  const std::string text = mp::ReadTextFile(out);
+  INFO(text);
+  CHECK(ended.status == 1);
+  CHECK(ended.seconds < 40);  // 3 s of silence, 3 s of grace, SIGTERM then SIGKILL after 3 s more
+  CHECK(IsOneLine(text));
+  CHECK(text.rfind("mpexec: rank 0 failed: stage 0", 0) == 0);
+  CHECK(text.find("rank 1: nothing for 3 s (--timeout)") != std::string::npos);
+  for (pid_t rank : ranks) CHECK_FALSE(Alive(rank));
+}
+
+TEST_CASE("a rank that never arrives is named after --timeout") {
+  const auto run = mp::test::RunTool("MASTER_ADDR=127.0.0.1 MASTER_PORT=29733 WORLD_SIZE=3 RANK=0 " +
+                                         std::string(MP_MPEXEC),
+                                     Plan("mlp.script.pt", 3, "") + " --timeout 2");
+  INFO(run.out);
+  CHECK(run.status == 1);
+  CHECK(run.out == "mpexec: rank 0: ranks 1, 2 of 3 never joined within 2 s (--timeout)\n");
+  const auto alone = mp::test::RunTool("MASTER_ADDR=127.0.0.1 MASTER_PORT=29734 WORLD_SIZE=2 RANK=1 " +
+                                           std::string(MP_MPEXEC),
+                                       Plan("mlp.script.pt", 2, "") + " --timeout 2");
+  INFO(alone.out);
+  CHECK(alone.status == 1);
+  CHECK(alone.out.rfind("mpexec: rank 1: rank 0 never opened the rendezvous at 127.0.0.1:29734", 0) == 0);
+}
+
+TEST_CASE("Ctrl-C on the launcher stops every rank") {
+  const std::string out = TempPath("dist.interrupted.out");
+  const pid_t launcher = Start(LongRun() + " --launch-local 2", out);
+  const auto ranks = WaitForChildren(launcher, 2);
+  REQUIRE(ranks.size() == 2);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  kill(launcher, SIGINT);
+  const Ended ended = WaitFor(launcher);
+  const std::string text = mp::ReadTextFile(out);
+  INFO(text);
+  CHECK(ended.status == 130);
+  CHECK(ended.seconds < 10);
+  CHECK(text.find("mpexec: interrupted (Interrupt); stopped 2 ranks\n") != std::string::npos);
+  for (pid_t rank : ranks) CHECK_FALSE(Alive(rank));
+}
+
+TEST_CASE("bad input over processes is still one line") {
+  const std::string plan = Plan("mlp.script.pt", 2, "");
+  const auto more = mp::test::RunTool("MASTER_ADDR=127.0.0.1 MASTER_PORT=29735 WORLD_SIZE=3 RANK=0 " +
+                                          std::string(MP_MPEXEC), plan);
+  CHECK(more.status == 1);
+  CHECK(more.out == "mpexec: rank 0: WORLD_SIZE=3: the plan has 2 stages, so at most 2 ranks can run it\n");
+  const auto same = Mpexec(plan + " --launch-local 2 --steps 0");
+  CHECK(same.status == 1);
+  CHECK(same.out == "mpexec: --steps must be at least 1, got 0\n");  // every rank said it: once
+  const auto zero = Mpexec(plan + " --launch-local 0");
+  CHECK(zero.status == 1);
+  CHECK(zero.out == "mpexec: --launch-local must be at least 1, got 0\n");
+  const auto rank = mp::test::RunTool("MASTER_ADDR=127.0.0.1 MASTER_PORT=29736 WORLD_SIZE=2 RANK=2 " +
+                                          std::string(MP_MPEXEC), plan);
+  CHECK(rank.status == 1);
+  CHECK(rank.out == "mpexec: RANK=2: expected a whole number from 0 to 1\n");
+}
