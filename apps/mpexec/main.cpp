@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
       "  mpplan build/models/mlp.script.pt --gpus 2 -o mlp.train.yaml\n"
       "  mpexec mlp.train.yaml --steps 3 --lr 0.01 --verify --save mlp.trained.pt --trace step.json\n"
       "  mpexec mlp.train.yaml --launch-local 2 --verify   (one process per stage, over c10d Gloo)\n"
-      "  torchrun --nproc-per-node 2 --no-python mpexec mlp.train.yaml   (the same, torchrun's environment)");
+      "  torchrun --nproc_per_node 2 --no_python mpexec mlp.train.yaml   (the same, torchrun's environment)");
   mp::ExecCommandRequest request;
   std::string device = "cpu", loss = "mse";
   bool json = false;

@@ -619,6 +619,24 @@ ERROR_CASE("exec-steps-zero", "`--steps 0`") {
   c.setup = [](const fs::path& dir) { ToyPlan(dir); };
 }
 
+ERROR_CASE("exec-launch-zero", "`--launch-local 0`") {
+  c.command = "mpexec toy.plan.yaml --launch-local 0";
+  c.names = "--launch-local";
+  c.setup = [](const fs::path& dir) { ToyPlan(dir); };
+}
+
+ERROR_CASE("exec-launch-more-ranks", "`--launch-local` with more processes than the plan has stages") {
+  c.command = "mpexec toy.plan.yaml --launch-local 3";
+  c.names = "the plan has 2 stages";
+  c.setup = [](const fs::path& dir) { ToyPlan(dir); };
+}
+
+ERROR_CASE("exec-timeout-zero", "`--timeout 0` for the processes' waits") {
+  c.command = "mpexec toy.plan.yaml --launch-local 2 --timeout 0";
+  c.names = "--timeout";
+  c.setup = [](const fs::path& dir) { ToyPlan(dir); };
+}
+
 ERROR_CASE("exec-device-unknown", "`--device` this build cannot run on") {
   c.command = "mpexec toy.plan.yaml --device tpu";
   c.names = "--device";
