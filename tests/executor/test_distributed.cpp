@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -29,11 +30,12 @@ namespace {
 mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::RunTool(MP_MPPLAN, args); }
 mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::RunTool(MP_MPEXEC, args); }
 
-// `stages` stages x 2 micro-batches of 2 (ResNet-50 at 64x64).
-std::string Plan(const std::string& file, int stages, const std::string& flags) {
-  const std::string out = TempPath("dist." + file + "." + std::to_string(stages) +
-                                   (flags.find("infer") != std::string::npos ? ".infer" : "") +
-                                   (flags.find("1f1b") != std::string::npos ? ".1f1b" : "") + ".plan.yaml");
+// `stages` stages x 2 micro-batches of 2 (ResNet-50 at 64x64), written to
+// a file named after `test`: ctest runs test cases side by side.
+std::string Plan(const std::string& test, const std::string& file, int stages, const std::string& flags) {
+  std::string tag = flags;
+  for (char& ch : tag) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  const std::string out = TempPath("dist." + test + "." + file + "." + std::to_string(stages) + tag + ".plan.yaml");
   const std::string size = file.rfind("resnet50", 0) == 0 ? " --input float32[4,3,64,64]" : " --batch 4";
   const auto run = Mpplan(ZooPath(file) + " --quiet --device-profile a100-80gb --gpus " + std::to_string(stages) +
                           " --stages " + std::to_string(stages) + " --microbatches 2" + size + " " + flags +
@@ -58,7 +60,7 @@ void RunZooOverProcesses(int processes) {
     CAPTURE(schedule);
     const std::string n = std::to_string(processes);
     {
-      const auto run = Mpexec(Plan(file, processes, "--mode infer") + " --launch-local " + n +
+      const auto run = Mpexec(Plan("zoo", file, processes, "--mode infer") + " --launch-local " + n +
                               " --verify --json --timeout 60");
       INFO(run.out);
       REQUIRE(run.status == 0);
@@ -70,7 +72,7 @@ void RunZooOverProcesses(int processes) {
       REQUIRE(j["stages"].size() == size_t(processes));
       for (int s = 0; s < processes; ++s) CHECK(j["stage_ranks"][s] == s);
     }
-    const auto run = Mpexec(Plan(file, processes, "--schedule " + schedule) + " --launch-local " + n +
+    const auto run = Mpexec(Plan("zoo", file, processes, "--schedule " + schedule) + " --launch-local " + n +
                             " --steps 2 --lr 0.01 --momentum 0.9 --verify --json --timeout 60");
     INFO(run.out);
     if (file.rfind("inplace.", 0) == 0) {  // eager PyTorch cannot train it either (test_training)
@@ -150,8 +152,8 @@ Ended WaitFor(pid_t pid) {
 
 // A ResNet-50 training run long enough to be interrupted: about a second a
 // step on 2 cores, 100 steps.
-std::string LongRun() {
-  return std::string("exec ") + MP_MPEXEC + " " + Plan("resnet50.script.pt", 2, "") + " --steps 100";
+std::string LongRun(const std::string& test) {
+  return std::string("exec ") + MP_MPEXEC + " " + Plan(test, "resnet50.script.pt", 2, "") + " --steps 100";
 }
 
 }  // namespace
@@ -163,7 +165,7 @@ TEST_CASE("training and inference of every zoo model over 3 processes match one 
 TEST_CASE("training and inference of every zoo model over 4 processes match one device") { RunZooOverProcesses(4); }
 
 TEST_CASE("a rank may own several stages: 4 stages over 2 processes, values relayed past a rank") {
-  const auto run = Mpexec(Plan("gpt.script.pt", 4, "--schedule 1f1b") +
+  const auto run = Mpexec(Plan("blocks", "gpt.script.pt", 4, "--schedule 1f1b") +
                           " --launch-local 2 --steps 2 --lr 0.01 --verify --json --timeout 60");
   INFO(run.out);
   REQUIRE(run.status == 0);
@@ -174,7 +176,7 @@ TEST_CASE("a rank may own several stages: 4 stages over 2 processes, values rela
 }
 
 TEST_CASE("over processes, --output and --save write what one process writes") {
-  const std::string plan = Plan("lstm.script.pt", 3, "--mode infer");
+  const std::string plan = Plan("files", "lstm.script.pt", 3, "--mode infer");
   const std::string one = TempPath("dist.lstm.one.pt"), three = TempPath("dist.lstm.three.pt");
   std::filesystem::remove(one);
   std::filesystem::remove(three);
@@ -185,7 +187,7 @@ TEST_CASE("over processes, --output and --save write what one process writes") {
   CHECK(run.out.find("ranks       3 processes") != std::string::npos);  // the report says how it ran
   CHECK(mp::ReadTextFile(one) == mp::ReadTextFile(three));
 
-  const std::string train = Plan("mlp.script.pt", 2, "");
+  const std::string train = Plan("files", "mlp.script.pt", 2, "");
   const std::string saved_one = TempPath("dist.mlp.one.pt"), saved_two = TempPath("dist.mlp.two.pt");
   std::filesystem::remove(saved_one);
   std::filesystem::remove(saved_two);
@@ -200,7 +202,7 @@ TEST_CASE("over processes, --output and --save write what one process writes") {
 }
 
 TEST_CASE("torchrun's environment: each process runs its rank's stages and rank 0 reports") {
-  const std::string plan = Plan("mlp.script.pt", 2, "--schedule 1f1b");
+  const std::string plan = Plan("env", "mlp.script.pt", 2, "--schedule 1f1b");
   const std::string out0 = TempPath("dist.env.rank0.out"), out1 = TempPath("dist.env.rank1.out");
   const std::string env = "MASTER_ADDR=127.0.0.1 MASTER_PORT=29731 WORLD_SIZE=2 ";
   const std::string args = std::string(" ") + MP_MPEXEC + " " + plan + " --steps 2 --verify --json --timeout 60";
@@ -218,7 +220,7 @@ TEST_CASE("torchrun's environment: each process runs its rank's stages and rank 
 
 TEST_CASE("a rank that is killed ends the run with one line naming it, well within the timeout") {
   const std::string out = TempPath("dist.killed.out");
-  const pid_t launcher = Start(LongRun() + " --launch-local 2 --timeout 60", out);
+  const pid_t launcher = Start(LongRun("killed") + " --launch-local 2 --timeout 60", out);
   const auto ranks = WaitForChildren(launcher, 2);
   REQUIRE(ranks.size() == 2);
   std::this_thread::sleep_for(std::chrono::seconds(4));  // into the steps
@@ -237,7 +239,7 @@ TEST_CASE("a rank that is killed ends the run with one line naming it, well with
 
 TEST_CASE("a rank that hangs is named by its peer after --timeout") {
   const std::string out = TempPath("dist.hung.out");
-  const pid_t launcher = Start(LongRun() + " --launch-local 2 --timeout 3", out);
+  const pid_t launcher = Start(LongRun("hung") + " --launch-local 2 --timeout 3", out);
   const auto ranks = WaitForChildren(launcher, 2);
   REQUIRE(ranks.size() == 2);
   std::this_thread::sleep_for(std::chrono::seconds(4));
@@ -256,13 +258,13 @@ TEST_CASE("a rank that hangs is named by its peer after --timeout") {
 TEST_CASE("a rank that never arrives is named after --timeout") {
   const auto run = mp::test::RunTool("MASTER_ADDR=127.0.0.1 MASTER_PORT=29733 WORLD_SIZE=3 RANK=0 " +
                                          std::string(MP_MPEXEC),
-                                     Plan("mlp.script.pt", 3, "") + " --timeout 2");
+                                     Plan("missing", "mlp.script.pt", 3, "") + " --timeout 2");
   INFO(run.out);
   CHECK(run.status == 1);
   CHECK(run.out == "mpexec: rank 0: ranks 1, 2 of 3 never joined within 2 s (--timeout)\n");
   const auto alone = mp::test::RunTool("MASTER_ADDR=127.0.0.1 MASTER_PORT=29734 WORLD_SIZE=2 RANK=1 " +
                                            std::string(MP_MPEXEC),
-                                       Plan("mlp.script.pt", 2, "") + " --timeout 2");
+                                       Plan("missing", "mlp.script.pt", 2, "") + " --timeout 2");
   INFO(alone.out);
   CHECK(alone.status == 1);
   CHECK(alone.out.rfind("mpexec: rank 1: rank 0 never opened the rendezvous at 127.0.0.1:29734", 0) == 0);
@@ -270,7 +272,7 @@ TEST_CASE("a rank that never arrives is named after --timeout") {
 
 TEST_CASE("Ctrl-C on the launcher stops every rank") {
   const std::string out = TempPath("dist.interrupted.out");
-  const pid_t launcher = Start(LongRun() + " --launch-local 2", out);
+  const pid_t launcher = Start(LongRun("interrupted") + " --launch-local 2", out);
   const auto ranks = WaitForChildren(launcher, 2);
   REQUIRE(ranks.size() == 2);
   std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -285,7 +287,7 @@ TEST_CASE("Ctrl-C on the launcher stops every rank") {
 }
 
 TEST_CASE("bad input over processes is still one line") {
-  const std::string plan = Plan("mlp.script.pt", 2, "");
+  const std::string plan = Plan("bad", "mlp.script.pt", 2, "");
   const auto more = mp::test::RunTool("MASTER_ADDR=127.0.0.1 MASTER_PORT=29735 WORLD_SIZE=3 RANK=0 " +
                                           std::string(MP_MPEXEC), plan);
   CHECK(more.status == 1);

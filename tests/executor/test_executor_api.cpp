@@ -17,8 +17,9 @@ using mp::test::ZooPath;
 
 namespace {
 
-std::string MakePlan(const std::string& file, const std::string& flags) {
-  const std::string out = TempPath(file + ".api.plan.yaml");
+// `name`: the test's own file name, as ctest runs tests side by side.
+std::string MakePlan(const std::string& name, const std::string& file, const std::string& flags) {
+  const std::string out = TempPath(name + ".api.plan.yaml");
   const auto run = mp::test::RunTool(MP_MPPLAN, ZooPath(file) + " --quiet --device-profile a100-80gb -o " + out + " " + flags);
   INFO(run.out);
   REQUIRE(run.status == 0);
@@ -28,7 +29,7 @@ std::string MakePlan(const std::string& file, const std::string& flags) {
 }  // namespace
 
 TEST_CASE("Executor trains in place, matches the one-device reference, and saves what it trained") {
-  const std::string plan = MakePlan("branchy.script.pt", "--gpus 3 --stages 3 --microbatches 3 --batch 6 --schedule 1f1b");
+  const std::string plan = MakePlan("branchy.train", "branchy.script.pt", "--gpus 3 --stages 3 --microbatches 3 --batch 6 --schedule 1f1b");
   mp::ExecutorOptions options;
   options.training.lr = 0.05;
   options.training.momentum = 0.5;
@@ -67,7 +68,7 @@ TEST_CASE("Executor trains in place, matches the one-device reference, and saves
 }
 
 TEST_CASE("Executor refuses to train an inference plan and infers on tensors") {
-  mp::Executor exec(MakePlan("mlp.script.pt", "--gpus 2 --mode infer --microbatches 2"));
+  mp::Executor exec(MakePlan("mlp.infer", "mlp.script.pt", "--gpus 2 --mode infer --microbatches 2"));
   const auto inputs = exec.SyntheticInputs();
   CHECK_THROWS_WITH_AS(exec.TrainStep(inputs, at::zeros({1})), doctest::Contains("inference plan"), mp::InputError);
   const mp::PipelineRun run = exec.Infer(inputs);
@@ -76,7 +77,7 @@ TEST_CASE("Executor refuses to train an inference plan and infers on tensors") {
 }
 
 TEST_CASE("the example program in examples/ trains a plan and saves the model") {
-  const std::string plan = MakePlan("mlp.script.pt", "--gpus 2 --microbatches 4 --batch 8");
+  const std::string plan = MakePlan("mlp.example", "mlp.script.pt", "--gpus 2 --microbatches 4 --batch 8");
   const std::string saved = TempPath("mlp.example.trained.pt");
   std::filesystem::remove(saved);
   const auto run = mp::test::RunTool(MP_EXAMPLE, plan + " " + saved);
