@@ -22,11 +22,9 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
-#include "executor/exec_command.h"
 
 extern char** environ;
 
@@ -108,7 +106,7 @@ int LaunchLocal(const LaunchRequest& request) {
     const std::string entry = *e;
     const std::string name = entry.substr(0, entry.find('='));
     if (name != "RANK" && name != "WORLD_SIZE" && name != "LOCAL_RANK" && name != "LOCAL_WORLD_SIZE" &&
-        name != "MASTER_ADDR" && name != "MASTER_PORT" && name != kFolderVariable) {
+        name != "MASTER_ADDR" && name != "MASTER_PORT" && name != kFolderVariable && name != "GLOG_minloglevel") {
       base_env.push_back(entry);
     }
   }
@@ -119,7 +117,9 @@ int LaunchLocal(const LaunchRequest& request) {
     std::vector<std::string> env = base_env;
     for (const std::string& e : {Concat("RANK=", r), Concat("LOCAL_RANK=", r), Concat("WORLD_SIZE=", n),
                                  Concat("LOCAL_WORLD_SIZE=", n), std::string("MASTER_ADDR=127.0.0.1"),
-                                 Concat("MASTER_PORT=", port), Concat(kFolderVariable, "=", folder.string())}) {
+                                 Concat("MASTER_PORT=", port), Concat(kFolderVariable, "=", folder.string()),
+                                 // c10d logs through glog: failures reach the launcher as errors instead
+                                 std::string("GLOG_minloglevel=3")}) {
       env.push_back(e);
     }
     std::vector<char*> envp;
@@ -233,6 +233,7 @@ int LaunchLocal(const LaunchRequest& request) {
   sigaction(SIGTERM, &old_term, nullptr);
 
   const std::string result = ReadIfThere(folder / "0.result");
+  const std::string report = ReadIfThere(folder / "0.report");
   std::map<int, std::string> errors;
   for (int r = 0; r < n; ++r) {
     std::string error = ReadIfThere(folder / Concat(r, ".error"));
@@ -251,8 +252,9 @@ int LaunchLocal(const LaunchRequest& request) {
       std::cerr << "mpexec: --launch-local: rank 0 finished without a result\n";
       return 3;
     }
-    const nlohmann::json j = nlohmann::json::parse(result);
-    std::cout << (request.json ? j.dump() + "\n" : FormatExecReport(j));
+    // The report as rank 0 formatted it: JSON has no NaN, so a NaN loss
+    // comes back as null, which only the JSON printer takes.
+    std::cout << (request.json ? result : report) << "\n";
     return ExitCode(ranks[0].status);
   }
   // One line. The same error on every rank (a bad flag or plan) once;

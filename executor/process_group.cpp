@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <csignal>
 #include <cstdlib>
 #include <mutex>
@@ -19,7 +20,7 @@
 #include "common/error.h"
 #include "planner/graph/run_graph.h"
 
-#ifdef MP_HAVE_GLOO
+#if defined(MP_HAVE_GLOO) && defined(USE_C10D_GLOO)  // the header is empty without the latter
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -88,7 +89,7 @@ std::optional<RankEnv> RankEnvFromEnvironment() {
   return env;
 }
 
-#ifdef MP_HAVE_GLOO
+#if defined(MP_HAVE_GLOO) && defined(USE_C10D_GLOO)
 
 bool HaveGloo() { return true; }
 
@@ -129,7 +130,12 @@ struct ProcessGroup::Impl {
     if (failure.rfind("[", 0) == 0 && failure.find("] ") != std::string::npos) {
       failure = failure.substr(failure.find("] ") + 2);
     }
-    if (failure.find("imed out") != std::string::npos) {
+    // A timeout, or what it leaves behind: Gloo closes the pair when an
+    // operation times out, so the other operation on it fails with
+    // "Application timeout caused pair closure".
+    std::string lower = failure;
+    for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    if (lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos) {
       failure = Concat("nothing for ", timeout.count() / 1000.0, " s (--timeout); it may be stuck or gone");
     }
     throw Error(Concat(what, ": ", failure));
@@ -148,7 +154,14 @@ ProcessGroup::ProcessGroup(const RankEnv& env, std::chrono::milliseconds timeout
   }
   c10d::TCPStoreOptions options;
   options.port = uint16_t(env.master_port);
-  options.isServer = env.rank == 0;
+  // torchrun's agent may already serve a store at MASTER_PORT and say so;
+  // then every rank is its client, and keys go under this attempt's prefix.
+  const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  const bool agent = agent_store && std::string(agent_store) == "True";
+  const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  const std::string prefix =
+      agent ? Concat("/worker/attempt_", restart && *restart ? restart : "0", "/mpexec") : std::string("mpexec");
+  options.isServer = env.rank == 0 && !agent;
   options.numWorkers = size_t(env.world_size);
   options.waitWorkers = false;  // our own wait below names who is missing
   options.timeout = timeout;
@@ -159,13 +172,22 @@ ProcessGroup::ProcessGroup(const RankEnv& env, std::chrono::milliseconds timeout
                        env.master_addr, ":", env.master_port, " (rank 0, MASTER_ADDR:MASTER_PORT) within ",
                        timeout.count() / 1000.0, " s: ", ErrorLine(e.what())));
   }
-  auto store = c10::make_intrusive<c10d::PrefixStore>("mpexec", impl_->store);
-  store->set("joined/" + std::to_string(env.rank), std::vector<uint8_t>{1});
+  auto store = c10::make_intrusive<c10d::PrefixStore>(prefix, impl_->store);
+  // Every store call: a store gone (its server failed) is one line too.
+  const auto guarded = [&](const auto& call) {
+    try {
+      return call();
+    } catch (const std::exception& e) {
+      throw Error(Concat("the rendezvous at ", env.master_addr, ":", env.master_port,
+                         " is gone (rank 0 serves it and may have failed): ", ErrorLine(e.what())));
+    }
+  };
+  guarded([&] { store->set("joined/" + std::to_string(env.rank), std::vector<uint8_t>{1}); });
   std::vector<int> missing;
   while (true) {
     missing.clear();
     for (int r = 0; r < env.world_size; ++r) {
-      if (!store->check({"joined/" + std::to_string(r)})) missing.push_back(r);
+      if (!guarded([&] { return store->check({"joined/" + std::to_string(r)}); })) missing.push_back(r);
     }
     if (missing.empty()) break;
     if (std::chrono::steady_clock::now() > deadline) {

@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
     if (result.is_null()) return 0;  // a rank other than 0: rank 0 reports
     if (const auto folder = mp::LauncherFolder()) {
       mp::ReportToLauncher(*folder, 0, "result", result.dump());
+      mp::ReportToLauncher(*folder, 0, "report", mp::FormatExecReport(result));
     } else {
       std::cout << (json ? result.dump() + "\n" : mp::FormatExecReport(result));
     }

@@ -303,3 +303,14 @@ TEST_CASE("bad input over processes is still one line") {
   CHECK(rank.status == 1);
   CHECK(rank.out == "mpexec: RANK=2: expected a whole number from 0 to 1\n");
 }
+
+TEST_CASE("a NaN loss over processes is reported as one process reports it") {
+  const std::string plan = Plan("nan", "mlp.script.pt", 2, "");
+  const auto one = Mpexec(plan + " --steps 2 --lr 1e30");
+  const auto two = Mpexec(plan + " --steps 2 --lr 1e30 --launch-local 2");
+  INFO(two.out);
+  CHECK(one.status == 0);
+  CHECK(two.status == 0);
+  CHECK(two.out.find("loss        -nan") != std::string::npos);
+  CHECK(two.out.find("loss        ") == two.out.find(one.out.substr(one.out.find("loss        "), 12)));
+}
