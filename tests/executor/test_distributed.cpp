@@ -220,21 +220,33 @@ TEST_CASE("torchrun's environment: each process runs its rank's stages and rank 
 
 TEST_CASE("a rank that is killed ends the run with one line naming it, well within the timeout") {
   const std::string out = TempPath("dist.killed.out");
-  const pid_t launcher = Start(LongRun("killed") + " --launch-local 2 --timeout 60", out);
-  const auto ranks = WaitForChildren(launcher, 2);
-  REQUIRE(ranks.size() == 2);
-  std::this_thread::sleep_for(std::chrono::seconds(4));  // into the steps
-  kill(ranks[1], SIGKILL);
-  const Ended ended = WaitFor(launcher);
-  const std::string text = mp::ReadTextFile(out);
-  INFO(text);
-  CHECK(ended.status == 1);
-  CHECK(ended.seconds < 30);  // the survivor sees the closed connection at once, not after --timeout
-  CHECK(IsOneLine(text));
-  CHECK(text.rfind("mpexec: rank 1 died of signal 9", 0) == 0);
-  CHECK(text.find("then rank 0: ") != std::string::npos);  // rank 0 stopped on its own, and said why
-  CHECK(text.find(" rank 1: ", text.find("then rank 0: ")) != std::string::npos);  // "sending to rank 1: ..."
-  for (pid_t rank : ranks) CHECK_FALSE(Alive(rank));
+  // Killed into the steps. Killed before the ranks have met (loading takes
+  // longer under a sanitizer on a busy machine), the survivor would wait for
+  // it until the launcher's grace runs out: then try again, waiting longer.
+  bool in_steps = false;
+  for (int wait_s = 4; wait_s <= 32 && !in_steps; wait_s *= 2) {
+    const pid_t launcher = Start(LongRun("killed") + " --launch-local 2 --timeout 30", out);
+    const auto ranks = WaitForChildren(launcher, 2);
+    REQUIRE(ranks.size() == 2);
+    std::this_thread::sleep_for(std::chrono::seconds(wait_s));
+    kill(ranks[1], SIGKILL);
+    const Ended ended = WaitFor(launcher);
+    const std::string text = mp::ReadTextFile(out);
+    INFO(text);
+    CHECK(ended.status == 1);
+    CHECK(IsOneLine(text));
+    CHECK(text.rfind("mpexec: rank 1 died of signal 9", 0) == 0);
+    for (pid_t rank : ranks) CHECK_FALSE(Alive(rank));
+    if (text.find("never joined") != std::string::npos || text.find("then rank 0 died") != std::string::npos) {
+      MESSAGE("killed before the ranks met, after " << wait_s << " s; again");
+      continue;
+    }
+    in_steps = true;
+    CHECK(ended.seconds < 30);  // the survivor sees the closed connection at once, not after --timeout (30 s)
+    CHECK(text.find("then rank 0: ") != std::string::npos);  // rank 0 stopped on its own, and said why
+    CHECK(text.find(" rank 1", text.find("then rank 0: ")) != std::string::npos);  // "sending to rank 1: ..."
+  }
+  CHECK(in_steps);
 }
 
 TEST_CASE("a rank that hangs is named by its peer after --timeout") {
@@ -242,7 +254,10 @@ TEST_CASE("a rank that hangs is named by its peer after --timeout") {
   const pid_t launcher = Start(LongRun("hung") + " --launch-local 2 --timeout 3", out);
   const auto ranks = WaitForChildren(launcher, 2);
   REQUIRE(ranks.size() == 2);
-  std::this_thread::sleep_for(std::chrono::seconds(4));
+  // Into the steps: "receiving from rank 1: nothing for 3 s". Stopped
+  // before the ranks have met (a slow start), it is "rank 1 of 2 never
+  // joined within 3 s": named after --timeout either way.
+  std::this_thread::sleep_for(std::chrono::seconds(6));
   kill(ranks[1], SIGSTOP);
   const Ended ended = WaitFor(launcher);
   const std::string text = mp::ReadTextFile(out);
@@ -250,8 +265,9 @@ TEST_CASE("a rank that hangs is named by its peer after --timeout") {
   CHECK(ended.status == 1);
   CHECK(ended.seconds < 40);  // 3 s of silence, 3 s of grace, SIGTERM then SIGKILL after 3 s more
   CHECK(IsOneLine(text));
-  CHECK(text.rfind("mpexec: rank 0 failed: stage 0", 0) == 0);
-  CHECK(text.find("rank 1: nothing for 3 s (--timeout)") != std::string::npos);
+  CHECK(text.rfind("mpexec: rank 0 failed: ", 0) == 0);
+  CHECK(text.find("rank 1") != std::string::npos);
+  CHECK(text.find(" 3 s (--timeout)") != std::string::npos);  // "receiving from rank 1: nothing for 3 s (--timeout)"
   for (pid_t rank : ranks) CHECK_FALSE(Alive(rank));
 }
 
