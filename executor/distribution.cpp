@@ -23,11 +23,14 @@ c10::IValue Pack(const PipelineRun& run, const Distribution& dist, int rank) {
     if (dist.owner.at(s) != rank) continue;
     std::vector<c10::IValue> events;
     for (const ActionEvent& e : run.events[s]) {
-      events.push_back(c10::ivalue::Tuple::create({int64_t(e.kind), int64_t(e.microbatch), e.start_ms, e.end_ms}));
+      events.push_back(c10::ivalue::Tuple::create(
+          {int64_t(e.kind), int64_t(e.microbatch), c10::ivalue::Tuple::create({e.start_ms, e.end_ms})}));
     }
     stages.push_back(c10::ivalue::Tuple::create({int64_t(s), run.busy_ms[s], c10::ivalue::Tuple::create(events)}));
   }
-  return c10::ivalue::Tuple::create({run.start_ns, run.step_ms, run.loss, run.peak_heap_bytes,
+  // Tuples of at most 3: GCC 12 misreads IValue's inline tuple storage past that (-Warray-bounds).
+  return c10::ivalue::Tuple::create({c10::ivalue::Tuple::create({run.start_ns, run.step_ms}),
+                                     c10::ivalue::Tuple::create({run.loss, run.peak_heap_bytes}),
                                      c10::ivalue::Tuple::create(stages)});
 }
 
@@ -35,7 +38,9 @@ c10::IValue Pack(const PipelineRun& run, const Distribution& dist, int rank) {
 // merged step runs from the earliest start over the ranks to the latest end.
 void Merge(const c10::IValue& packed, PipelineRun& run) {
   const auto& t = packed.toTupleRef().elements();
-  const int64_t start_ns = t[0].toInt();
+  const auto& times = t[0].toTupleRef().elements();
+  const auto& sums = t[1].toTupleRef().elements();
+  const int64_t start_ns = times[0].toInt();
   if (start_ns < run.start_ns) {  // this rank started first: it is the origin
     const double shift_ms = double(run.start_ns - start_ns) / 1e6;
     for (auto& events : run.events) {
@@ -45,18 +50,19 @@ void Merge(const c10::IValue& packed, PipelineRun& run) {
     run.start_ns = start_ns;
   }
   const double offset_ms = double(start_ns - run.start_ns) / 1e6;
-  run.step_ms = std::max(run.step_ms, offset_ms + t[1].toDouble());
-  run.loss += t[2].toDouble();
-  run.peak_heap_bytes = std::max(run.peak_heap_bytes, t[3].toInt());
-  for (const c10::IValue& stage : t[4].toTupleRef().elements()) {
+  run.step_ms = std::max(run.step_ms, offset_ms + times[1].toDouble());
+  run.loss += sums[0].toDouble();
+  run.peak_heap_bytes = std::max(run.peak_heap_bytes, sums[1].toInt());
+  for (const c10::IValue& stage : t[2].toTupleRef().elements()) {
     const auto& st = stage.toTupleRef().elements();
     const size_t s = size_t(st[0].toInt());
     run.busy_ms.at(s) = st[1].toDouble();
     run.events.at(s).clear();
     for (const c10::IValue& event : st[2].toTupleRef().elements()) {
       const auto& e = event.toTupleRef().elements();
-      run.events[s].push_back({ActionKind(e[0].toInt()), int(e[1].toInt()), e[2].toDouble() + offset_ms,
-                               e[3].toDouble() + offset_ms});
+      const auto& span = e[2].toTupleRef().elements();
+      run.events[s].push_back({ActionKind(e[0].toInt()), int(e[1].toInt()), span[0].toDouble() + offset_ms,
+                               span[1].toDouble() + offset_ms});
     }
   }
 }

@@ -1,7 +1,7 @@
 // One message between pipeline stages in different processes, and how it
-// travels over a ProcessGroup: a small header, then each tensor's bytes as
-// they are (no copy through a serialiser, so a CUDA build can hand CUDA
-// tensors to its backend as they are).
+// travels over a ProcessGroup: its sizes, then one buffer with the pickled
+// structure, the tensors' shapes and their bytes (CPU tensors: NCCL's
+// device-to-device sends are not here yet).
 #pragma once
 
 #include <ATen/core/ivalue.h>
