@@ -6,11 +6,8 @@
 // - per table tensor its dtype, requires_grad, rank and sizes (int64, from
 //   the next multiple of 8);
 // - every table tensor's bytes, one after another.
-// Each Gloo send waits for its receive to be posted, a round trip through
-// both sides' I/O threads that waits for a core when the stages' compute
-// holds them all: two sends a message cost less than one per part and
-// tensor (docs/BENCHMARKS.md). The copies into and out of the buffer are
-// memcpy speed.
+// The copies into and out of the buffer are memcpy speed. Two sends instead
+// of one per part and tensor measured the same (docs/BENCHMARKS.md).
 #include "executor/wire.h"
 
 #include <ATen/ATen.h>
