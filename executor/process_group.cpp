@@ -91,8 +91,6 @@ std::optional<RankEnv> RankEnvFromEnvironment() {
 
 #if defined(MP_HAVE_GLOO) && defined(USE_C10D_GLOO)
 
-bool HaveGloo() { return true; }
-
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
@@ -238,8 +236,6 @@ void ProcessGroup::Abort() {
 }
 
 #else  // no Gloo headers: stages run in one process only
-
-bool HaveGloo() { return false; }
 
 struct ProcessGroup::Impl {};
 

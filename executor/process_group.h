@@ -27,10 +27,6 @@ struct RankEnv {
 // Throws InputError naming the variable that is missing or not a number.
 std::optional<RankEnv> RankEnvFromEnvironment();
 
-// True when this build can make a Gloo process group (the LibTorch headers
-// came with Gloo's).
-bool HaveGloo();
-
 class ProcessGroup {
  public:
   // Rendezvous at MASTER_ADDR:MASTER_PORT (rank 0 serves the TCPStore),
@@ -43,7 +39,6 @@ class ProcessGroup {
 
   int rank() const { return env_.rank; }
   int size() const { return env_.world_size; }
-  std::chrono::milliseconds timeout() const { return timeout_; }
 
   // Point to point on channel `tag` (messages on one tag arrive in order).
   // A dense CPU tensor; Receive needs one of the sent size and dtype. Both
