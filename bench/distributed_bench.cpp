@@ -10,6 +10,11 @@
 // turns, `repeats` times, each turn a fresh mpexec, so a noisy neighbour
 // hits both; the ratio is of the medians.
 //
+// Then replicas: the same two processes used as one pipeline of 2 stages
+// or as 2 data-parallel replicas of 1 stage (mpplan --replicas 2), in
+// turns: each one's step measured and predicted, and the replicas' gradient
+// all-reduce measured beside the plan's prediction for it.
+//
 // Usage: bench_distributed MODELS_DIR OUT_DIR [--quick]
 #include <nlohmann/json.hpp>
 
@@ -38,11 +43,75 @@ void Run(const std::string& command, const std::string& out) {
   }
 }
 
+nlohmann::json RunJson(const std::string& command, const std::string& out) {
+  Run(command, out);
+  std::ifstream in(out);
+  return nlohmann::json::parse(in);
+}
+
+struct Tools {
+  std::string mpplan, mpexec;
+};
+
 struct Case {
-  std::string name, model, flags;  // mpplan flags beyond stages and mode
+  const char *name, *model, *flags;  // mpplan flags beyond stages and mode (GCC 12 misreads string literals here)
   int stages = 2;
   bool training = true;
 };
+
+// The same two processes as one 2-stage pipeline and as 2 replicas of 1
+// stage: step and all-reduce, measured and predicted.
+void BenchReplicas(const Tools& tools, const std::string& models, const std::string& out, bool quick, int repeats,
+                   const std::string& steps, nlohmann::json& results) {
+  const std::string &mpplan = tools.mpplan, &mpexec = tools.mpexec;
+  std::printf("\ncase                    layout        step ms  predicted  error  samples/s  all-reduce ms  predicted\n");
+  const std::vector<Case> replica_cases =
+      quick ? std::vector<Case>{{"mlp train", "mlp.script.pt", "--batch 64 --microbatches 2", 2, true}}
+            : std::vector<Case>{{"mlp train", "mlp.script.pt", "--batch 256 --microbatches 4", 2, true},
+                                {"gpt train", "gpt.script.pt", "--batch 16 --microbatches 2", 2, true}};
+  for (const Case& c : replica_cases) {
+    std::string file = c.name;
+    std::replace(file.begin(), file.end(), ' ', '.');
+    const std::vector<std::pair<const char*, const char*>> layouts = {{"1 x 2 stages", "--stages 2"},
+                                                                      {"2 replicas x 1", "--replicas 2 --stages 1"}};
+    std::vector<std::vector<nlohmann::json>> runs(layouts.size());
+    std::vector<std::string> plans;
+    for (size_t l = 0; l < layouts.size(); ++l) {
+      plans.push_back(out + "/" + file + ".layout" + std::to_string(l) + ".plan.yaml");
+      Run(mpplan + " " + models + "/" + c.model + " --quiet --threads 1 --gpus 2 " + layouts[l].second + " " +
+              c.flags + " -o " + plans[l],
+          plans[l] + ".out");
+    }
+    for (int r = 0; r < repeats; ++r) {
+      for (size_t l = 0; l < layouts.size(); ++l) {
+        runs[l].push_back(RunJson(mpexec + " " + plans[l] + " --json --threads-per-stage 1 " + steps +
+                                      " --launch-local 2",
+                                  plans[l] + ".json"));
+      }
+    }
+    for (size_t l = 0; l < layouts.size(); ++l) {
+      std::vector<double> step, allreduce;
+      for (const auto& j : runs[l]) {
+        step.push_back(j.at("step_ms").get<double>());
+        allreduce.push_back(j.at("stages").at(0).value("allreduce_ms", 0.0));
+      }
+      const auto& last = runs[l].back();
+      const double predicted = last.at("predicted_step_ms").get<double>();
+      const double predicted_allreduce = last.at("stages").at(0).value("predicted_allreduce_ms", 0.0);
+      const double ms = Median(step);
+      std::printf("%-22s  %-14s %7.1f  %9.1f  %+4.0f%%  %9.1f  %13.1f  %9.1f\n", c.name,
+                  layouts[l].first, ms, predicted, (ms / predicted - 1) * 100,
+                  last.at("batch").get<double>() * 1000.0 / ms, Median(allreduce), predicted_allreduce);
+      results.push_back({{"case", c.name},
+                         {"layout", layouts[l].first},
+                         {"step_ms", ms},
+                         {"predicted_step_ms", predicted},
+                         {"allreduce_ms", Median(allreduce)},
+                         {"predicted_allreduce_ms", predicted_allreduce},
+                         {"steps_ms", step}});
+    }
+  }
+}
 
 }  // namespace
 
@@ -54,7 +123,8 @@ int main(int argc, char** argv) {
   const std::string models = argv[1], out = argv[2];
   const bool quick = argc > 3 && std::string(argv[3]) == "--quick";
   const std::string apps = (std::filesystem::path(argv[0]).parent_path() / ".." / "apps").string();
-  const std::string mpplan = apps + "/mpplan", mpexec = apps + "/mpexec";
+  const Tools tools{apps + "/mpplan", apps + "/mpexec"};
+  const std::string &mpplan = tools.mpplan, &mpexec = tools.mpexec;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::filesystem::create_directories(out);
   const int repeats = quick ? 1 : 5;
@@ -99,7 +169,7 @@ int main(int argc, char** argv) {
       }
       const double a = Median(in), b = Median(proc);
       const double cost = (b - a) / p.microbatches;
-      std::printf("%-22s  %6d  %-2d  %13.1f  %12.1f  %5.3f  %9.1f, %9.1f  %10.2f  %8.0f KiB\n", c.name.c_str(),
+      std::printf("%-22s  %6d  %-2d  %13.1f  %12.1f  %5.3f  %9.1f, %9.1f  %10.2f  %8.0f KiB\n", c.name,
                   c.stages, p.microbatches, a, b, b / a, p.batch * 1000.0 / a, p.batch * 1000.0 / b, cost,
                   bytes / 1024.0);
       results.push_back({{"case", c.name},
@@ -113,6 +183,8 @@ int main(int argc, char** argv) {
                          {"in_process_steps_ms", in},
                          {"processes_steps_ms", proc}});
     }
+
+    BenchReplicas(tools, models, out, quick, repeats, steps, results);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_distributed: %s\n", e.what());
     return 1;

@@ -1,5 +1,5 @@
-// StageOwners, GatherRuns, GatherState: small messages to rank 0 over the
-// same wire as the pipeline's, on tags of their own.
+// Distribute, MakeStageGroups, GatherRuns, GatherState: small messages to
+// rank 0 over the same wire as the pipeline's, on tags of their own.
 #include "executor/distribution.h"
 
 #include <ATen/ATen.h>
@@ -20,13 +20,15 @@ constexpr int kStateTag = (1 << 20) + 2;
 c10::IValue Pack(const PipelineRun& run, const Distribution& dist, int rank) {
   std::vector<c10::IValue> stages;
   for (size_t s = 0; s < run.busy_ms.size(); ++s) {
-    if (dist.owner.at(s) != rank) continue;
+    if (dist.owner.at(s) != rank || dist.replica != 0) continue;  // replica 0 speaks for the stages
     std::vector<c10::IValue> events;
     for (const ActionEvent& e : run.events[s]) {
       events.push_back(c10::ivalue::Tuple::create(
           {int64_t(e.kind), int64_t(e.microbatch), c10::ivalue::Tuple::create({e.start_ms, e.end_ms})}));
     }
-    stages.push_back(c10::ivalue::Tuple::create({int64_t(s), run.busy_ms[s], c10::ivalue::Tuple::create(events)}));
+    const double allreduce = s < run.allreduce_ms.size() ? run.allreduce_ms[s] : 0.0;
+    stages.push_back(c10::ivalue::Tuple::create({int64_t(s), c10::ivalue::Tuple::create({run.busy_ms[s], allreduce}),
+                                                 c10::ivalue::Tuple::create(events)}));
   }
   // Tuples of at most 3: GCC 12 misreads IValue's inline tuple storage past that (-Warray-bounds).
   return c10::ivalue::Tuple::create({c10::ivalue::Tuple::create({run.start_ns, run.step_ms}),
@@ -56,7 +58,10 @@ void Merge(const c10::IValue& packed, PipelineRun& run) {
   for (const c10::IValue& stage : t[2].toTupleRef().elements()) {
     const auto& st = stage.toTupleRef().elements();
     const size_t s = size_t(st[0].toInt());
-    run.busy_ms.at(s) = st[1].toDouble();
+    const auto& times = st[1].toTupleRef().elements();
+    run.busy_ms.at(s) = times[0].toDouble();
+    run.allreduce_ms.resize(run.busy_ms.size());
+    run.allreduce_ms.at(s) = times[1].toDouble();
     run.events.at(s).clear();
     for (const c10::IValue& event : st[2].toTupleRef().elements()) {
       const auto& e = event.toTupleRef().elements();
@@ -69,14 +74,39 @@ void Merge(const c10::IValue& packed, PipelineRun& run) {
 
 }  // namespace
 
-std::vector<int> StageOwners(int stages, int world) {
-  if (world > stages) {
-    throw InputError(Concat("WORLD_SIZE=", world, ": the plan has ", stages, " stage", stages == 1 ? "" : "s",
-                            ", so at most ", stages, " ranks can run it"));
+Distribution Distribute(int stages, int replicas, int rank, int world) {
+  const std::string plan = replicas > 1 ? Concat(replicas, " replicas of ", stages, " stage", stages == 1 ? "" : "s")
+                                        : Concat(stages, " stage", stages == 1 ? "" : "s");
+  if (world % replicas != 0) {
+    throw InputError(Concat("WORLD_SIZE=", world, ": the plan has ", plan, ", so the ranks must be a multiple of ",
+                            replicas, " (", replicas, " x 1 to ", replicas, " x ", stages, ")"));
   }
-  std::vector<int> owner(stages);
-  for (int s = 0; s < stages; ++s) owner[s] = int(int64_t(s) * world / stages);
-  return owner;
+  const int per_replica = world / replicas;
+  if (per_replica > stages) {
+    throw InputError(Concat("WORLD_SIZE=", world, ": the plan has ", plan, ", so at most ", int64_t(stages) * replicas,
+                            " ranks can run it"));
+  }
+  Distribution dist;
+  dist.replica = rank / per_replica;
+  dist.replicas = replicas;
+  dist.ranks_per_replica = per_replica;
+  dist.owner.resize(stages);
+  for (int s = 0; s < stages; ++s) dist.owner[s] = dist.replica * per_replica + int(int64_t(s) * per_replica / stages);
+  return dist;
+}
+
+std::vector<std::unique_ptr<ProcessGroup>> MakeStageGroups(Distribution& dist) {
+  std::vector<std::unique_ptr<ProcessGroup>> groups;
+  if (dist.replicas <= 1) return groups;
+  const int rank = dist.group->rank();
+  for (size_t s = 0; s < dist.owner.size(); ++s) {
+    if (dist.owner[s] != rank) continue;
+    std::vector<int> members;  // the same place in every replica
+    for (int r = 0; r < dist.replicas; ++r) members.push_back(rank + (r - dist.replica) * dist.ranks_per_replica);
+    groups.push_back(dist.group->Subgroup(Concat("stage/", s), members));
+    dist.stage_groups[int(s)] = groups.back().get();
+  }
+  return groups;
 }
 
 void GatherRuns(ProcessGroup& group, const Distribution& dist, std::vector<PipelineRun>& runs) {
@@ -104,7 +134,7 @@ void GatherState(ProcessGroup& group, const Distribution& dist, const LoadedPlan
   const auto graph_inputs = canonical.graph->inputs();
   std::map<const torch::jit::Value*, size_t> param_index;
   for (size_t i = 0; i < canonical.params.size(); ++i) param_index[graph_inputs[canonical.num_model_inputs + i]] = i;
-  std::vector<int> keeper(canonical.params.size(), -1);  // the rank of the first stage reading it
+  std::vector<int> keeper(canonical.params.size(), -1);  // the rank of the first stage reading it (replica 0)
   for (size_t s = 0; s < loaded.stages.size(); ++s) {
     for (const BoundaryValue& key : loaded.stages[s].inputs) {
       auto it = param_index.find(key.value);
@@ -112,6 +142,7 @@ void GatherState(ProcessGroup& group, const Distribution& dist, const LoadedPlan
     }
   }
   try {
+    if (dist.replica != 0) return;
     if (group.rank() != 0) {
       WireMessage message;
       for (size_t i = 0; i < keeper.size(); ++i) {
@@ -123,7 +154,7 @@ void GatherState(ProcessGroup& group, const Distribution& dist, const LoadedPlan
       return;
     }
     at::NoGradGuard no_grad;
-    for (int r = 1; r < group.size(); ++r) {
+    for (int r = 1; r < dist.ranks_per_replica; ++r) {
       for (const c10::IValue& item : ReceiveMessage(group, r, kStateTag).values) {
         const auto& t = item.toTupleRef().elements();
         canonical.params.at(size_t(t[0].toInt())).tensor.copy_(t[1].toTensor());

@@ -3,6 +3,7 @@
 // report, verify and save as a single process would.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "executor/loaded_plan.h"
@@ -11,19 +12,30 @@
 
 namespace mp {
 
-// Contiguous blocks of stages per rank, in order: `world` ranks for
-// `stages` stages. Throws InputError when there are more ranks than stages.
-std::vector<int> StageOwners(int stages, int world);
+// Where `rank` of `world` stands for a plan of `stages` stages and
+// `replicas` replicas: its replica, and each stage's rank in that replica
+// (contiguous blocks of stages per rank, in order). Throws InputError when
+// the ranks do not divide into the replicas or a replica gets more ranks
+// than stages. The groups are left to the caller and MakeStageGroups.
+Distribution Distribute(int stages, int replicas, int rank, int world);
+
+// With replicas: one process group per stage of this rank, over that
+// stage's ranks in every replica (made in stage order, so every member
+// makes it at the same point). Fills dist.stage_groups; the result owns them.
+std::vector<std::unique_ptr<ProcessGroup>> MakeStageGroups(Distribution& dist);
 
 // Rank 0: `runs` become whole-pipeline figures: each step starts when the
 // first rank started it and ends when the last finished, stages' busy
-// times and events come from their ranks (events moved onto rank 0's
-// clock), losses add up and the peak heap is the largest. The other ranks
+// times, all-reduce times and events come from their ranks in replica 0
+// (events moved onto rank 0's clock), losses add up over every replica and
+// the peak heap is the largest. The other ranks
 // send theirs and keep their own. Every rank calls it with the same steps.
 void GatherRuns(ProcessGroup& group, const Distribution& dist, std::vector<PipelineRun>& runs);
 
 // Rank 0: every parameter and buffer gets the value of the rank that ran
-// the first stage reading it (the others' copies are stale after training).
+// the first stage reading it in replica 0 (the others' copies are stale
+// after training; replicas hold the same parameters, and replica 0's
+// BatchNorm statistics are kept, as DDP's broadcast of rank 0's buffers).
 void GatherState(ProcessGroup& group, const Distribution& dist, const LoadedPlan& loaded);
 
 }  // namespace mp

@@ -54,7 +54,19 @@ ReferenceResult TrainReference(const Executor& exec, const std::vector<at::Tenso
     const double diff = std::isnan(loss) || std::isnan(want) ? INFINITY : RelativeDiff(loss, want);
     result.max_loss_diff = std::max(result.max_loss_diff, diff);
   }
-  result.state = CompareState(exec.State(), reference.State(), exec.StateNames(), 1e-5);
+  std::vector<at::Tensor> got = exec.State(), want = reference.State();
+  std::vector<std::string> names = exec.StateNames();
+  if (exec.plan().replicas > 1) {  // buffers are replica 0's, which saw only its share: parameters only
+    const auto& params = exec.loaded().canonical.params;
+    size_t kept = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (!params[i].is_parameter) continue;
+      got[kept] = got[i], want[kept] = want[i], names[kept] = names[i];
+      ++kept;
+    }
+    got.resize(kept), want.resize(kept), names.resize(kept);
+  }
+  result.state = CompareState(got, want, names, 1e-5);
   return result;
 }
 
@@ -73,6 +85,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   if (rank_env) options.pipeline.distribution = &dist;
   Executor exec(request.plan, options);
   const Plan& plan = exec.plan();
+  if (rank_env) dist = Distribute(int(plan.stages.size()), plan.replicas, rank_env->rank, rank_env->world_size);
   const LoadedPlan& loaded = exec.loaded();
   const bool training = plan.training;
   const std::vector<std::string> inputs_read = {request.plan, loaded.model_path, request.input, request.labels};
@@ -103,10 +116,11 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   // Stages over processes: every rank got here with the same checks done;
   // this rank runs its own stages and rank 0 gathers the rest afterwards.
   std::unique_ptr<ProcessGroup> group;
+  std::vector<std::unique_ptr<ProcessGroup>> stage_groups;
   if (rank_env) {
-    dist.owner = StageOwners(int(plan.stages.size()), rank_env->world_size);
     group = std::make_unique<ProcessGroup>(*rank_env, std::chrono::milliseconds(int64_t(request.timeout_s) * 1000));
     dist.group = group.get();
+    stage_groups = MakeStageGroups(dist);
   }
 
   const int64_t heap_before = HeapBytesInUse();
@@ -147,6 +161,10 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                       {"busy_error_pct", ErrorPct(run.busy_ms[s], predicted_busy)},
                       {"predicted_busy_fraction", plan.stages[s].busy_fraction},
                       {"predicted_peak_memory_bytes", plan.stages[s].peak_memory_bytes}});
+    if (plan.replicas > 1 && training) {
+      stages.back()["allreduce_ms"] = s < run.allreduce_ms.size() ? run.allreduce_ms[s] : 0.0;
+      stages.back()["predicted_allreduce_ms"] = plan.stages[s].allreduce_ms;
+    }
     predicted_peak += plan.stages[s].peak_memory_bytes;
   }
   nlohmann::json out = {{"plan", request.plan},
@@ -157,6 +175,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                         {"batch", plan.batch},
                         {"schedule", ScheduleName(plan.schedule)},
                         {"threads_per_stage", ThreadsPerStage(plan, request.options.pipeline)},
+                        {"replicas", plan.replicas},
                         {"ranks", group ? group->size() : 1},
                         {"stage_ranks", group ? dist.owner : std::vector<int>(plan.stages.size(), 0)},
                         {"transport", group ? "c10d gloo" : "in-process channels"},
@@ -209,10 +228,14 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                              {"full_batch_max_loss_relative_diff", full.max_loss_diff},
                              {"full_batch_max_state_relative_diff", full.state.max_relative_diff},
                              {"full_batch_worst_tensor", full.state.worst}};
-    if (HasBatchNorm(loaded.canonical) && plan.microbatches > 1) {
+    if (HasBatchNorm(loaded.canonical) && plan.microbatches * plan.replicas > 1) {
       detail["note"] =
           "BatchNorm normalises each micro-batch with its own statistics, so the full batch in one go trains "
           "differently; expected";
+    }
+    if (HasBatchNorm(loaded.canonical) && plan.replicas > 1) {
+      detail["buffers_note"] = Concat("the BatchNorm running statistics kept are replica 0's, which saw 1/",
+                                      plan.replicas, " of the batch (as DDP keeps rank 0's): parameters compared only");
     }
     out["verify_detail"] = detail;
   }
@@ -233,9 +256,14 @@ std::string FormatExecReport(const nlohmann::json& r) {
       << r["schedule"].get<std::string>() << ", " << r["threads_per_stage"] << " thread(s) per stage; median of "
       << r["steps"] << " step(s) after " << r["warmup"] << " warm-up\n";
   if (r.value("ranks", 1) > 1) {
-    out << "ranks       " << r["ranks"] << " processes over " << r["transport"].get<std::string>() << ":";
+    // stage_ranks are replica 0's; replica k's are k * ranks / replicas further on.
+    const int replicas = r.value("replicas", 1), per_replica = r["ranks"].get<int>() / replicas;
+    out << "ranks       " << r["ranks"] << " processes over " << r["transport"].get<std::string>();
+    if (replicas > 1) out << ", " << replicas << " replicas";
+    out << ":";
     for (size_t s = 0; s < r["stage_ranks"].size(); ++s) {
-      out << (s ? "," : "") << " stage " << s << " on rank " << r["stage_ranks"][s];
+      out << (s ? ";" : "") << " stage " << s << " on rank" << (replicas > 1 ? "s" : "");
+      for (int k = 0; k < replicas; ++k) out << (k ? ", " : " ") << r["stage_ranks"][s].get<int>() + k * per_replica;
     }
     out << "\n";
   }
@@ -246,7 +274,12 @@ std::string FormatExecReport(const nlohmann::json& r) {
   for (const auto& s : r["stages"]) {
     out << "stage " << s["id"] << "     busy " << s["busy_ms"].get<double>() << " ms (predicted "
         << s["predicted_busy_ms"].get<double>() << ", " << std::showpos << s["busy_error_pct"].get<double>()
-        << std::noshowpos << "%), idle " << s["idle_ms"].get<double>() << " ms\n";
+        << std::noshowpos << "%), idle " << s["idle_ms"].get<double>() << " ms";
+    if (s.contains("allreduce_ms")) {
+      out << ", gradient all-reduce " << s["allreduce_ms"].get<double>() << " ms (predicted "
+          << s["predicted_allreduce_ms"].get<double>() << ")";
+    }
+    out << "\n";
   }
   const auto& memory = r["memory"];
   if (memory["peak_bytes"].get<int64_t>() >= 0) {
@@ -275,6 +308,7 @@ std::string FormatExecReport(const nlohmann::json& r) {
           << d["full_batch_max_loss_relative_diff"].get<double>() << ", state "
           << d["full_batch_max_state_relative_diff"].get<double>() << "\n";
       if (d.contains("note")) out << "            " << d["note"].get<std::string>() << "\n";
+      if (d.contains("buffers_note")) out << "            " << d["buffers_note"].get<std::string>() << "\n";
     }
   }
   return out.str();

@@ -89,6 +89,9 @@ void ReportToLauncher(const std::string& folder, int rank, const std::string& ki
 
 int LaunchLocal(const LaunchRequest& request) {
   if (request.processes < 1) throw InputError(Concat("--launch-local must be at least 1, got ", request.processes));
+  // Here too, not only in the ranks: a grace period of 0 would stop the
+  // second rank before it says the same, and the one line would be two.
+  if (request.timeout_s <= 0) throw InputError(Concat("--timeout must be at least 1 second, got ", request.timeout_s));
   char folder_template[] = "/tmp/mpexec-launch-XXXXXX";
   if (!mkdtemp(folder_template)) throw Error(Concat("--launch-local: cannot make a folder in /tmp: ", std::strerror(errno)));
   const std::filesystem::path folder = folder_template;

@@ -92,11 +92,16 @@ std::vector<at::Tensor> SplitTensor(const Plan& plan, const at::Tensor& full, in
     throw InputError(Concat(what, ": expected ", plan.batch, " samples along dimension ", dim, ", found shape ",
                             full.sizes()));
   }
-  return full.split(plan.microbatch_size, dim);
+  if (plan.replicas <= 1) return full.split(plan.microbatch_size, dim);
+  std::vector<at::Tensor> parts;
+  for (const at::Tensor& share : full.split(ReplicaBatch(plan), dim)) {
+    for (at::Tensor& part : share.split(plan.microbatch_size, dim)) parts.push_back(std::move(part));
+  }
+  return parts;
 }
 
 std::vector<std::vector<c10::IValue>> SplitMicrobatches(const Plan& plan, const std::vector<c10::IValue>& inputs) {
-  std::vector<std::vector<c10::IValue>> out(plan.microbatches);
+  std::vector<std::vector<c10::IValue>> out(size_t(plan.replicas) * plan.microbatches);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].isTensor()) {
       for (auto& mb : out) mb.push_back(inputs[i]);
@@ -104,7 +109,7 @@ std::vector<std::vector<c10::IValue>> SplitMicrobatches(const Plan& plan, const 
     }
     const int dim = i < plan.inputs.size() ? plan.inputs[i].batch_dim : 0;
     const auto parts = SplitTensor(plan, inputs[i].toTensor(), dim, Concat("input ", i));
-    for (int mb = 0; mb < plan.microbatches; ++mb) out[mb].push_back(parts[mb]);
+    for (size_t mb = 0; mb < out.size(); ++mb) out[mb].push_back(parts[mb]);
   }
   return out;
 }

@@ -35,9 +35,10 @@ struct OutputLayout {
 OutputLayout ProbeOutputs(const CanonicalGraph& canonical, const std::vector<TensorSpec>& inputs);
 
 // A full-batch tensor split along `dim` into the plan's micro-batches
-// (Plan::microbatch_size each, the last may be smaller). InputError
-// "WHAT: expected B samples along dimension D, ..." when it has not the
-// plan's batch there.
+// (Plan::microbatch_size each, the last may be smaller): replicas *
+// microbatches of them, replica r's share's M micro-batches at [r * M, (r +
+// 1) * M). InputError "WHAT: expected B samples along dimension D, ..."
+// when it has not the plan's batch there.
 std::vector<at::Tensor> SplitTensor(const Plan& plan, const at::Tensor& full, int dim, const std::string& what);
 
 // The micro-batches of full-batch inputs: each tensor input split along its

@@ -121,6 +121,7 @@ double Ms(Clock::time_point from, Clock::time_point to) {
 int ForwardTag(int boundary) { return 2 * boundary; }
 int BackwardTag(int boundary) { return 2 * boundary + 1; }
 constexpr int kOutputsTag = 1 << 20;
+constexpr int kReplicaOutputsTag = (1 << 20) + 3;  // distribution.cpp has + 1 and + 2
 
 // A key order every process derives alike from the same canonical graph:
 // graph inputs, then node outputs in graph order; versions after that.
@@ -159,6 +160,31 @@ Envelope FromWire(WireMessage message, const std::vector<BoundaryValue>& keys) {
   return envelope;
 }
 
+// Sums the gradients of params[i], i in `which`, over `group` in one
+// message; a rank where `holds(i)` is false adds zeros and keeps its own.
+template <typename Holds>
+void SumGradients(ProcessGroup& group, const std::vector<LiftedTensor>& params, const std::vector<size_t>& which,
+                  Holds holds, const std::string& what) {
+  if (which.empty()) return;
+  std::vector<at::Tensor> parts;
+  for (size_t i : which) {
+    const at::Tensor& p = params[i].tensor;
+    parts.push_back(holds(i) && p.grad().defined() ? p.grad().reshape(-1) : at::zeros({p.numel()}, p.options()));
+  }
+  at::Tensor flat = at::cat(parts);
+  try {
+    group.AllReduceSum(flat);
+  } catch (const std::exception& e) {
+    throw Error(Concat(what, ": ", ErrorLine(e.what())));
+  }
+  int64_t offset = 0;
+  for (size_t i : which) {
+    const at::Tensor& p = params[i].tensor;
+    if (holds(i)) p.mutable_grad() = flat.narrow(0, offset, p.numel()).view_as(p).clone();
+    offset += p.numel();
+  }
+}
+
 }  // namespace
 
 int ThreadsPerStage(const Plan& plan, const PipelineOptions& options) {
@@ -175,9 +201,18 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   }
   const int K = int(loaded.stages.size());
   const int M = plan.microbatches;
+  const Distribution* dist = options.distribution;
+  if (plan.replicas > 1 && (!dist || dist->replicas != plan.replicas)) {
+    throw InputError(Concat("this plan has ", plan.replicas, " replicas of the pipeline: run it as ", plan.replicas,
+                            " x 1 to ", plan.replicas, " x ", K, " processes (--launch-local ", plan.replicas * K,
+                            ", or under torchrun)"));
+  }
+  // Every replica's micro-batches; this rank's replica runs M of them from `first`.
   const auto microbatches = SplitMicrobatches(plan, model_inputs);
-  if (training && int(training->labels.size()) != M) {
-    throw InternalError(Concat(training->labels.size(), " label micro-batches for ", M, " micro-batches"));
+  const int first = dist ? dist->replica * M : 0;
+  if (training && training->labels.size() != microbatches.size()) {
+    throw InternalError(Concat(training->labels.size(), " label micro-batches for ", microbatches.size(),
+                               " micro-batches"));
   }
 
   // Parameters: each stage passes the ones it reads. In training a
@@ -232,7 +267,6 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
     }
   }
 
-  const Distribution* dist = options.distribution;
   const int rank = dist ? dist->group->rank() : 0;
   const auto owner = [&](int s) { return dist ? dist->owner.at(s) : 0; };
   const auto mine = [&](int s) { return owner(s) == rank; };
@@ -303,7 +337,7 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
           case ActionKind::kForward: {
             if (s == 0) {
               for (size_t i = 0; i < canonical.num_model_inputs; ++i) {
-                mb.values[{graph_inputs[i], 0}] = microbatches[action.microbatch][i];
+                mb.values[{graph_inputs[i], 0}] = microbatches[first + action.microbatch][i];
               }
             }
             std::vector<c10::IValue> inputs;
@@ -324,8 +358,8 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
               if (training && k == 0 && s == loss_stage) {
                 const auto tensors = FlattenTensors(it->second);
                 if (tensors.empty()) throw InputError("training needs a tensor as the model's first output");
-                mb.loss = MicrobatchLoss(tensors.front(), training->labels[action.microbatch], training->loss,
-                                         training->batch_elements);
+                mb.loss = MicrobatchLoss(tensors.front(), training->labels[first + action.microbatch],
+                                         training->loss, training->batch_elements);
                 losses[s].push_back(mb.loss.detach());
               } else if (!training) {
                 made[s][action.microbatch].emplace(k, it->second);
@@ -445,6 +479,7 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   run.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
   run.peak_heap_bytes = heap.Stop();
   if (!failure.What().empty()) throw Error(failure.What());
+  run.allreduce_ms.assign(K, 0);
 
   if (training) {
     // Only a step every stage finished changes the model: a failed one
@@ -463,30 +498,28 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
       for (const auto& [key, tensor] : stage_params[s]) ranks_using[param_index.at(key)].insert(owner(s));
     }
     if (dist) {
+      // Tied parameters over every rank: with replicas that sums every
+      // replica's too, so the stage groups below leave them out.
       std::vector<size_t> shared;
+      std::vector<bool> reduced(users.size(), false);
       for (size_t i = 0; i < users.size(); ++i) {
-        if (ranks_using[i].size() > 1 && canonical.params[i].tensor.requires_grad()) shared.push_back(i);
+        if (ranks_using[i].size() > 1 && canonical.params[i].tensor.requires_grad()) shared.push_back(i), reduced[i] = true;
       }
-      if (!shared.empty()) {
-        std::vector<at::Tensor> parts;
-        for (size_t i : shared) {
-          const at::Tensor& p = canonical.params[i].tensor;
-          parts.push_back(ranks_using[i].count(rank) && p.grad().defined() ? p.grad().reshape(-1)
-                                                                            : at::zeros({p.numel()}, p.options()));
+      SumGradients(*dist->group, canonical.params, shared, [&](size_t i) { return ranks_using[i].count(rank) > 0; },
+                   "adding up the gradients of parameters shared between ranks");
+      for (const auto& [s, group] : dist->stage_groups) {
+        const Clock::time_point begin = Clock::now();
+        std::vector<size_t> own;  // the first of this rank's stages to read it reduces it
+        for (const auto& [key, tensor] : stage_params[s]) {
+          const size_t i = param_index.at(key);
+          if (!reduced[i] && canonical.params[i].tensor.requires_grad()) own.push_back(i), reduced[i] = true;
         }
-        at::Tensor flat = at::cat(parts);
-        try {
-          dist->group->AllReduceSum(flat);
-        } catch (const std::exception& e) {
-          throw Error(Concat("adding up the gradients of parameters shared between ranks: ", ErrorLine(e.what())));
-        }
-        int64_t offset = 0;
-        for (size_t i : shared) {
-          const at::Tensor& p = canonical.params[i].tensor;
-          if (ranks_using[i].count(rank)) p.mutable_grad() = flat.narrow(0, offset, p.numel()).view_as(p).clone();
-          offset += p.numel();
-        }
+        std::sort(own.begin(), own.end());  // the same order on every replica (the map's is by address)
+        SumGradients(*group, canonical.params, own, [](size_t) { return true; },
+                     Concat("stage ", s, ": adding up its gradients over the ", dist->replicas, " replicas"));
+        run.allreduce_ms[s] = Ms(begin, Clock::now());
       }
+      run.step_ms = Ms(start, Clock::now());
     }
     if (training->sgd) {
       for (size_t i = 0; i < users.size(); ++i) {
@@ -499,11 +532,13 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
     return run;
   }
 
+  // The first rank of each replica joins its outputs: the replica's other
+  // ranks send what their stages made, as (stage, micro-batch, output
+  // index, value) tuples. Then rank 0 joins the replicas'.
+  const int leader = dist ? dist->replica * dist->ranks_per_replica : 0;
   if (dist) {
-    // Rank 0 joins the outputs: every other rank sends what its stages
-    // made, as (stage, micro-batch, output index, value) tuples.
     try {
-      if (rank != 0) {
+      if (rank != leader) {
         WireMessage message;
         for (int s = 0; s < K; ++s) {
           for (int mb = 0; mb < M; ++mb) {
@@ -512,17 +547,17 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
             }
           }
         }
-        SendMessage(*dist->group, 0, kOutputsTag, message);
+        SendMessage(*dist->group, leader, kOutputsTag, message);
         return run;
       }
-      for (int r = 1; r < dist->group->size(); ++r) {
+      for (int r = leader + 1; r < leader + dist->ranks_per_replica; ++r) {
         for (const c10::IValue& item : ReceiveMessage(*dist->group, r, kOutputsTag).values) {
           const auto& t = item.toTupleRef().elements();
           made.at(t[0].toInt()).at(t[1].toInt()).emplace(size_t(t[2].toInt()), t[3]);
         }
       }
     } catch (const std::exception& e) {
-      throw Error(Concat("gathering the outputs on rank 0: ", ErrorLine(e.what())));
+      throw Error(Concat("gathering the outputs on rank ", leader, ": ", ErrorLine(e.what())));
     }
   }
   std::vector<std::vector<c10::IValue>> results(M, std::vector<c10::IValue>(output_keys.size()));
@@ -542,6 +577,23 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
     }
   }
   run.outputs = JoinMicrobatches(results, loaded.output_layout.batch_dims);
+  if (dist && dist->replicas > 1) {
+    try {
+      if (rank != 0) {
+        WireMessage message;
+        message.values = std::move(run.outputs);
+        SendMessage(*dist->group, 0, kReplicaOutputsTag, message);
+        return run;
+      }
+      std::vector<std::vector<c10::IValue>> replicas = {std::move(run.outputs)};
+      for (int r = 1; r < dist->replicas; ++r) {
+        replicas.push_back(ReceiveMessage(*dist->group, r * dist->ranks_per_replica, kReplicaOutputsTag).values);
+      }
+      run.outputs = JoinMicrobatches(replicas, loaded.output_layout.batch_dims);
+    } catch (const std::exception& e) {
+      throw Error(Concat("gathering the replicas' outputs on rank 0: ", ErrorLine(e.what())));
+    }
+  }
   return run;
 }
 

@@ -9,6 +9,7 @@
 #include <ATen/core/ivalue.h>
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "executor/loaded_plan.h"
@@ -20,10 +21,18 @@ class ProcessGroup;
 
 // Stages spread over processes (mpexec under torchrun or --launch-local):
 // this process runs the stages its rank owns, and values and gradients that
-// cross to another rank's stage go over `group` (executor/wire.h).
+// cross to another rank's stage go over `group` (executor/wire.h). A plan
+// with R replicas runs on R blocks of world / R ranks, replica r on ranks
+// [r * world / R, (r + 1) * world / R), each fed its share of the batch.
 struct Distribution {
-  ProcessGroup* group = nullptr;
-  std::vector<int> owner;  // per stage: the rank that runs it
+  ProcessGroup* group = nullptr;  // every rank
+  std::vector<int> owner;         // per stage: the rank that runs it in this rank's replica
+  int replica = 0;
+  int replicas = 1;
+  int ranks_per_replica = 1;
+  // This rank's stages: the group of that stage's ranks in every replica,
+  // which all-reduces its gradients (replicas > 1).
+  std::map<int, ProcessGroup*> stage_groups;
 };
 
 struct PipelineOptions {
@@ -58,6 +67,7 @@ struct PipelineRun {
   double step_ms = 0;                // wall time of the step
   int64_t start_ns = 0;              // when it started: steady clock, common to a host's processes
   std::vector<double> busy_ms;       // per stage: time in its forwards and backwards
+  std::vector<double> allreduce_ms;  // per stage: its gradient all-reduce among replicas (0 without)
   std::vector<std::vector<ActionEvent>> events;  // per stage, in the order run
   int64_t peak_heap_bytes = -1;      // CPU heap in use at its highest (HeapSampler); -1: unknown
 };
@@ -70,7 +80,10 @@ struct PipelineRun {
 // M: ..." for the first failure inside a stage or on its way to another
 // rank (naming that rank). A training step under a Distribution sums the
 // gradients of a parameter that stages on several ranks read (tied
-// weights) over the ranks before stepping it.
+// weights) over the ranks before stepping it, and with replicas sums each
+// stage's gradients over its replicas (the loss is normalised by the whole
+// batch, so the sum is the whole batch's gradient); the step's time
+// includes that. A plan with replicas needs a Distribution (InputError).
 PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>& model_inputs,
                         const TrainingStep* training, const PipelineOptions& options = {});
 

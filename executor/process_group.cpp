@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <csignal>
 #include <cstdlib>
@@ -92,7 +93,8 @@ std::optional<RankEnv> RankEnvFromEnvironment() {
 #if defined(MP_HAVE_GLOO) && defined(USE_C10D_GLOO)
 
 struct ProcessGroup::Impl {
-  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::Store> store;  // under this run's prefix
+  c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> options;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
   std::mutex mutex;
   bool aborted = false;
@@ -171,6 +173,7 @@ ProcessGroup::ProcessGroup(const RankEnv& env, std::chrono::milliseconds timeout
                        timeout.count() / 1000.0, " s: ", ErrorLine(e.what())));
   }
   auto store = c10::make_intrusive<c10d::PrefixStore>(prefix, impl_->store);
+  impl_->store = store;
   // Every store call: a store gone (its server failed) is one line too.
   const auto guarded = [&](const auto& call) {
     try {
@@ -204,12 +207,33 @@ ProcessGroup::ProcessGroup(const RankEnv& env, std::chrono::milliseconds timeout
   } else {
     gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
   }
+  impl_->options = gloo_options;
   try {
     impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
         c10::make_intrusive<c10d::PrefixStore>("gloo", store), env.rank, env.world_size, gloo_options);
   } catch (const std::exception& e) {
     throw Error(Concat("cannot connect to the other ranks: ", ErrorLine(e.what())));
   }
+}
+
+ProcessGroup::ProcessGroup(const RankEnv& env, std::chrono::milliseconds timeout, std::unique_ptr<Impl> impl)
+    : env_(env), timeout_(timeout), impl_(std::move(impl)) {}
+
+std::unique_ptr<ProcessGroup> ProcessGroup::Subgroup(const std::string& name, const std::vector<int>& members) {
+  const auto me = std::find(members.begin(), members.end(), env_.rank);
+  if (me == members.end()) throw InternalError(Concat("rank ", env_.rank, " made group ", name, " without being in it"));
+  RankEnv env = env_;
+  env.rank = int(me - members.begin());
+  env.world_size = int(members.size());
+  auto impl = std::make_unique<Impl>();
+  impl->store = c10::make_intrusive<c10d::PrefixStore>(name, impl_->store);
+  impl->options = impl_->options;
+  try {
+    impl->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, env.rank, env.world_size, impl->options);
+  } catch (const std::exception& e) {
+    throw Error(Concat("cannot connect ranks ", JoinInts(members), " for ", name, ": ", ErrorLine(e.what())));
+  }
+  return std::unique_ptr<ProcessGroup>(new ProcessGroup(env, timeout_, std::move(impl)));
 }
 
 ProcessGroup::~ProcessGroup() = default;
@@ -243,6 +267,9 @@ ProcessGroup::ProcessGroup(const RankEnv& env, std::chrono::milliseconds timeout
   throw InputError("WORLD_SIZE: this build has no c10d Gloo support (LibTorch came without Gloo's headers), so it "
                    "runs every stage in one process; unset WORLD_SIZE");
 }
+ProcessGroup::ProcessGroup(const RankEnv& env, std::chrono::milliseconds timeout, std::unique_ptr<Impl> impl)
+    : env_(env), timeout_(timeout), impl_(std::move(impl)) {}
+std::unique_ptr<ProcessGroup> ProcessGroup::Subgroup(const std::string&, const std::vector<int>&) { return nullptr; }
 ProcessGroup::~ProcessGroup() = default;
 void ProcessGroup::Send(int, int, const at::Tensor&) {}
 void ProcessGroup::Receive(int, int, at::Tensor&) {}

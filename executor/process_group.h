@@ -40,6 +40,11 @@ class ProcessGroup {
   int rank() const { return env_.rank; }
   int size() const { return env_.world_size; }
 
+  // A group of some of this group's ranks (`members`, ascending, this rank
+  // among them), made by every member alike with the same `name`; its ranks
+  // count from 0 in `members` order. Throws Error when a member never comes.
+  std::unique_ptr<ProcessGroup> Subgroup(const std::string& name, const std::vector<int>& members);
+
   // Point to point on channel `tag` (messages on one tag arrive in order).
   // A dense CPU tensor; Receive needs one of the sent size and dtype. Both
   // block until done and throw Error naming the peer when it is gone, times
@@ -55,6 +60,7 @@ class ProcessGroup {
 
  private:
   struct Impl;
+  ProcessGroup(const RankEnv& env, std::chrono::milliseconds timeout, std::unique_ptr<Impl> impl);
   RankEnv env_;
   std::chrono::milliseconds timeout_;
   std::unique_ptr<Impl> impl_;

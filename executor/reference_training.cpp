@@ -1,5 +1,10 @@
 // ReferenceTrainer: per micro-batch forward, loss, backward into .grad, then
-// one SGD step, with the loss and optimizer the pipeline uses.
+// one SGD step, with the loss and optimizer the pipeline uses. With
+// replicas, each replica's micro-batches accumulate apart and the replicas'
+// sums are added in replica order, as their all-reduce adds them (for two
+// replicas that is the same float sum; the order matters where a
+// parameter's gradient is nearly all rounding, such as a bias that a later
+// BatchNorm cancels).
 #include "executor/reference_training.h"
 
 #include <ATen/ATen.h>
@@ -36,6 +41,8 @@ double ReferenceTrainer::Step(const std::vector<c10::IValue>& inputs, const at::
   const auto label_parts = microbatched_ ? SplitTensor(plan, labels, loaded_.output_layout.batch_dims.at(0), "labels")
                                          : std::vector<at::Tensor>{labels};
   for (auto& t : state_) t.mutable_grad() = at::Tensor();
+  const size_t per_replica = microbatched_ && plan.replicas > 1 ? size_t(plan.microbatches) : parts.size();
+  std::vector<at::Tensor> replicas_sum(state_.size());
   double loss = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     std::vector<c10::IValue> stack = parts[i];
@@ -46,6 +53,16 @@ double ReferenceTrainer::Step(const std::vector<c10::IValue>& inputs, const at::
     at::Tensor l = MicrobatchLoss(tensors.front(), label_parts[i], options_.loss, labels.numel());
     l.backward();
     loss += l.item<double>();
+    if (per_replica == parts.size() || (i + 1) % per_replica != 0) continue;
+    for (size_t j = 0; j < state_.size(); ++j) {  // this replica's share is done
+      at::Tensor grad = state_[j].grad();
+      if (!grad.defined()) continue;
+      replicas_sum[j] = replicas_sum[j].defined() ? replicas_sum[j] + grad : grad.clone();
+      state_[j].mutable_grad() = at::Tensor();
+    }
+  }
+  if (per_replica != parts.size()) {
+    for (size_t j = 0; j < state_.size(); ++j) state_[j].mutable_grad() = replicas_sum[j];
   }
   for (size_t i = 0; i < state_.size(); ++i) sgd_.Step(i, state_[i]);
   return loss;

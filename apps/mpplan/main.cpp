@@ -60,7 +60,11 @@ int main(int argc, char** argv) {
   app.add_option("model", model, "TorchScript model file (.pt)")->required();
   app.add_option("--gpus", request.gpus, "devices to plan for (CPU workers here, or --device-profile devices)")
       ->default_str("1");
-  app.add_option("--stages", stages, "pipeline stages: auto (1 to --gpus) or a count")->default_str("auto");
+  app.add_option("--replicas", request.replicas,
+                 "data-parallel copies of the pipeline, each on --gpus / R devices with batch / R samples; "
+                 "gradients are all-reduced among them")
+      ->default_str("1");
+  app.add_option("--stages", stages, "pipeline stages: auto (1 to --gpus / --replicas) or a count")->default_str("auto");
   app.add_option("--microbatches", microbatches, "micro-batches per step: auto or a count")->default_str("auto");
   app.add_option("--schedule", schedule, "gpipe, 1f1b or auto (training); inference always runs forward-only")
       ->check(CLI::IsMember({"gpipe", "1f1b", "auto"}))

@@ -27,6 +27,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Processes of one machine all-reduce over Gloo on TCP loopback: a per-hop
+// latency and bandwidth from bench_distributed's replica runs on this
+// 2-core machine (docs/BENCHMARKS.md), good enough to weigh replicas
+// against stages, not a measurement of the machine at hand.
+constexpr Link kLoopback{1e9, 0.1};
+
 double MsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
@@ -78,8 +84,15 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   CheckOutputs({result.plan_path, request.report, result.svg_path, request.dot, request.profile.profile_out},
                inputs);
   if (request.gpus < 1) throw InputError(Concat("--gpus must be at least 1, got ", request.gpus));
-  if (request.stages < 0 || request.stages > request.gpus) {
-    throw InputError(Concat("--stages ", request.stages, ": expected auto or 1 to --gpus (", request.gpus, ")"));
+  if (request.replicas < 1 || request.replicas > request.gpus) {
+    throw InputError(Concat("--replicas ", request.replicas, ": expected 1 to --gpus (", request.gpus, ")"));
+  }
+  const int per_replica = request.gpus / request.replicas;  // devices each copy of the pipeline gets
+  if (request.stages < 0 || request.stages > per_replica) {
+    throw InputError(request.replicas > 1 ? Concat("--stages ", request.stages, ": expected auto or 1 to --gpus / --replicas (",
+                                                   per_replica, ")")
+                                          : Concat("--stages ", request.stages, ": expected auto or 1 to --gpus (",
+                                                   request.gpus, ")"));
   }
   if (request.partitioner == "layers" && request.split.empty()) {
     throw InputError("--partitioner layers needs --split 'layer1,layer2|layer3,layer4,fc'");
@@ -106,6 +119,17 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
 
   if (request.profile.device_profile.empty() && devices.devices.front().type == "cpu") {
     devices.cluster.shared_slowdown = profiled.profile.shared_slowdown;  // CPU workers share this machine
+  }
+  if (request.replicas > 1) {
+    // Each copy of the pipeline gets its own block of devices; they meet in
+    // the gradient all-reduce over the devices' link, or, for CPU workers
+    // (one process each, ranks over loopback), kLoopback.
+    devices.devices.resize(size_t(per_replica) * request.replicas);
+    devices.cluster.devices.resize(per_replica);
+    devices.cluster.replicas = request.replicas;
+    devices.cluster.replica_link = devices.devices.front().type == "cpu" && request.profile.device_profile.empty()
+                                       ? kLoopback
+                                       : LinkAt(devices.cluster, 0);
   }
   PlanRequest plan_request;
   plan_request.training = request.profile.training;
@@ -151,6 +175,8 @@ nlohmann::json PlanResultJson(const PlanCommandResult& r) {
   out["stages"] = p.stages.size();
   out["microbatches"] = p.microbatches;
   out["microbatch_size"] = p.microbatch_size;
+  out["replicas"] = p.replicas;
+  out["allreduce_ms"] = p.predicted.allreduce_ms;
   out["schedule"] = ScheduleName(p.schedule);
   out["partitioner"] = p.partitioner;
   out["predicted_step_ms"] = p.predicted.step_ms;
@@ -172,6 +198,7 @@ nlohmann::json PlanResultJson(const PlanCommandResult& r) {
                       {"layers", s.layers},
                       {"forward_ms", s.forward_ms},
                       {"backward_ms", s.backward_ms},
+                      {"allreduce_ms", s.allreduce_ms},
                       {"peak_memory_bytes", s.peak_memory_bytes}});
   }
   out["stage_list"] = stages;

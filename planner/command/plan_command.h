@@ -18,6 +18,7 @@ namespace mp {
 struct PlanCommandRequest {
   ProfileRequest profile;              // model path, inputs, mode, batch, profile source and files
   int gpus = 1;
+  int replicas = 1;                    // data-parallel copies of the pipeline: stages <= gpus / replicas
   int stages = 0;                      // 0: auto (1..gpus)
   int microbatches = 0;                // 0: auto
   std::optional<ScheduleKind> schedule;  // unset: auto
@@ -47,7 +48,8 @@ std::string DefaultPlanPath(const std::string& model_path);
 // been read back and checked, and never over the model or an input file.
 PlanCommandResult RunPlanCommand(const PlanCommandRequest& request);
 
-// What `mpplan --json` prints: plan, stages, microbatches, schedule,
+// What `mpplan --json` prints: plan, stages, microbatches, replicas,
+// allreduce_ms, schedule,
 // predicted_step_ms, bottleneck_ms, bubble_fraction, profile {source,
 // device, coverage}, timing {load_ms, profile_ms, partition_ms, compare_ms},
 // stage_list, comparisons and warnings.

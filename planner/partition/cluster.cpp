@@ -28,6 +28,12 @@ double TransferMs(int64_t bytes, const Link& link) {
   return link.latency_ms + wire;
 }
 
+double AllReduceMs(int64_t bytes, int replicas, const Link& link) {
+  if (replicas <= 1 || bytes <= 0) return 0;
+  const int64_t chunk = (bytes + replicas - 1) / replicas;
+  return 2.0 * (replicas - 1) * TransferMs(chunk, link);
+}
+
 bool IsHomogeneous(const Cluster& cluster) {
   for (const Device& d : cluster.devices) {
     const Device& f = cluster.devices.front();
@@ -63,6 +69,7 @@ void ValidateCluster(const Cluster& cluster) {
       throw InputError(Concat("cluster: shared_slowdown[", k, "]: ", cluster.shared_slowdown[k], "; expected >= 1"));
     }
   }
+  if (cluster.replicas < 1) throw InputError(Concat("cluster: replicas ", cluster.replicas, "; expected >= 1"));
   const size_t n = cluster.links.size();
   if (n > 1 && n != cluster.devices.size() - 1) {
     throw InputError(Concat("cluster: ", n, " links for ", cluster.devices.size(),

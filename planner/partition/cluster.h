@@ -31,6 +31,11 @@ struct Cluster {
   // shared_slowdown[k - 1] multiplies compute times when k stages run
   // (beyond its end: the last entry). Empty: separate devices.
   std::vector<double> shared_slowdown;
+  // Data-parallel copies of the pipeline, each on its own `devices` and fed
+  // its share of the batch; after the backward each stage's gradients are
+  // all-reduced among its copies over `replica_link`.
+  int replicas = 1;
+  Link replica_link;
 };
 
 // The compute-time multiplier for `stages` stages on this cluster.
@@ -44,6 +49,11 @@ Link LinkAt(const Cluster& cluster, int boundary);
 
 // latency + bytes / bandwidth; 0 when nothing is sent.
 double TransferMs(int64_t bytes, const Link& link);
+
+// A ring all-reduce of `bytes` among `replicas` peers: 2 (R - 1) steps, each
+// moving bytes / R over `link` (Patarasuk and Yuan's bandwidth-optimal
+// algorithm, what NCCL and Gloo's ring run); 0 for one replica or no bytes.
+double AllReduceMs(int64_t bytes, int replicas, const Link& link);
 
 // True when every device and every link is the same.
 bool IsHomogeneous(const Cluster& cluster);

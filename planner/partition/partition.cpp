@@ -47,6 +47,7 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
       st.param_bytes += costs.param_bytes[q];
     }
     st.transfer_ms = model.InMs(s, a) + model.OutMs(s, e);
+    if (costs.training) st.allreduce_ms = AllReduceMs(st.param_bytes, model.Spec(s).replicas, model.Spec(s).replica_link);
     st.cost_ms = model.StageMs(s, a, e);
     st.static_bytes = model.StaticBytes(a, e);
     st.activation_bytes = model.ActivationBytes(a, e);
@@ -77,11 +78,14 @@ void ListCutTensors(Partition& p, const OrderCosts& costs) {
 SimResult SimulatePartition(const Partition& p) {
   std::vector<StageTimes> times;
   std::vector<StageMemory> memory;
+  std::vector<double> allreduce;
   for (const Stage& st : p.stages) {
     times.push_back({st.forward_ms, st.backward_ms});
     memory.push_back({st.static_bytes, st.activation_bytes});
+    allreduce.push_back(st.allreduce_ms);
   }
-  return SimulateStep(BuildSchedule(p.schedule, int(p.stages.size()), p.microbatches), times, p.transfers, memory);
+  return SimulateStep(BuildSchedule(p.schedule, int(p.stages.size()), p.microbatches), times, p.transfers, memory,
+                      allreduce);
 }
 
 std::vector<int> BoundsFromStages(const std::vector<int>& stage_of_position) {

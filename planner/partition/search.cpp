@@ -133,8 +133,13 @@ std::vector<int> MicrobatchCandidates(const Profile& profile, int64_t batch) {
 SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
                         const PlanRequest& request) {
   ValidateCluster(cluster);
-  const int64_t batch = request.batch > 0 ? request.batch : profile.batch;
-  if (batch < 1) throw InputError(Concat("batch ", batch, "; expected at least 1"));
+  const int64_t global_batch = request.batch > 0 ? request.batch : profile.batch;
+  if (global_batch < 1) throw InputError(Concat("batch ", global_batch, "; expected at least 1"));
+  if (global_batch % cluster.replicas != 0) {
+    throw InputError(Concat("batch ", global_batch, " does not split evenly into ", cluster.replicas,
+                            " replicas; use a batch that is a multiple of ", cluster.replicas));
+  }
+  const int64_t batch = global_batch / cluster.replicas;  // each replica's pipeline runs its share
   if (request.training && !profile.training) {
     throw InputError("profile has no backward times; profile for training or plan inference");
   }

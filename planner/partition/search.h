@@ -66,7 +66,10 @@ bool MicrobatchesSplit(int64_t batch, int microbatches);
 // a full one).
 std::vector<int> MicrobatchCandidates(const Profile& profile, int64_t batch);
 
-// Runs the search. Throws InputError for a malformed request (a stage count
+// Runs the search for one replica's pipeline: with cluster.replicas R, each
+// of R copies runs batch / R samples and the step includes each stage's
+// gradient all-reduce. Throws InputError for a malformed request (a batch
+// that R does not divide, a stage count
 // above the devices, a schedule that does not match training/inference, a
 // profile without backward times for training, a bad layer split) and
 // PlanError when no alternative is feasible, with the reason of the one

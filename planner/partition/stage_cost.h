@@ -31,10 +31,12 @@ struct StageSpec {
   int in_flight = 1;  // micro-batches whose activations the stage holds
   Link in_link;       // from the previous stage
   Link out_link;      // to the next stage
+  int replicas = 1;   // copies of the pipeline whose gradients it all-reduces
+  Link replica_link;
 };
 
 // Stage s of `stages` runs on cluster.devices[s] (the first `stages` devices),
-// its speed scaled by SharedSlowdown(cluster, stages), and holds as many
+// its speed scaled by SharedSlowdown(cluster, stages * replicas), and holds as many
 // micro-batches as the schedule keeps in flight there.
 std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule, int stages, int microbatches);
 

@@ -24,7 +24,7 @@ PlanComparison Compare(const OpGraph& graph, const Profile& profile, const Clust
   row.stages = stages;
   row.microbatches = microbatches;
   const int64_t batch = request.batch > 0 ? request.batch : profile.batch;
-  row.microbatch_size = MicrobatchSize(batch, microbatches);
+  row.microbatch_size = MicrobatchSize(batch / cluster.replicas, microbatches);  // a replica's share
   row.schedule = schedule;
   try {
     const SearchResult result = SearchPlan(graph, profile, cluster, request);
@@ -53,8 +53,9 @@ std::vector<PlanComparison> ComparePartitioners(const OpGraph& graph, const Prof
   if (request.layer_split.empty()) return rows;
   const int split_stages = int(ParseLayerSplit(request.layer_split).size());
   std::vector<int> counts = {chosen.microbatches};
-  for (int64_t size = 1; size <= chosen.batch; ++size) {
-    if (chosen.batch % size == 0 && CanInterpolate(profile, size)) counts.push_back(int(chosen.batch / size));
+  const int64_t share = ReplicaBatch(chosen);
+  for (int64_t size = 1; size <= share; ++size) {
+    if (share % size == 0 && CanInterpolate(profile, size)) counts.push_back(int(share / size));
   }
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());

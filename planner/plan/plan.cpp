@@ -39,6 +39,8 @@ std::vector<int> StageOfNode(const Plan& plan) {
   return stage_of;
 }
 
+int64_t ReplicaBatch(const Plan& plan) { return plan.batch / std::max(plan.replicas, 1); }
+
 Schedule PlanSchedule(const Plan& plan) {
   Schedule schedule;
   schedule.kind = plan.schedule;
@@ -52,15 +54,17 @@ SimResult SimulatePlan(const Plan& plan) {
   std::vector<StageTimes> times;
   std::vector<TransferTimes> transfers;
   std::vector<StageMemory> memory;
+  std::vector<double> allreduce;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const PlanStage& stage = plan.stages[s];
     times.push_back({stage.forward_ms, stage.backward_ms});
     memory.push_back({stage.static_bytes, stage.activation_bytes});
+    allreduce.push_back(stage.allreduce_ms);
     if (s + 1 < plan.stages.size()) {
       transfers.push_back({stage.send_ms, plan.stages[s + 1].send_gradients_ms});
     }
   }
-  return SimulateStep(PlanSchedule(plan), times, transfers, memory);
+  return SimulateStep(PlanSchedule(plan), times, transfers, memory, allreduce);
 }
 
 }  // namespace mp

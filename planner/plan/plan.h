@@ -55,6 +55,7 @@ using NodeRange = std::pair<int, int>;  // inclusive [first, last]
 struct PlanStage {
   int id = 0;
   int device = 0;                 // index into Plan::devices
+  std::vector<int> replica_devices;  // with replicas: replica r's copy runs on [r]; [0] == device
   std::vector<NodeRange> nodes;   // canonical ids, ascending, disjoint, not adjacent
   std::vector<std::string> layers;  // layer names in pipeline order (top two levels)
   int64_t param_count = 0;
@@ -67,6 +68,7 @@ struct PlanStage {
   double send_ms = 0;             // its activations to stage id + 1
   double send_gradients_ms = 0;   // its input gradients to stage id - 1
   double busy_fraction = 0;       // busy / step time
+  double allreduce_ms = 0;        // with replicas, training: its gradients among them, once a step
   int64_t static_bytes = 0;       // parameters (+ gradients and optimizer state in training)
   int64_t activation_bytes = 0;   // held per micro-batch in flight
   int64_t peak_memory_bytes = 0;
@@ -80,6 +82,7 @@ struct PlanPrediction {
   double samples_per_s = 0;
   double one_device_step_ms = 0;  // the whole batch on one device (K = 1, M = 1)
   double speedup_vs_one_device = 0;
+  double allreduce_ms = 0;        // with replicas: the slowest stage's gradient all-reduce
 };
 
 struct PlanProfile {
@@ -118,9 +121,15 @@ struct Plan {
   PlanModel model;
   std::vector<TensorSpec> inputs;  // full batch
   bool training = true;            // mode: train | infer
-  int64_t batch = 0;
-  int microbatches = 1;
-  int64_t microbatch_size = 0;     // ceil(batch / microbatches); the last may be smaller
+  int64_t batch = 0;               // the whole step's, over every replica
+  // Data-parallel copies of the pipeline (mpplan --replicas): replica r runs
+  // samples [r * batch / R, (r + 1) * batch / R) through its own copy of the
+  // stages, and each stage's gradients are all-reduced among its copies
+  // over replica_link before the optimizer steps.
+  int replicas = 1;
+  PlanLink replica_link;
+  int microbatches = 1;            // per replica
+  int64_t microbatch_size = 0;     // ceil(batch / replicas / microbatches); the last may be smaller
   ScheduleKind schedule = ScheduleKind::kGPipe;
   std::string partitioner = "dp";  // dp | uniform | params | block | layers
   std::string split;               // the --split text when partitioner is layers
@@ -141,6 +150,9 @@ std::vector<int> FromRanges(const std::vector<NodeRange>& ranges);
 
 // stage_of_node[id] for every canonical node; -1 where no stage has it.
 std::vector<int> StageOfNode(const Plan& plan);
+
+// The samples each replica runs: batch / replicas.
+int64_t ReplicaBatch(const Plan& plan);
 
 // The schedule the plan's action lists form (kind, K, M and the lists).
 Schedule PlanSchedule(const Plan& plan);

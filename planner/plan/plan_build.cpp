@@ -165,8 +165,10 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
   plan.training = request.training;
   plan.batch = request.batch > 0 ? request.batch : profile.batch;
   plan.inputs = WithBatch(profile.inputs, plan.batch);
+  plan.replicas = cluster.replicas;
+  if (plan.replicas > 1) plan.replica_link = {cluster.replica_link.bandwidth_bytes_per_s, cluster.replica_link.latency_ms};
   plan.microbatches = partition.microbatches;
-  plan.microbatch_size = MicrobatchSize(plan.batch, plan.microbatches);
+  plan.microbatch_size = MicrobatchSize(ReplicaBatch(plan), plan.microbatches);
   plan.schedule = partition.schedule;
   plan.partitioner = partition.method;
   if (partition.method == "layers") plan.split = request.layer_split;
@@ -185,6 +187,9 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
     PlanStage ps;
     ps.id = s;
     ps.device = st.device;
+    if (plan.replicas > 1) {  // replica r on the r-th block of the cluster's devices
+      for (int r = 0; r < plan.replicas; ++r) ps.replica_devices.push_back(r * int(cluster.devices.size()) + st.device);
+    }
     ps.nodes = ToRanges(st.nodes);
     ps.layers = StageLayers(graph, st.nodes);
     std::set<int> params;
@@ -202,6 +207,8 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
     ps.send_ms = s + 1 < K ? partition.transfers[s].forward_ms : 0;
     ps.send_gradients_ms = s > 0 ? partition.transfers[s - 1].backward_ms : 0;
     ps.busy_fraction = sim.step_ms > 0 ? sim.busy_ms[s] / sim.step_ms : 0;
+    ps.allreduce_ms = st.allreduce_ms;
+    plan.predicted.allreduce_ms = std::max(plan.predicted.allreduce_ms, st.allreduce_ms);
     ps.static_bytes = st.static_bytes;
     ps.activation_bytes = st.activation_bytes;
     ps.peak_memory_bytes = sim.peak_memory_bytes[s];

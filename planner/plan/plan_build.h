@@ -21,7 +21,7 @@ namespace mp {
 struct PlanSource {
   std::string model_path;           // as written into the plan
   std::string model_sha256;
-  std::vector<PlanDevice> devices;  // one per cluster device
+  std::vector<PlanDevice> devices;  // one per cluster device and replica (replica r: the r-th block)
   std::string profile_file;         // --profile-in, or ""
   std::string calibration;
 };

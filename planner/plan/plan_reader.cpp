@@ -65,7 +65,8 @@ PlanTensor ReadTensor(const YamlCursor& c, const char* peer_key, int stages) {
 }
 
 PlanStage ReadStage(const YamlCursor& c, int index, const Plan& plan, int stages) {
-  c.ExpectMap({"id", "device", "nodes", "actions"}, {"layers", "params", "receives", "sends", "predicted"});
+  c.ExpectMap({"id", "device", "nodes", "actions"},
+              {"replica_devices", "layers", "params", "receives", "sends", "predicted"});
   PlanStage s;
   s.id = c["id"].IntIn(0, kMaxInt);
   if (s.id != index) c["id"].Fail(Concat("stage ids must count up from 0: expected ", index, ", found ", s.id));
@@ -74,6 +75,21 @@ PlanStage ReadStage(const YamlCursor& c, int index, const Plan& plan, int stages
     c["device"].Fail(Concat("device ", device, " is out of range (the plan has ", plan.devices.size(), " devices)"));
   }
   s.device = static_cast<int>(device);
+  if (plan.replicas > 1) {
+    if (!c.Has("replica_devices")) c.Fail(Concat("a plan with ", plan.replicas, " replicas needs replica_devices"));
+    const YamlCursor list = c["replica_devices"];
+    list.ExpectList(plan.replicas);
+    for (int r = 0; r < plan.replicas; ++r) {
+      const int64_t d = list[r].Int();
+      if (d < 0 || d >= int64_t(plan.devices.size())) {
+        list[r].Fail(Concat("device ", d, " is out of range (the plan has ", plan.devices.size(), " devices)"));
+      }
+      s.replica_devices.push_back(int(d));
+    }
+    if (s.replica_devices.front() != s.device) list[0].Fail(Concat("replica 0 runs on the stage's device, ", s.device));
+  } else if (c.Has("replica_devices")) {
+    c["replica_devices"].Fail("only a plan with replicas lists replica_devices");
+  }
   const YamlCursor nodes = c["nodes"];
   const int ranges = nodes.ExpectList();
   if (ranges == 0) nodes.Fail("a stage needs at least one node");
@@ -126,8 +142,9 @@ PlanStage ReadStage(const YamlCursor& c, int index, const Plan& plan, int stages
   }
   if (c.Has("predicted")) {
     const YamlCursor p = c["predicted"];
-    p.ExpectMap({}, {"forward_ms", "backward_ms", "send_ms", "send_gradients_ms", "busy_fraction", "static_bytes",
-                     "activation_bytes", "peak_memory_bytes"});
+    p.ExpectMap({}, {"forward_ms", "backward_ms", "send_ms", "send_gradients_ms", "busy_fraction", "allreduce_ms",
+                     "static_bytes", "activation_bytes", "peak_memory_bytes"});
+    if (p.Has("allreduce_ms")) s.allreduce_ms = p["allreduce_ms"].Number();
     if (p.Has("forward_ms")) s.forward_ms = p["forward_ms"].Number();
     if (p.Has("backward_ms")) s.backward_ms = p["backward_ms"].Number();
     if (p.Has("send_ms")) s.send_ms = p["send_ms"].Number();
@@ -212,18 +229,35 @@ void ReadHeader(const YamlCursor& root, Plan& plan) {
   if (plan.batch < 1 || plan.batch > kMaxBatch) {
     root["batch"].Fail(Concat("expected 1 to ", kMaxBatch, ", found ", plan.batch));
   }
+  if (root.Has("replicas")) {
+    plan.replicas = int(root["replicas"].IntIn(1, kMaxInt));
+    if (plan.batch % plan.replicas != 0) {
+      root["replicas"].Fail(Concat("batch ", plan.batch, " does not split evenly into ", plan.replicas, " replicas"));
+    }
+  }
+  if (root.Has("replica_link")) {
+    const YamlCursor c = root["replica_link"];
+    c.ExpectMap({}, {"bandwidth_bytes_per_s", "latency_ms"});
+    if (c.Has("bandwidth_bytes_per_s")) plan.replica_link.bandwidth_bytes_per_s = c["bandwidth_bytes_per_s"].Number();
+    if (c.Has("latency_ms")) plan.replica_link.latency_ms = c["latency_ms"].Number();
+    if (plan.replica_link.bandwidth_bytes_per_s < 0 || plan.replica_link.latency_ms < 0) {
+      c.Fail("bandwidth and latency must not be negative");
+    }
+  }
+  const int64_t share = ReplicaBatch(plan);
+  const std::string per_replica = plan.replicas > 1 ? " per replica" : "";
   const int64_t microbatches = root["microbatches"].Int();
-  if (microbatches < 1 || microbatches > std::min(plan.batch, kMaxMicrobatches)) {
-    root["microbatches"].Fail(Concat("expected 1 to the batch (", plan.batch, "), found ", microbatches));
+  if (microbatches < 1 || microbatches > std::min(share, kMaxMicrobatches)) {
+    root["microbatches"].Fail(Concat("expected 1 to the batch", per_replica, " (", share, "), found ", microbatches));
   }
   plan.microbatches = static_cast<int>(microbatches);
-  plan.microbatch_size = MicrobatchSize(plan.batch, plan.microbatches);
-  if (!MicrobatchesSplit(plan.batch, plan.microbatches)) {
+  plan.microbatch_size = MicrobatchSize(share, plan.microbatches);
+  if (!MicrobatchesSplit(share, plan.microbatches)) {
     root["microbatches"].Fail(Concat(plan.microbatches, " micro-batches of ", plan.microbatch_size,
-                                     " samples leave the last of batch ", plan.batch, " empty"));
+                                     " samples leave the last of batch ", share, per_replica, " empty"));
   }
   if (root.Has("microbatch_size") && root["microbatch_size"].Int() != plan.microbatch_size) {
-    root["microbatch_size"].Fail(Concat("expected ", plan.microbatch_size, " (batch ", plan.batch, " in ",
+    root["microbatch_size"].Fail(Concat("expected ", plan.microbatch_size, " (batch ", share, " in ",
                                         plan.microbatches, " micro-batches), found ",
                                         root["microbatch_size"].Int()));
   }
@@ -336,7 +370,8 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
   if (root.Has("predicted")) {
     const YamlCursor p = root["predicted"];
     p.ExpectMap({"step_ms"}, {"bottleneck_ms", "bubble_fraction", "samples_per_s", "one_device_step_ms",
-                              "speedup_vs_one_device"});
+                              "speedup_vs_one_device", "allreduce_ms"});
+    if (p.Has("allreduce_ms")) plan.predicted.allreduce_ms = p["allreduce_ms"].Number();
     plan.predicted.step_ms = p["step_ms"].Number();
     if (p.Has("bottleneck_ms")) plan.predicted.bottleneck_ms = p["bottleneck_ms"].Number();
     if (p.Has("bubble_fraction")) plan.predicted.bubble_fraction = p["bubble_fraction"].Number();
@@ -384,7 +419,8 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
 Plan ParsePlan(const std::string& yaml, const std::string& source) {
   const YamlCursor root(LoadYamlDocument(yaml, source), source);
   root.ExpectMap({"format", "model", "inputs", "mode", "batch", "microbatches", "schedule", "devices", "stages"},
-                 {"microbatch_size", "partitioner", "split", "optimizer_state_factor", "links", "predicted", "profile",
+                 {"replicas", "replica_link", "microbatch_size", "partitioner", "split", "optimizer_state_factor", "links",
+                  "predicted", "profile",
                   "alternatives", "comparisons", "warnings"});
   Plan plan;
   ReadHeader(root, plan);

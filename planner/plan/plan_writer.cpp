@@ -32,6 +32,10 @@ void WriteStage(YAML::Emitter& out, const PlanStage& s) {
   out << YAML::BeginMap;
   KeyValue(out, "id", s.id);
   KeyValue(out, "device", s.device);
+  if (!s.replica_devices.empty()) {
+    out << YAML::Key << "replica_devices" << YAML::Value;
+    EmitFlowSeq(out, s.replica_devices);
+  }
   out << YAML::Key << "nodes" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (const NodeRange& r : s.nodes) out << YAML::Flow << YAML::BeginSeq << r.first << r.second << YAML::EndSeq;
   out << YAML::EndSeq;
@@ -57,6 +61,7 @@ void WriteStage(YAML::Emitter& out, const PlanStage& s) {
   KeyValue(out, "send_ms", s.send_ms);
   KeyValue(out, "send_gradients_ms", s.send_gradients_ms);
   KeyValue(out, "busy_fraction", s.busy_fraction);
+  if (s.allreduce_ms > 0) KeyValue(out, "allreduce_ms", s.allreduce_ms);
   KeyValue(out, "static_bytes", s.static_bytes);
   KeyValue(out, "activation_bytes", s.activation_bytes);
   KeyValue(out, "peak_memory_bytes", s.peak_memory_bytes);
@@ -130,6 +135,13 @@ std::string PlanToYaml(const Plan& p) {
   out << YAML::EndSeq;
   KeyValue(out, "mode", p.training ? "train" : "infer");
   KeyValue(out, "batch", p.batch);
+  if (p.replicas > 1) {
+    KeyValue(out, "replicas", p.replicas);
+    out << YAML::Key << "replica_link" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    KeyValue(out, "bandwidth_bytes_per_s", p.replica_link.bandwidth_bytes_per_s);
+    KeyValue(out, "latency_ms", p.replica_link.latency_ms);
+    out << YAML::EndMap;
+  }
   KeyValue(out, "microbatches", p.microbatches);
   KeyValue(out, "microbatch_size", p.microbatch_size);
   KeyValue(out, "schedule", ScheduleName(p.schedule));
@@ -170,6 +182,7 @@ std::string PlanToYaml(const Plan& p) {
   KeyValue(out, "samples_per_s", p.predicted.samples_per_s);
   KeyValue(out, "one_device_step_ms", p.predicted.one_device_step_ms);
   KeyValue(out, "speedup_vs_one_device", p.predicted.speedup_vs_one_device);
+  if (p.replicas > 1) KeyValue(out, "allreduce_ms", p.predicted.allreduce_ms);
   out << YAML::EndMap;
   out << YAML::Key << "profile" << YAML::Value << YAML::BeginMap;
   KeyValue(out, "source", p.profile.source);

@@ -44,6 +44,7 @@ text { font-family: 'DejaVu Sans', Helvetica, Arial, sans-serif; fill: #222222; 
 .bwd { fill: #f6c28b; stroke: #c47a25; stroke-width: 0.8; }
 .act { fill: #4f9a5e; }
 .grad { fill: #a8659a; }
+.allreduce { fill: #d5d0e6; stroke: #6c5fa7; stroke-width: 0.8; }
 .grid { stroke: #d9dbdf; stroke-width: 1; }
 .axis { stroke: #666666; stroke-width: 1; }
 .end { stroke: #c0392b; stroke-width: 1.2; stroke-dasharray: 4 3; }
@@ -146,7 +147,8 @@ std::string GanttSvg(const Plan& plan, const SimResult& sim) {
   const double height = axis_y + 48;
   auto X = [&](double ms) { return left + std::clamp(ms, 0.0, span) * scale; };
 
-  bool has[4] = {false, false, false, false};  // F, B, SEND_F, SEND_B
+  bool has[5] = {false, false, false, false, false};  // F, B, SEND_F, SEND_B, all-reduce
+  for (double ms : sim.allreduce_ms) has[4] = has[4] || ms > 0;
   for (const auto& row : sim.timeline) {
     for (const TimedAction& t : row) {
       const ActionKind k = t.action.kind;
@@ -181,11 +183,12 @@ std::string GanttSvg(const Plan& plan, const SimResult& sim) {
                 {"bwd", "backward", false},
                 {"act", "activations sent \xE2\x86\x92 next stage", true},
                 {"grad", "gradients sent \xE2\x86\x90 previous stage", true},
+                {"allreduce", "gradient all-reduce over the replicas", false},
                 {"band", "idle", false}};
   double lx = 20;
   const double ly = 62;
-  for (int i = 0; i < 5; ++i) {
-    if (i < 4 && !has[i]) continue;
+  for (int i = 0; i < 6; ++i) {
+    if (i < 5 && !has[i]) continue;
     svg << Rect(std::string(legend[i].cls) + " swatch", lx, legend[i].thin ? ly + 3 : ly, 16, legend[i].thin ? 5 : 11);
     svg << Text("legend", lx + 21, ly + 10, legend[i].text);
     lx += 21 + 6.1 * double(DisplayWidth(legend[i].text)) + 18;
@@ -229,6 +232,14 @@ std::string GanttSvg(const Plan& plan, const SimResult& sim) {
                     FormatAction(t.action) + " to stage " + std::to_string(PeerStage(t.action)) + ": " +
                         Span(t.start_ms, t.end_ms));
       }
+    }
+    if (s < int(sim.allreduce_ms.size()) && sim.allreduce_ms[s] > 0) {  // after the stage's last action
+      double done = 0;
+      for (const TimedAction& t : sim.timeline[s]) done = std::max(done, t.end_ms);
+      const double x0 = X(done), x1 = X(done + sim.allreduce_ms[s]);
+      svg << Rect("allreduce", x0 + 0.5, y + 1, std::max(x1 - x0 - 1, 0.5), kRowH - 2,
+                  Concat("gradient all-reduce over ", plan.replicas, " replicas: ",
+                         Span(done, done + sim.allreduce_ms[s])));
     }
     svg << "</g>\n";
   }

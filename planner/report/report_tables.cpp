@@ -140,6 +140,13 @@ ReportTable StageTable(const Plan& plan) {
                       sent ? FormatBytes(sent) : "-", FormatMs(s.forward_ms), FormatMs(s.backward_ms),
                       FormatPercent(s.busy_fraction), peak});
   }
+  if (plan.replicas > 1 && plan.training) {  // each stage's gradient all-reduce among the replicas
+    t.header.insert(t.header.begin() + 7, "allreduce ms");
+    t.align.insert(t.align.begin() + 7, Align::kRight);
+    for (size_t s = 0; s < t.rows.size(); ++s) {
+      t.rows[s].insert(t.rows[s].begin() + 7, FormatMs(plan.stages[s].allreduce_ms));
+    }
+  }
   if (!plan.training) {  // no backward column in inference
     t.header.erase(t.header.begin() + 6);
     t.align.erase(t.align.begin() + 6);
@@ -171,8 +178,25 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
   }
   lines.push_back({"bubble", FormatPercent(p.bubble_fraction) + " of device time idle"});
   lines.push_back({"stages (K)", std::to_string(plan.stages.size())});
+  if (plan.replicas > 1) {
+    std::string text = std::to_string(plan.replicas) + " copies of the pipeline, " +
+                       Plural(ReplicaBatch(plan), "sample") + " each:";
+    for (const PlanStage& s : plan.stages) {
+      text += (s.id ? "; stage " : " stage ") + std::to_string(s.id) + " on devices";
+      for (size_t r = 0; r < s.replica_devices.size(); ++r) text += (r ? ", " : " ") + std::to_string(s.replica_devices[r]);
+    }
+    lines.push_back({"replicas (R)", text});
+    if (plan.training) {
+      const PlanLink& l = plan.replica_link;
+      lines.push_back({"all-reduce", FormatMs(p.allreduce_ms) + " ms for the slowest stage's gradients after its last "
+                                     "backward (ring over " + std::to_string(plan.replicas) + " replicas, " +
+                                     (l.bandwidth_bytes_per_s > 0 ? FormatBytes(int64_t(l.bandwidth_bytes_per_s)) + "/s"
+                                                                  : "unlimited bandwidth") +
+                                     ", " + FormatMs(l.latency_ms) + " ms a hop); in the step above"});
+    }
+  }
   std::string m = std::to_string(plan.microbatches) + " x " + Plural(plan.microbatch_size, "sample");
-  const int64_t last = plan.batch - int64_t(plan.microbatches - 1) * plan.microbatch_size;
+  const int64_t last = ReplicaBatch(plan) - int64_t(plan.microbatches - 1) * plan.microbatch_size;
   if (plan.batch > 0 && last != plan.microbatch_size) m += " (the last of " + std::to_string(last) + ")";
   lines.push_back({"micro-batches (M)", m});
   lines.push_back({"schedule", ScheduleName(plan.schedule)});

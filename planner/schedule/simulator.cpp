@@ -23,7 +23,8 @@ double ComputeMs(const Action& a, const std::vector<StageTimes>& stages) {
 }  // namespace
 
 SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stages,
-                       const std::vector<TransferTimes>& transfers, const std::vector<StageMemory>& memory) {
+                       const std::vector<TransferTimes>& transfers, const std::vector<StageMemory>& memory,
+                       const std::vector<double>& allreduce_ms) {
   const int K = sch.stages;
   const int M = sch.microbatches;
   if (int(stages.size()) != K || int(sch.actions.size()) != K) {
@@ -35,6 +36,9 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
   }
   if (!memory.empty() && int(memory.size()) != K) {
     throw InputError(Concat("simulate: ", memory.size(), " memory entries for ", K, " stages"));
+  }
+  if (!allreduce_ms.empty() && int(allreduce_ms.size()) != K) {
+    throw InputError(Concat("simulate: ", allreduce_ms.size(), " all-reduce times for ", K, " stages"));
   }
   // arrival[dir][boundary * M + mb]: when a transfer lands on the receiver.
   std::vector<double> arrival[2];
@@ -102,9 +106,11 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
     }
   }
 
+  result.allreduce_ms = allreduce_ms.empty() ? std::vector<double>(K, 0) : allreduce_ms;
   for (int s = 0; s < K; ++s) {
-    result.step_ms = std::max(result.step_ms, clock[s]);
-    for (const auto& t : result.timeline[s]) result.step_ms = std::max(result.step_ms, t.end_ms);
+    double done = clock[s];
+    for (const auto& t : result.timeline[s]) done = std::max(done, t.end_ms);
+    result.step_ms = std::max(result.step_ms, done + result.allreduce_ms[s]);
   }
   double idle = 0;
   result.idle_ms.resize(K);

@@ -49,14 +49,19 @@ struct SimResult {
   double bubble_fraction = 0;             // sum idle / (stages * step_ms)
   std::vector<int> max_in_flight;         // micro-batches held at once
   std::vector<int64_t> peak_memory_bytes; // static + max_in_flight * activation
+  std::vector<double> allreduce_ms;       // per stage: its gradient all-reduce after its last action
   std::vector<std::vector<TimedAction>> timeline;  // per stage, in list order
 };
 
 // `stages` has one entry per stage; `transfers` one per boundary (K - 1) or
-// is empty for free transfers; `memory` one per stage or empty (all zero).
-// Throws InputError for mismatched sizes and for lists that deadlock.
+// is empty for free transfers; `memory` one per stage or empty (all zero);
+// `allreduce_ms` one per stage or empty: data-parallel replicas all-reduce a
+// stage's gradients once its last action is done, so the step ends when the
+// last stage's all-reduce does (idle and bubble include that time). Throws
+// InputError for mismatched sizes and for lists that deadlock.
 SimResult SimulateStep(const Schedule& schedule, const std::vector<StageTimes>& stages,
                        const std::vector<TransferTimes>& transfers = {},
-                       const std::vector<StageMemory>& memory = {});
+                       const std::vector<StageMemory>& memory = {},
+                       const std::vector<double>& allreduce_ms = {});
 
 }  // namespace mp

@@ -96,6 +96,16 @@ void ToyPlan(const fs::path& dir, const std::string& mode = "train") {
   REQUIRE(Run(command, dir, dir.parent_path() / "plan.out", dir.parent_path() / "plan.err") == 0);
 }
 
+// toy.pt and toy.r2.yaml: 2 replicas of the same 2-stage split (4 devices,
+// 10 samples each).
+void ToyReplicaPlan(const fs::path& dir) {
+  ToyModel(dir);
+  const std::string command = std::string(MP_MPPLAN) +
+                              " toy.pt --gpus 4 --replicas 2 --stages 2 --microbatches 2 --split 'net1,relu|net2' "
+                              "--partitioner layers --repeats 1 --warmup 0 --quiet -o toy.r2.yaml";
+  REQUIRE(Run(command, dir, dir.parent_path() / "plan.out", dir.parent_path() / "plan.err") == 0);
+}
+
 // A TorchScript model compiled from `source` (a class body) and saved.
 void ScriptModel(const fs::path& path, const std::string& source) {
   torch::jit::Module module("Model");
@@ -327,6 +337,24 @@ ERROR_CASE("input-shape-rejected", "`--input` shape the model rejects (names the
 ERROR_CASE("input-dtype-rejected", "`--input` dtype the model rejects (names the node)") {
   c.command = "mpplan toy.pt --gpus 2 --input 'int64[20,10]'";
   c.names = "node 0 (aten::linear in layer net1)";
+  c.setup = ToyModel;
+}
+
+ERROR_CASE("replicas-too-many", "`--replicas` above `--gpus`") {
+  c.command = "mpplan toy.pt --gpus 2 --replicas 3";
+  c.names = "--replicas 3";
+  c.setup = ToyModel;
+}
+
+ERROR_CASE("replicas-stages", "`--stages` above `--gpus / --replicas`") {
+  c.command = "mpplan toy.pt --gpus 4 --replicas 2 --stages 3";
+  c.names = "--stages 3";
+  c.setup = ToyModel;
+}
+
+ERROR_CASE("replicas-batch", "a batch that `--replicas` does not divide") {
+  c.command = "mpplan toy.pt --gpus 3 --replicas 3";
+  c.names = "batch 20";
   c.setup = ToyModel;
 }
 
@@ -629,6 +657,27 @@ ERROR_CASE("exec-launch-more-ranks", "`--launch-local` with more processes than 
   c.command = "mpexec toy.plan.yaml --launch-local 3";
   c.names = "the plan has 2 stages";
   c.setup = [](const fs::path& dir) { ToyPlan(dir); };
+}
+
+ERROR_CASE("exec-replicas-one-process", "a plan with replicas run in one process") {
+  c.command = "mpexec toy.r2.yaml";
+  c.names = "2 replicas";
+  c.setup = ToyReplicaPlan;
+}
+
+ERROR_CASE("exec-replicas-ranks", "`--launch-local` with a process count the replicas do not divide") {
+  c.command = "mpexec toy.r2.yaml --launch-local 3";
+  c.names = "a multiple of 2";
+  c.setup = ToyReplicaPlan;
+}
+
+ERROR_CASE("plan-replica-devices", "plan with replicas whose stage lacks replica_devices") {
+  c.command = "mpexec toy.r2.yaml";
+  c.names = "replica_devices";
+  c.setup = [](const fs::path& dir) {
+    ToyReplicaPlan(dir);
+    Edit(dir / "toy.r2.yaml", "\n    replica_devices: [1, 3]\n", "\n");
+  };
 }
 
 ERROR_CASE("exec-timeout-zero", "`--timeout 0` for the processes' waits") {

@@ -30,19 +30,32 @@ namespace {
 mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::RunTool(MP_MPPLAN, args); }
 mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::RunTool(MP_MPEXEC, args); }
 
-// `stages` stages x 2 micro-batches of 2 (ResNet-50 at 64x64), written to
-// a file named after `test`: ctest runs test cases side by side.
-std::string Plan(const std::string& test, const std::string& file, int stages, const std::string& flags) {
+// A plan of `file` for `batch` samples (ResNet-50 at 64x64) with mpplan's
+// `flags`, written to a file named after `test` and the flags: ctest runs
+// test cases side by side.
+std::string MakePlan(const std::string& test, const std::string& file, int batch, const std::string& flags) {
   std::string tag = flags;
   for (char& ch : tag) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-  const std::string out = TempPath("dist." + test + "." + file + "." + std::to_string(stages) + tag + ".plan.yaml");
-  const std::string size = file.rfind("resnet50", 0) == 0 ? " --input float32[4,3,64,64]" : " --batch 4";
-  const auto run = Mpplan(ZooPath(file) + " --quiet --device-profile a100-80gb --gpus " + std::to_string(stages) +
-                          " --stages " + std::to_string(stages) + " --microbatches 2" + size + " " + flags +
-                          " -o " + out);
+  const std::string out = TempPath("dist." + test + "." + file + "." + tag + ".plan.yaml");
+  const std::string b = std::to_string(batch);
+  const std::string size = file.rfind("resnet50", 0) == 0 ? " --input float32[" + b + ",3,64,64]" : " --batch " + b;
+  const auto run = Mpplan(ZooPath(file) + " --quiet --device-profile a100-80gb" + size + " " + flags + " -o " + out);
   INFO(run.out);
   REQUIRE(run.status == 0);
   return out;
+}
+
+// `stages` stages x 2 micro-batches of 2.
+std::string Plan(const std::string& test, const std::string& file, int stages, const std::string& flags) {
+  const std::string k = std::to_string(stages);
+  return MakePlan(test, file, 4, "--gpus " + k + " --stages " + k + " --microbatches 2 " + flags);
+}
+
+// 2 replicas of a `stages`-stage pipeline on 2 x `stages` devices, batch
+// 8: 4 samples a replica in 2 micro-batches (BatchNorm needs 2 a batch).
+std::string ReplicaPlan(const std::string& test, const std::string& file, int stages, const std::string& flags) {
+  return MakePlan(test, file, 8, "--gpus " + std::to_string(2 * stages) + " --replicas 2 --stages " +
+                                     std::to_string(stages) + " --microbatches 2 " + flags);
 }
 
 bool IsOneLine(const std::string& text) { return std::count(text.begin(), text.end(), '\n') == 1; }
@@ -173,6 +186,65 @@ TEST_CASE("a rank may own several stages: 4 stages over 2 processes, values rela
   CHECK(j["verify"] == true);
   CHECK(j["stage_ranks"] == nlohmann::json::array({0, 0, 1, 1}));
   for (const auto& stage : j["stages"]) CHECK(stage["busy_ms"].get<double>() > 0);
+}
+
+TEST_CASE("replicas: 2 copies of a 2-stage pipeline over 4 processes train as one device does") {
+  // ResNet-50 has BatchNorm, and a bias a later BatchNorm cancels: its
+  // gradient is rounding, so only the same sums in the same order agree.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"mlp.script.pt", "gpipe"}, {"gpt.script.pt", "1f1b"}, {"resnet50.script.pt", "1f1b"}};
+  for (const auto& [file, schedule] : cases) {
+    CAPTURE(file);
+    const std::string plan = ReplicaPlan("replicas", file, 2, "--schedule " + schedule);
+    const std::string yaml = mp::ReadTextFile(plan);
+    CHECK(yaml.find("\nreplicas: 2\n") != std::string::npos);
+    CHECK(yaml.find("replica_devices: [0, 2]") != std::string::npos);
+    CHECK(yaml.find("replica_devices: [1, 3]") != std::string::npos);
+    const auto run = Mpexec(plan + " --launch-local 4 --steps 2 --lr 0.01 --momentum 0.9 --verify --json --timeout 60");
+    INFO(run.out);
+    REQUIRE(run.status == 0);
+    const auto j = nlohmann::json::parse(run.out);
+    CHECK(j["verify"] == true);
+    CHECK(j["verify_detail"]["max_loss_relative_diff"].get<double>() <= 1e-5);
+    CHECK(j["verify_detail"]["max_state_relative_diff"].get<double>() <= 1e-5);
+    CHECK(j["replicas"] == 2);
+    CHECK(j["ranks"] == 4);
+    CHECK(j["stage_ranks"] == nlohmann::json::array({0, 1}));  // replica 0's; replica 1 runs on ranks 2 and 3
+    CHECK(j["samples_per_s"].get<double>() > 0);
+    REQUIRE(j["stages"].size() == 2);
+    for (const auto& stage : j["stages"]) {
+      CHECK(stage["busy_ms"].get<double>() > 0);
+      CHECK(stage["allreduce_ms"].get<double>() > 0);  // measured
+      CHECK(stage["predicted_allreduce_ms"].get<double>() > 0);
+    }
+    if (file.rfind("resnet50", 0) == 0) CHECK(j["verify_detail"].contains("buffers_note"));
+  }
+  // One process per replica (pure data parallelism): the same state.
+  const auto run = Mpexec(ReplicaPlan("replicas", "gpt.script.pt", 1, "") +
+                          " --launch-local 2 --steps 2 --lr 0.01 --verify --json --timeout 60");
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  const auto j = nlohmann::json::parse(run.out);
+  CHECK(j["verify"] == true);
+  CHECK(j["verify_detail"]["max_state_relative_diff"].get<double>() <= 1e-5);
+}
+
+TEST_CASE("replicas in inference: each runs its share and rank 0 joins them in order") {
+  const std::string plan = ReplicaPlan("replicas_infer", "lstm.script.pt", 2, "--mode infer");
+  const std::string four = TempPath("dist.replicas.four.pt"), two = TempPath("dist.replicas.two.pt");
+  std::filesystem::remove(four);
+  std::filesystem::remove(two);
+  const auto run = Mpexec(plan + " --launch-local 4 --verify --output " + four);
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  CHECK(run.out.find("outputs equal, bit for bit") != std::string::npos);
+  CHECK(run.out.find("2 replicas: stage 0 on ranks 0, 2; stage 1 on ranks 1, 3") != std::string::npos);
+  REQUIRE(Mpexec(plan + " --launch-local 2 --output " + two).status == 0);  // a replica in one process
+  CHECK(mp::ReadTextFile(four) == mp::ReadTextFile(two));
+  const auto alone = Mpexec(plan);
+  CHECK(alone.status == 1);
+  CHECK(alone.out.find("2 replicas of the pipeline") != std::string::npos);
+  CHECK(IsOneLine(alone.out));
 }
 
 TEST_CASE("over processes, --output and --save write what one process writes") {

@@ -203,3 +203,36 @@ TEST_CASE("malformed requests are InputErrors") {
   CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, empty, mp::PlanRequest{}), doctest::Contains("no devices"),
                        InputError);
 }
+
+TEST_CASE("a ring all-reduce moves 2 (R - 1) chunks of bytes / R") {
+  const mp::Link link{1e6, 0.5};  // 1 MB/s: 1000 bytes take 1 ms
+  CHECK(mp::AllReduceMs(4000, 4, link) == doctest::Approx(6 * (0.5 + 1.0)));
+  CHECK(mp::AllReduceMs(4000, 2, link) == doctest::Approx(2 * (0.5 + 2.0)));
+  CHECK(mp::AllReduceMs(4000, 1, link) == 0);
+  CHECK(mp::AllReduceMs(0, 4, link) == 0);
+}
+
+TEST_CASE("replicas: each pipeline runs batch / R, and a slow all-reduce favours more stages") {
+  auto b = EvenChain(16, 0);  // 1000 parameter bytes a node
+  mp::Cluster cluster = mp::UniformCluster(4, {});
+  cluster.replicas = 2;
+  mp::PlanRequest request;
+  request.batch = 32;
+  const auto result = mp::SearchPlan(b.graph, b.profile, cluster, request);
+  for (const auto& alt : result.alternatives) CHECK(alt.microbatch_size * alt.microbatches >= 16);
+  CHECK(result.partition.microbatch_size * result.partition.microbatches <= 16 + result.partition.microbatch_size);
+  // Free links: the all-reduce costs nothing and the search is the one
+  // pipeline's on 16 samples.
+  mp::PlanRequest half = request;
+  half.batch = 16;
+  CHECK(result.predicted.step_ms ==
+        doctest::Approx(mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(4, {}), half).predicted.step_ms));
+  // A slow replica link: all-reducing 16,000 bytes in one stage takes
+  // 16 ms, in four stages 4 ms each, side by side.
+  cluster.replica_link = {1e6, 0};
+  const auto slow = mp::SearchPlan(b.graph, b.profile, cluster, request);
+  CHECK(slow.partition.stages.size() == 4);
+  for (const auto& st : slow.partition.stages) CHECK(st.allreduce_ms == doctest::Approx(mp::AllReduceMs(st.param_bytes, 2, cluster.replica_link)));
+  request.batch = 33;
+  CHECK_THROWS_AS(mp::SearchPlan(b.graph, b.profile, cluster, request), mp::InputError);
+}

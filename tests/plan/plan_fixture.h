@@ -15,8 +15,11 @@ struct PlanFixture {
   PlanRequest request;
   Plan plan;
 
-  explicit PlanFixture(int stages = 3, bool training = true, int64_t memory_bytes = int64_t(1) << 30) {
+  // `replicas` copies of the pipeline, each on 3 devices of its own.
+  explicit PlanFixture(int stages = 3, bool training = true, int64_t memory_bytes = int64_t(1) << 30, int replicas = 1) {
     for (Device& d : cluster.devices) d.memory_bytes = memory_bytes;
+    cluster.replicas = replicas;
+    cluster.replica_link = Link{1e8, 0.05};
     builder.graph.fingerprint = "0123456789abcdef";
     builder.profile.fingerprint = builder.graph.fingerprint;
     builder.profile.inputs = {TensorSpec{"x", "float32", {8, 250}, 0}};
@@ -33,7 +36,7 @@ struct PlanFixture {
     PlanSource source;
     source.model_path = "chain.pt";
     source.model_sha256 = std::string(64, 'a');
-    for (int i = 0; i < 3; ++i) source.devices.push_back(PlanDevice{i, "cpu", i, "dev", memory_bytes, 1.0});
+    for (int i = 0; i < 3 * replicas; ++i) source.devices.push_back(PlanDevice{i, "cpu", i, "dev", memory_bytes, 1.0});
     plan = BuildPlan(builder.graph, builder.profile, cluster, request, result, source);
   }
 };

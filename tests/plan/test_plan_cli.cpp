@@ -102,6 +102,33 @@ TEST_CASE("--stages, --microbatches and --schedule are obeyed, and the JSON says
   CHECK(plan.schedule == mp::ScheduleKind::kGPipe);
 }
 
+TEST_CASE("--replicas: half the batch each, the all-reduce in the step, the table and the report") {
+  const std::string out = TempPath("gpt.replicas.plan.yaml"), report = TempPath("gpt.replicas.md");
+  const auto run = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas 2 --batch 16 --explain -o " + out +
+                          " --report " + report);
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  CHECK(run.out.find("replicas (R)       2 copies of the pipeline, 8 samples each") != std::string::npos);
+  CHECK(run.out.find("all-reduce         ") != std::string::npos);
+  CHECK(run.out.find("allreduce ms") != std::string::npos);  // the stage table's column
+  const mp::Plan plan = mp::ReadPlan(out);
+  CHECK(plan.replicas == 2);
+  CHECK(plan.batch == 16);
+  CHECK(plan.stages.size() <= 2);
+  CHECK(plan.devices.size() == 4);
+  CHECK(plan.microbatch_size * plan.microbatches >= 8);
+  CHECK(plan.microbatch_size * (plan.microbatches - 1) < 8);
+  CHECK(plan.predicted.allreduce_ms > 0);
+  CHECK(plan.predicted.step_ms == doctest::Approx(mp::SimulatePlan(plan).step_ms).epsilon(1e-6));
+  for (const auto& c : plan.comparisons) CHECK(c.microbatch_size * c.microbatches >= 8);
+  CHECK(mp::ReadTextFile(report).find("all-reduce") != std::string::npos);
+  const auto json = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas 2 --batch 16 --json -o " + out);
+  REQUIRE(json.status == 0);
+  const auto j = nlohmann::json::parse(json.out);
+  CHECK(j["replicas"] == 2);
+  CHECK(j["allreduce_ms"].get<double>() == doctest::Approx(plan.predicted.allreduce_ms));
+}
+
 TEST_CASE("a measured plan on this machine, with the default output beside the model") {
   std::filesystem::create_directories(TempPath("beside"));
   const std::string model = TempPath("beside/mlp.pt");

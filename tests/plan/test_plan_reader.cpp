@@ -72,6 +72,49 @@ TEST_CASE("every node belongs to exactly one stage, as ranges") {
   CHECK(mp::FromRanges({{1, 3}, {7, 7}}) == std::vector<int>{1, 2, 3, 7});
 }
 
+TEST_CASE("a plan with replicas: each runs its share, the step includes its all-reduce, and it round-trips") {
+  const PlanFixture one(2, true);
+  const PlanFixture two(2, true, int64_t(1) << 30, 2);
+  const mp::Plan& p = two.plan;
+  CHECK(p.replicas == 2);
+  CHECK(p.batch == 8);
+  CHECK(p.microbatch_size == mp::MicrobatchSize(4, p.microbatches));  // 4 samples a replica
+  CHECK(p.devices.size() == 6);
+  REQUIRE(p.stages.size() == 2);
+  double slowest = 0;
+  for (const mp::PlanStage& s : p.stages) {
+    CHECK(s.replica_devices == std::vector<int>{s.device, s.device + 3});
+    CHECK(s.allreduce_ms > 0);  // test_search checks the formula
+    slowest = std::max(slowest, s.allreduce_ms);
+  }
+  CHECK(p.predicted.allreduce_ms == slowest);
+  CHECK(slowest > 0);
+  // Half the batch a step, plus the all-reduce: between the two bounds.
+  CHECK(p.predicted.step_ms > slowest);
+  CHECK(p.predicted.samples_per_s == doctest::Approx(8 * 1000.0 / p.predicted.step_ms));
+  CHECK(one.plan.replicas == 1);
+  CHECK(one.plan.stages.front().allreduce_ms == 0);
+  const std::string yaml = mp::PlanToYaml(p);
+  CHECK(yaml.find("\nreplicas: 2\n") != std::string::npos);
+  CHECK(mp::PlanToYaml(one.plan).find("replica") == std::string::npos);  // a plain plan stays as it was
+  const mp::Plan back = mp::ParsePlan(yaml, "plan.yaml");
+  CHECK(mp::PlanToYaml(back) == yaml);
+  CHECK(back.replica_link.bandwidth_bytes_per_s == 1e8);
+  CHECK(mp::SimulatePlan(back).step_ms == doctest::Approx(p.predicted.step_ms).epsilon(1e-6));
+
+  CheckError(Mutated(yaml, [](YAML::Node& r) { r["replicas"] = 3; }), "replicas: batch 8 does not split evenly into 3");
+  CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["replica_devices"][1] = 9; }),
+             "stages[1].replica_devices[1]: device 9 is out of range (the plan has 6 devices)");
+  CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0]["replica_devices"].push_back(4); }),
+             "stages[0].replica_devices");
+  CheckError(Mutated(yaml,
+                     [](YAML::Node& r) {
+                       r.remove("replicas");
+                       r["microbatch_size"] = 2;  // 8 samples in 4, without replicas
+                     }),
+             "stages[0].replica_devices: only a plan with replicas");
+}
+
 TEST_CASE("validation errors name the key path") {
   const PlanFixture f;
   const std::string yaml = mp::PlanToYaml(f.plan);

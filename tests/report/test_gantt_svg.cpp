@@ -169,3 +169,17 @@ TEST_CASE("a simulation of another plan is an input error") {
   const mp::Plan plan = SamplePlan(3, 4);
   CHECK_THROWS_AS(mp::GanttSvg(plan, mp::SimulatePlan(SamplePlan(2, 4))), mp::InputError);
 }
+
+TEST_CASE("replicas: each stage's gradient all-reduce is a box after its last action, in the step") {
+  mp::Plan plan = SamplePlan(3, 4);
+  plan.replicas = 2;
+  for (mp::PlanStage& s : plan.stages) s.allreduce_ms = 2.0 + s.id;
+  CheckChart(plan, "gantt_3x4_replicas");
+  const mp::SimResult sim = mp::SimulatePlan(plan);
+  const std::string svg = mp::GanttSvg(plan, sim);
+  CHECK(Count(svg, "class=\"allreduce\"") == 3);
+  CHECK(Count(svg, "<title>gradient all-reduce over 2 replicas: ") == 3);
+  CHECK(Contains(svg, ">gradient all-reduce over the replicas</text>"));  // the legend
+  CHECK(sim.step_ms > mp::SimulatePlan(SamplePlan(3, 4)).step_ms);
+  CHECK(!Contains(mp::GanttSvg(SamplePlan(3, 4), mp::SimulatePlan(SamplePlan(3, 4))), "all-reduce"));
+}

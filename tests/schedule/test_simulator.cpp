@@ -130,3 +130,19 @@ TEST_CASE("SimulateStep rejects mismatched inputs and deadlocks") {
   CHECK_THROWS_WITH_AS(mp::SimulateStep(s, {{1, 1}, {1, 1}}), doctest::Contains("deadlocks at stage 0 action 0RECV_B0"),
                        mp::InputError);
 }
+
+TEST_CASE("replicas: a stage's all-reduce starts after its last action and can end the step") {
+  const mp::Schedule sch = mp::BuildSchedule(ScheduleKind::kOneFOneB, 2, 4);
+  const std::vector<mp::StageTimes> times = {{1, 2}, {1, 2}};
+  const mp::SimResult plain = mp::SimulateStep(sch, times);
+  // 1F1B: stage 0 runs the last backward, so its all-reduce ends the step;
+  // stage 1's, as long, is hidden behind it.
+  const mp::SimResult reduced = mp::SimulateStep(sch, times, {}, {}, {5, 5});
+  CHECK(reduced.step_ms == doctest::Approx(plain.step_ms + 5));
+  CHECK(reduced.allreduce_ms == std::vector<double>{5, 5});
+  CHECK(reduced.busy_ms == plain.busy_ms);
+  CHECK(reduced.idle_ms[0] == doctest::Approx(plain.idle_ms[0] + 5));
+  // Stage 1 is done 2 ms before stage 0: an all-reduce of 1 ms there is free.
+  CHECK(mp::SimulateStep(sch, times, {}, {}, {0, 1}).step_ms == doctest::Approx(plain.step_ms));
+  CHECK_THROWS_AS(mp::SimulateStep(sch, times, {}, {}, {1}), mp::InputError);
+}
