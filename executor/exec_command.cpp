@@ -85,7 +85,6 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   if (rank_env) options.pipeline.distribution = &dist;
   Executor exec(request.plan, options);
   const Plan& plan = exec.plan();
-  if (rank_env) dist = Distribute(int(plan.stages.size()), plan.replicas, rank_env->rank, rank_env->world_size);
   const LoadedPlan& loaded = exec.loaded();
   const bool training = plan.training;
   const std::vector<std::string> inputs_read = {request.plan, loaded.model_path, request.input, request.labels};
@@ -118,9 +117,10 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   std::unique_ptr<ProcessGroup> group;
   std::vector<std::unique_ptr<ProcessGroup>> stage_groups;
   if (rank_env) {
+    dist = Distribute(int(plan.stages.size()), plan.replicas, rank_env->rank, rank_env->world_size);
     group = std::make_unique<ProcessGroup>(*rank_env, std::chrono::milliseconds(int64_t(request.timeout_s) * 1000));
     dist.group = group.get();
-    stage_groups = MakeStageGroups(dist);
+    if (training) stage_groups = MakeStageGroups(dist);  // inference all-reduces nothing
   }
 
   const int64_t heap_before = HeapBytesInUse();
@@ -262,7 +262,7 @@ std::string FormatExecReport(const nlohmann::json& r) {
     if (replicas > 1) out << ", " << replicas << " replicas";
     out << ":";
     for (size_t s = 0; s < r["stage_ranks"].size(); ++s) {
-      out << (s ? ";" : "") << " stage " << s << " on rank" << (replicas > 1 ? "s" : "");
+      out << (s ? (replicas > 1 ? ";" : ",") : "") << " stage " << s << " on rank" << (replicas > 1 ? "s" : "");
       for (int k = 0; k < replicas; ++k) out << (k ? ", " : " ") << r["stage_ranks"][s].get<int>() + k * per_replica;
     }
     out << "\n";

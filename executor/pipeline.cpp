@@ -519,7 +519,7 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
                      Concat("stage ", s, ": adding up its gradients over the ", dist->replicas, " replicas"));
         run.allreduce_ms[s] = Ms(begin, Clock::now());
       }
-      run.step_ms = Ms(start, Clock::now());
+      if (dist->replicas > 1) run.step_ms = Ms(start, Clock::now());  // the plan's step ends after it too
     }
     if (training->sgd) {
       for (size_t i = 0; i < users.size(); ++i) {
@@ -590,6 +590,8 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
         replicas.push_back(ReceiveMessage(*dist->group, r * dist->ranks_per_replica, kReplicaOutputsTag).values);
       }
       run.outputs = JoinMicrobatches(replicas, loaded.output_layout.batch_dims);
+    } catch (const InputError&) {
+      throw;  // an output that cannot be joined says so itself
     } catch (const std::exception& e) {
       throw Error(Concat("gathering the replicas' outputs on rank 0: ", ErrorLine(e.what())));
     }

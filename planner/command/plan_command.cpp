@@ -87,6 +87,10 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   if (request.replicas < 1 || request.replicas > request.gpus) {
     throw InputError(Concat("--replicas ", request.replicas, ": expected 1 to --gpus (", request.gpus, ")"));
   }
+  if (request.gpus % request.replicas != 0) {
+    throw InputError(Concat("--replicas ", request.replicas, ": --gpus ", request.gpus,
+                            " does not split evenly into ", request.replicas, " replicas"));
+  }
   const int per_replica = request.gpus / request.replicas;  // devices each copy of the pipeline gets
   if (request.stages < 0 || request.stages > per_replica) {
     throw InputError(request.replicas > 1 ? Concat("--stages ", request.stages, ": expected auto or 1 to --gpus / --replicas (",
@@ -123,7 +127,9 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   if (request.replicas > 1) {
     // Each copy of the pipeline gets its own block of devices; they meet in
     // the gradient all-reduce over the devices' link, or, for CPU workers
-    // (one process each, ranks over loopback), kLoopback.
+    // (processes, over loopback), kLoopback. Stage links on CPU stay free:
+    // a replica's stages may share a process (--launch-local R) or not, so
+    // a pipeline over processes costs more than planned (BENCHMARKS.md).
     devices.devices.resize(size_t(per_replica) * request.replicas);
     devices.cluster.devices.resize(per_replica);
     devices.cluster.replicas = request.replicas;

@@ -79,7 +79,7 @@ std::string Ms(double ms) {
 
 std::vector<std::string> Warnings(const OpGraph& graph, const Profile& profile, const Plan& plan) {
   std::vector<std::string> warnings;
-  if (plan.training && plan.microbatches > 1) {
+  if (plan.training && plan.microbatches * plan.replicas > 1) {
     const bool batch_norm = std::any_of(graph.nodes.begin(), graph.nodes.end(),
                                         [](const OpNode& n) { return n.kind == "aten::batch_norm"; });
     if (batch_norm) {

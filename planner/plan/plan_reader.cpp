@@ -3,6 +3,7 @@
 // transfers, the schedule) in the order a user would fix them.
 #include "planner/plan/plan_reader.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "common/atomic_file.h"
@@ -87,6 +88,12 @@ PlanStage ReadStage(const YamlCursor& c, int index, const Plan& plan, int stages
       s.replica_devices.push_back(int(d));
     }
     if (s.replica_devices.front() != s.device) list[0].Fail(Concat("replica 0 runs on the stage's device, ", s.device));
+    for (int r = 1; r < plan.replicas; ++r) {
+      const auto& d = s.replica_devices;
+      if (std::find(d.begin(), d.begin() + r, d[r]) != d.begin() + r) {
+        list[r].Fail(Concat("device ", d[r], " already runs another replica of this stage"));
+      }
+    }
   } else if (c.Has("replica_devices")) {
     c["replica_devices"].Fail("only a plan with replicas lists replica_devices");
   }
@@ -144,7 +151,11 @@ PlanStage ReadStage(const YamlCursor& c, int index, const Plan& plan, int stages
     const YamlCursor p = c["predicted"];
     p.ExpectMap({}, {"forward_ms", "backward_ms", "send_ms", "send_gradients_ms", "busy_fraction", "allreduce_ms",
                      "static_bytes", "activation_bytes", "peak_memory_bytes"});
-    if (p.Has("allreduce_ms")) s.allreduce_ms = p["allreduce_ms"].Number();
+    if (p.Has("allreduce_ms")) {
+      s.allreduce_ms = p["allreduce_ms"].Number();
+      if (plan.replicas == 1) p["allreduce_ms"].Fail("only a plan with replicas all-reduces between them");
+      if (!(s.allreduce_ms >= 0)) p["allreduce_ms"].Fail("expected a time of 0 ms or more");
+    }
     if (p.Has("forward_ms")) s.forward_ms = p["forward_ms"].Number();
     if (p.Has("backward_ms")) s.backward_ms = p["backward_ms"].Number();
     if (p.Has("send_ms")) s.send_ms = p["send_ms"].Number();
@@ -237,6 +248,7 @@ void ReadHeader(const YamlCursor& root, Plan& plan) {
   }
   if (root.Has("replica_link")) {
     const YamlCursor c = root["replica_link"];
+    if (plan.replicas == 1) c.Fail("only a plan with replicas has a replica_link");
     c.ExpectMap({}, {"bandwidth_bytes_per_s", "latency_ms"});
     if (c.Has("bandwidth_bytes_per_s")) plan.replica_link.bandwidth_bytes_per_s = c["bandwidth_bytes_per_s"].Number();
     if (c.Has("latency_ms")) plan.replica_link.latency_ms = c["latency_ms"].Number();
@@ -371,7 +383,10 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
     const YamlCursor p = root["predicted"];
     p.ExpectMap({"step_ms"}, {"bottleneck_ms", "bubble_fraction", "samples_per_s", "one_device_step_ms",
                               "speedup_vs_one_device", "allreduce_ms"});
-    if (p.Has("allreduce_ms")) plan.predicted.allreduce_ms = p["allreduce_ms"].Number();
+    if (p.Has("allreduce_ms")) {
+      plan.predicted.allreduce_ms = p["allreduce_ms"].Number();
+      if (plan.replicas == 1) p["allreduce_ms"].Fail("only a plan with replicas all-reduces between them");
+    }
     plan.predicted.step_ms = p["step_ms"].Number();
     if (p.Has("bottleneck_ms")) plan.predicted.bottleneck_ms = p["bottleneck_ms"].Number();
     if (p.Has("bubble_fraction")) plan.predicted.bubble_fraction = p["bubble_fraction"].Number();

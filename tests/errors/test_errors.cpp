@@ -346,6 +346,12 @@ ERROR_CASE("replicas-too-many", "`--replicas` above `--gpus`") {
   c.setup = ToyModel;
 }
 
+ERROR_CASE("replicas-gpus", "`--gpus` that `--replicas` does not divide") {
+  c.command = "mpplan toy.pt --gpus 3 --replicas 2";
+  c.names = "--gpus 3";
+  c.setup = ToyModel;
+}
+
 ERROR_CASE("replicas-stages", "`--stages` above `--gpus / --replicas`") {
   c.command = "mpplan toy.pt --gpus 4 --replicas 2 --stages 3";
   c.names = "--stages 3";

@@ -107,9 +107,21 @@ TEST_CASE("a plan with replicas: each runs its share, the step includes its all-
              "stages[1].replica_devices[1]: device 9 is out of range (the plan has 6 devices)");
   CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0]["replica_devices"].push_back(4); }),
              "stages[0].replica_devices");
+  CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["replica_devices"][1] = 1; }),
+             "stages[1].replica_devices[1]: device 1 already runs another replica of this stage");
+  CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0]["predicted"]["allreduce_ms"] = -1; }),
+             "stages[0].predicted.allreduce_ms: expected a time of 0 ms or more");
+  const std::string plain = mp::PlanToYaml(one.plan);
+  CheckError(Mutated(plain, [](YAML::Node& r) { r["replica_link"]["latency_ms"] = 1; }),
+             "replica_link: only a plan with replicas");
+  CheckError(Mutated(plain, [](YAML::Node& r) { r["stages"][0]["predicted"]["allreduce_ms"] = 1; }),
+             "stages[0].predicted.allreduce_ms: only a plan with replicas");
+  CheckError(Mutated(plain, [](YAML::Node& r) { r["predicted"]["allreduce_ms"] = 1; }),
+             "predicted.allreduce_ms: only a plan with replicas");
   CheckError(Mutated(yaml,
                      [](YAML::Node& r) {
                        r.remove("replicas");
+                       r.remove("replica_link");
                        r["microbatch_size"] = 2;  // 8 samples in 4, without replicas
                      }),
              "stages[0].replica_devices: only a plan with replicas");
