@@ -4,16 +4,13 @@
 // profiles with fixed seeds. Prints each figure, its target and the ratio.
 #include <chrono>
 #include <cstdio>
-#include <random>
 
+#include "bench/synthetic_graphs.h"
 #include "planner/partition/order.h"
 #include "planner/partition/partition_dp.h"
 #include "planner/partition/search.h"
-#include "tests/partition/synthetic.h"
 
 namespace {
-
-const std::vector<int64_t> kSizes = {1, 2, 4, 8, 16, 32, 64};
 
 template <typename F>
 double TimeMs(F&& f, int repeats = 3) {
@@ -30,42 +27,11 @@ void Report(const char* what, double ms, double target_ms) {
   std::printf("%-58s %10.2f ms  (target %6.0f ms, %5.2fx of it)\n", what, ms, target_ms, ms / target_ms);
 }
 
-mp::testing::GraphBuilder LongChain(int n) {
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<double> ms(0.5, 1.5);
-  mp::testing::GraphBuilder b(kSizes);
-  int v = b.Input(4096);
-  for (int i = 0; i < n; ++i) v = b.Node("block" + std::to_string(i / 100), {v}, ms(rng), 2 * ms(rng), 4096, 65536);
-  b.Output(v);
-  return b;
-}
-
-// Residual blocks with an occasional long skip (DenseNet-like concatenation).
-mp::testing::GraphBuilder Branchy(int n) {
-  std::mt19937 rng(2);
-  std::uniform_real_distribution<double> ms(0.1, 2.0);
-  mp::testing::GraphBuilder b(kSizes);
-  int v = b.Input(4096);
-  int block_in = v, far = v;
-  for (int i = 0; (int)b.graph.nodes.size() < n; ++i) {
-    const int left = b.Node("l", {v}, ms(rng), 2 * ms(rng), 8192, 16384);
-    const int right = b.Node("r", {block_in}, ms(rng), 2 * ms(rng), 8192, 16384);
-    v = b.Node("join", {left, right}, 0.05, 0.1, 8192);
-    if (i % 10 == 9) {
-      v = b.Node("concat", {v, far}, 0.1, 0.2, 16384);
-      far = v;
-    }
-    block_in = v;
-  }
-  b.Output(v);
-  return b;
-}
-
 }  // namespace
 
 int main() {
   {
-    auto chain = LongChain(10000);
+    auto chain = mp::bench::LongChain(10000);
     mp::PlanRequest request;
     mp::SearchResult result;
     const auto cluster = mp::UniformCluster(64, {"gpu", 80ll << 30, 1.0}, {25e9, 0.01});
@@ -86,7 +52,7 @@ int main() {
     Report("chain 10,000 nodes -> 64 stages, one DP (all K at once)", dp_ms, 1000.0 / 14);
   }
   {
-    auto dag = Branchy(1000);
+    auto dag = mp::bench::BranchyDag(1000);
     const auto cluster = mp::UniformCluster(8, {"gpu", 80ll << 30, 1.0}, {25e9, 0.01});
     mp::PlanRequest fixed;
     fixed.stages = 8;

@@ -136,6 +136,9 @@ std::vector<int> LayerSplitBounds(const OpGraph& graph, const std::vector<int>& 
   std::vector<std::string> match(order.size());
   std::set<std::string> used;
   for (size_t q = 0; q < order.size(); ++q) {
+    // A constant is cloned into every stage that reads it, wherever the
+    // pipeline order puts it (often far from its layer): it decides nothing.
+    if (graph.nodes.at(order[q]).kind == "prim::Constant") continue;
     const std::string& layer = graph.nodes.at(order[q]).layer;
     for (const auto& [name, g] : group_of) {
       if (LayerMatches(layer, name) && name.size() > match[q].size()) match[q] = name;

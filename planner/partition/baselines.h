@@ -32,7 +32,8 @@ std::vector<std::vector<std::string>> ParseLayerSplit(const std::string& text);
 // OpNode::layer is the name or starts with it followed by '.'; the longest
 // matching name wins. Nodes no name matches (the root module, layer "", or
 // layers left out) go with the stage before them in order (the first stage
-// at the front). Throws InputError naming the layer for a name that matches
+// at the front), and so do constants, which every stage that reads one
+// clones wherever it sits in order. Throws InputError naming the layer for a name that matches
 // no node, a name in two groups, or groups not contiguous in order.
 std::vector<int> LayerSplitBounds(const OpGraph& graph, const std::vector<int>& order,
                                   const std::vector<std::vector<std::string>>& groups);

@@ -130,7 +130,17 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     // The whole-graph reference only where coverage is taken: it costs as
     // much as the node passes, and the budget is 30 whole steps.
     pass.whole_graph = options.timed && m == sizes.back();
-    PassResult result = RunNodeByNode(canonical, model_inputs, pass);
+    PassResult result;
+    try {
+      result = RunNodeByNode(canonical, model_inputs, pass);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      // The shape probe ran the batch; a smaller size can still fail, e.g.
+      // BatchNorm in training refuses one value per channel.
+      throw InputError(Concat("profiling at micro-batch size ", m, ": the model fails: ", ErrorLine(e.what()),
+                              " (choose other --microbatch-sizes)"));
+    }
     if (options.timed) {
       profile.whole_forward_ms = result.whole_forward.median_ms;
       profile.whole_backward_ms = result.whole_backward.median_ms;

@@ -340,6 +340,16 @@ ERROR_CASE("input-dtype-rejected", "`--input` dtype the model rejects (names the
   c.setup = ToyModel;
 }
 
+ERROR_CASE("profile-size-fails", "a micro-batch size the model cannot run (like BatchNorm training on one sample; here a model that pairs samples)") {
+  c.command = "mpplan model.pt --gpus 2 --input 'float32[4,3]' --microbatch-sizes 1,4";
+  c.names = "micro-batch size 1";
+  c.setup = [](const fs::path& dir) {
+    ScriptModel(dir / "model.pt",
+                "def forward(self, x: Tensor):\n"
+                "    return x.reshape(x.size(0) // 2, 2, 3).sum(1)\n");  // pairs of samples
+  };
+}
+
 ERROR_CASE("replicas-too-many", "`--replicas` above `--gpus`") {
   c.command = "mpplan toy.pt --gpus 2 --replicas 3";
   c.names = "--replicas 3";

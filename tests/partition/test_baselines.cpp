@@ -86,6 +86,19 @@ TEST_CASE("named layer split: the tutorial's ResNet-50 split") {
   CHECK(b.graph.nodes[order[fine[2]]].layer == "layer2.1.conv1");
 }
 
+TEST_CASE("named layer split: a layer's constant late in pipeline order does not break its group") {
+  // The CIFAR ConvNet's split conv1 | conv2 | fc | out, where pipeline order
+  // put a constant of conv1's after out.
+  mp::testing::GraphBuilder b;
+  int v = b.Input(10);
+  for (const char* layer : {"conv1.0", "conv2.0", "fc.1", "out.0"}) v = b.Node(layer, {v}, 1, 1, 10);
+  b.Output(v);
+  b.Constant("conv1.0");  // node 4
+  const std::vector<int> order = {0, 1, 2, 3, 4};
+  const auto bounds = mp::LayerSplitBounds(b.graph, order, mp::ParseLayerSplit("conv1 | conv2 | fc | out"));
+  CHECK(bounds == std::vector<int>{0, 1, 2, 3, 5});
+}
+
 TEST_CASE("named layer split errors name the layer") {
   auto b = ResNetLike();
   const auto order = mp::PipelineOrder(b.graph);
