@@ -78,9 +78,24 @@ void MeasurePlans(const Suite& suite, std::vector<PlanCase>& cases, int warmup, 
   for (size_t i = 0; i < cases.size(); ++i) cases[i].measured_ms = medians[i];
 }
 
+// The plan's cut as node ranges per stage, "0-15 | 16-31": two partitioners
+// that agree show the same text.
+std::string Cut(const nlohmann::json& plan) {
+  std::string cut;
+  for (const auto& stage : plan.at("stage_list")) {
+    std::string ranges;
+    for (const auto& range : stage.at("nodes")) {
+      ranges += Format("%s%d-%d", ranges.empty() ? "" : ",", range.at(0).get<int>(), range.at(1).get<int>());
+    }
+    cut += (cut.empty() ? "" : " | ") + ranges;
+  }
+  return cut;
+}
+
 nlohmann::json PlanRow(const PlanCase& c) {
   const double predicted = c.plan.at("predicted_step_ms").get<double>();
   return {{"case", c.label},
+          {"cut", Cut(c.plan)},
           {"stages", c.plan.at("stages")},
           {"microbatches", c.plan.at("microbatches")},
           {"microbatch_size", c.plan.at("microbatch_size")},

@@ -51,8 +51,9 @@ struct PlanCase {
 // Measures every case's plan in turns (InTurns over PlanRun).
 void MeasurePlans(const Suite& suite, std::vector<PlanCase>& cases, int warmup, int steps, int turns);
 
-// A case as a flat row: label, stages, microbatches, microbatch_size,
-// schedule, partitioner, predicted_ms, measured_ms, error_pct.
+// A case as a flat row: case (its label), cut (node ranges per stage),
+// stages, microbatches, microbatch_size, schedule, partitioner,
+// predicted_ms, measured_ms, error_pct.
 nlohmann::json PlanRow(const PlanCase& c);
 
 // Writes OUT/FILE.

@@ -7,7 +7,8 @@
 namespace mp::bench {
 namespace {
 
-constexpr double kWidth = 760, kHeight = 440, kLeft = 70, kRight = 230, kTop = 40, kBottom = 50;
+// The plot spans kLeft to kWidth - kRight; the legend takes the right margin.
+constexpr double kWidth = 1000, kHeight = 440, kLeft = 70, kRight = 470, kTop = 40, kBottom = 50;
 const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
 
 std::string Escape(const std::string& text) {
