@@ -17,7 +17,7 @@ const char* const kModel = "convnet.script.pt";
 
 Section TutorialConvNet(const Suite& suite) {
   Section section("tutorial_convnet");
-  const int64_t batch = Pick<int64_t>(suite, 16, 64), split = Pick<int64_t>(suite, 8, 8);
+  const int64_t batch = Pick<int64_t>(suite, 16, 64), split = 8;  // the tutorial's split size
   const std::string profile = suite.out + "/tutorial_convnet.profile.yaml";
   const std::string batch_flag = " --batch " + std::to_string(batch);
   const auto own =

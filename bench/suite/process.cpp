@@ -1,6 +1,9 @@
 #include "bench/suite/process.h"
 
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <csignal>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -17,19 +20,27 @@ double Median(std::vector<double> values) {
 }
 
 std::string Format(const char* format, ...) {
-  va_list args;
+  va_list args, again;
   va_start(args, format);
-  char buffer[512];
-  std::vsnprintf(buffer, sizeof buffer, format, args);
+  va_copy(again, args);
+  std::string text(std::max(0, std::vsnprintf(nullptr, 0, format, args)), '\0');
+  std::vsnprintf(text.data(), text.size() + 1, format, again);
+  va_end(again);
   va_end(args);
-  return buffer;
+  return text;
 }
 
 nlohmann::json RunJson(const Suite& suite, const std::string& command, const std::string& stem) {
   const std::string json = suite.out + "/" + stem + ".json", log = suite.out + "/" + stem + ".log";
-  if (std::system((command + " > '" + json + "' 2> '" + log + "'").c_str()) != 0) {
-    throw std::runtime_error("failed: " + command + " (see " + log + ")");
+  const int status = std::system((command + " > '" + json + "' 2> '" + log + "'").c_str());
+  // Ctrl-C reaches the child (and its shell), not us: stop the whole run
+  // rather than fail one case and go on to the next.
+  if (status != -1 && ((WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) ||
+                       (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT))) {
+    std::fprintf(stderr, "bench_suite: interrupted\n");
+    std::exit(130);
   }
+  if (status != 0) throw std::runtime_error("failed: " + command + " (see " + log + ")");
   std::ifstream in(json);
   try {
     return nlohmann::json::parse(in);
