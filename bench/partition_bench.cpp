@@ -2,26 +2,15 @@
 // up to 64 stages with the full K x M x schedule search (target < 1 s), and
 // a ~1,000-node branchy DAG into 8 stages (target < 50 ms), on synthetic
 // profiles with fixed seeds. Prints each figure, its target and the ratio.
-#include <chrono>
 #include <cstdio>
 
+#include "bench/best_of.h"
 #include "bench/synthetic_graphs.h"
 #include "planner/partition/order.h"
 #include "planner/partition/partition_dp.h"
 #include "planner/partition/search.h"
 
 namespace {
-
-template <typename F>
-double TimeMs(F&& f, int repeats = 3) {
-  double best = 1e300;
-  for (int r = 0; r < repeats; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best;
-}
 
 void Report(const char* what, double ms, double target_ms) {
   std::printf("%-58s %10.2f ms  (target %6.0f ms, %5.2fx of it)\n", what, ms, target_ms, ms / target_ms);
@@ -35,7 +24,8 @@ int main() {
     mp::PlanRequest request;
     mp::SearchResult result;
     const auto cluster = mp::UniformCluster(64, {"gpu", 80ll << 30, 1.0}, {25e9, 0.01});
-    const double ms = TimeMs([&] { result = mp::SearchPlan(chain.graph, chain.profile, cluster, request); }, 2);
+    const double ms =
+        mp::bench::BestOfMs(2, [&] { result = mp::SearchPlan(chain.graph, chain.profile, cluster, request); });
     std::printf("chain: 10,000 nodes, 64 devices: %zu alternatives; best K=%zu M=%d %s, step %.1f ms, bubble %.3f\n",
                 result.alternatives.size(), result.partition.stages.size(), result.partition.microbatches,
                 mp::ScheduleName(result.partition.schedule).c_str(), result.predicted.step_ms,
@@ -46,7 +36,7 @@ int main() {
     const auto costs = mp::ComputeOrderCosts(chain.graph, chain.profile, order, 4, true);
     const mp::StageCostModel model(costs, mp::StageSpecs(cluster, mp::ScheduleKind::kOneFOneB, 64, 16), 2.0);
     double bottleneck = 0;
-    const double dp_ms = TimeMs([&] { bottleneck = mp::PartitionDp(model).bottleneck_ms; });
+    const double dp_ms = mp::bench::BestOfMs(3, [&] { bottleneck = mp::PartitionDp(model).bottleneck_ms; });
     std::printf("chain: one DP into 64 stages, bottleneck %.3f ms; a plain O(K n^2) DP is %.1e stage evaluations\n",
                 bottleneck, 64.0 * 10000.0 * 10000.0 / 2);
     Report("chain 10,000 nodes -> 64 stages, one DP (all K at once)", dp_ms, 1000.0 / 14);
@@ -59,11 +49,12 @@ int main() {
     fixed.microbatches = 16;
     fixed.schedule = mp::ScheduleKind::kOneFOneB;
     mp::SearchResult result;
-    const double ms = TimeMs([&] { result = mp::SearchPlan(dag.graph, dag.profile, cluster, fixed); });
-    std::printf("dag: %zu nodes into 8 stages (M=16, 1f1b): bottleneck %.2f ms, step %.1f ms\n",
-                dag.graph.nodes.size(), result.partition.bottleneck_ms, result.predicted.step_ms);
+    const double ms = mp::bench::BestOfMs(3, [&] { result = mp::SearchPlan(dag.graph, dag.profile, cluster, fixed); });
+    std::printf("dag: %zu nodes into 8 stages (M=16, 1f1b): bottleneck %.2f ms, step %.1f ms\n", dag.graph.nodes.size(),
+                result.partition.bottleneck_ms, result.predicted.step_ms);
     Report("DAG ~1,000 nodes -> 8 stages (order, costs, DP, simulate)", ms, 50);
-    const double full = TimeMs([&] { result = mp::SearchPlan(dag.graph, dag.profile, cluster, mp::PlanRequest{}); });
+    const double full =
+        mp::bench::BestOfMs(3, [&] { result = mp::SearchPlan(dag.graph, dag.profile, cluster, mp::PlanRequest{}); });
     std::printf("dag: full search: %zu alternatives, best K=%zu M=%d %s, step %.1f ms\n", result.alternatives.size(),
                 result.partition.stages.size(), result.partition.microbatches,
                 mp::ScheduleName(result.partition.schedule).c_str(), result.predicted.step_ms);
@@ -71,11 +62,11 @@ int main() {
     mp::PlanRequest uniform = fixed;
     uniform.method = "uniform";
     auto base = mp::SearchPlan(dag.graph, dag.profile, cluster, uniform);
-    std::printf("dag: DP vs uniform at K=8 M=16: bottleneck %.2f vs %.2f ms (%.2fx), step %.1f vs %.1f ms\n",
-                mp::SearchPlan(dag.graph, dag.profile, cluster, fixed).partition.bottleneck_ms,
-                base.partition.bottleneck_ms,
-                base.partition.bottleneck_ms / mp::SearchPlan(dag.graph, dag.profile, cluster, fixed).partition.bottleneck_ms,
-                mp::SearchPlan(dag.graph, dag.profile, cluster, fixed).predicted.step_ms, base.predicted.step_ms);
+    std::printf(
+        "dag: DP vs uniform at K=8 M=16: bottleneck %.2f vs %.2f ms (%.2fx), step %.1f vs %.1f ms\n",
+        mp::SearchPlan(dag.graph, dag.profile, cluster, fixed).partition.bottleneck_ms, base.partition.bottleneck_ms,
+        base.partition.bottleneck_ms / mp::SearchPlan(dag.graph, dag.profile, cluster, fixed).partition.bottleneck_ms,
+        mp::SearchPlan(dag.graph, dag.profile, cluster, fixed).predicted.step_ms, base.predicted.step_ms);
   }
   return 0;
 }

@@ -20,24 +20,29 @@ Section TutorialConvNet(const Suite& suite) {
   const int64_t batch = Pick<int64_t>(suite, 16, 64), split = 8;  // the tutorial's split size
   const std::string profile = suite.out + "/tutorial_convnet.profile.yaml";
   const std::string batch_flag = " --batch " + std::to_string(batch);
-  const auto own =
-      MakePlan(suite, kModel, "--gpus 4 --profile-out '" + profile + "'" + batch_flag, "convnet.mpplan");
+  const auto own = MakePlan(suite, kModel, "--gpus 4 --profile-out '" + profile + "'" + batch_flag, "convnet.mpplan");
   const std::string reuse = "--profile-in '" + profile + "'" + batch_flag + " ";
   std::vector<PlanCase> cases = {
       {"one device", "convnet.one",
        MakePlan(suite, kModel, reuse + "--gpus 1 --stages 1 --microbatches 1", "convnet.one")},
       {Format("tutorial: conv1 | conv2 | fc | out, split size %ld", long(split)), "convnet.tutorial",
        MakePlan(suite, kModel,
-                reuse + "--gpus 4 --stages 4 --partitioner layers --split 'conv1|conv2|fc|out' --schedule gpipe "
-                        "--microbatches " + std::to_string(batch / split),
+                reuse +
+                    "--gpus 4 --stages 4 --partitioner layers --split 'conv1|conv2|fc|out' --schedule gpipe "
+                    "--microbatches " +
+                    std::to_string(batch / split),
                 "convnet.tutorial")},
-      {"mpplan, 4 stages forced", "convnet.four", MakePlan(suite, kModel, reuse + "--gpus 4 --stages 4", "convnet.four")},
+      {"mpplan, 4 stages forced", "convnet.four",
+       MakePlan(suite, kModel, reuse + "--gpus 4 --stages 4", "convnet.four")},
       {"mpplan's choice for 4 devices", "convnet.mpplan", own}};
   MeasurePlans(suite, cases, Pick(suite, 1, 5), Pick(suite, 3, 51), Pick(suite, 1, 3));
 
   const double one = cases[0].measured_ms, one_predicted = cases[0].plan.at("predicted_step_ms");
   BarChart chart{Format("CIFAR ConvNet, batch %ld, training, on up to 4 CPU workers", long(batch)),
-                 "step time (ms)", {}, {"predicted", "measured"}, {}};
+                 "step time (ms)",
+                 {},
+                 {"predicted", "measured"},
+                 {}};
   for (const auto& c : cases) {
     auto row = PlanRow(c);
     row["slower_than_one_measured"] = c.measured_ms > one;
@@ -50,11 +55,13 @@ Section TutorialConvNet(const Suite& suite) {
 
   for (const auto& c : cases) {
     const double predicted = c.plan.at("predicted_step_ms");
-    section.summary.push_back(
-        {(&c == &cases[0] ? "ConvNet, 4 devices: " : "  ") + c.label + Format(" (%d stages)", c.plan.at("stages").get<int>()),
-         Format("%.2f ms (%.2fx one)", c.measured_ms, c.measured_ms / one),
-         Format("%.2f ms (%.2fx one)", predicted, predicted / one_predicted),
-         &c == &cases[0] ? "" : (c.measured_ms > one) == (predicted > one_predicted) ? "agrees" : "disagrees"});
+    section.summary.push_back({(&c == &cases[0] ? "ConvNet, 4 devices: " : "  ") + c.label +
+                                   Format(" (%d stages)", c.plan.at("stages").get<int>()),
+                               Format("%.2f ms (%.2fx one)", c.measured_ms, c.measured_ms / one),
+                               Format("%.2f ms (%.2fx one)", predicted, predicted / one_predicted),
+                               &c == &cases[0]                                        ? ""
+                               : (c.measured_ms > one) == (predicted > one_predicted) ? "agrees"
+                                                                                      : "disagrees"});
   }
   return section;
 }

@@ -12,8 +12,8 @@ namespace mp::bench {
 Section Partitioners(const Suite& suite) {
   Section section("partitioners");
   const std::vector<std::string> methods = {"dp", "block", "params", "uniform"};
-  BarChart chart{"Partitioners at 2 stages, same profile: measured step / DP's measured step", "ratio to DP", {},
-                 methods, {}};
+  BarChart chart{
+      "Partitioners at 2 stages, same profile: measured step / DP's measured step", "ratio to DP", {}, methods, {}};
   for (const ZooCase& z : ZooCases(suite)) {
     ZooProfile(suite, z);
     const std::string reuse = ReuseProfile(suite, z);
@@ -35,7 +35,8 @@ Section Partitioners(const Suite& suite) {
     for (const auto& c : cases) {
       auto row = PlanRow(c);
       row["model"] = z.name;
-      row["predicted_vs_dp"] = row.at("predicted_ms").get<double>() / cases[0].plan.at("predicted_step_ms").get<double>();
+      row["predicted_vs_dp"] =
+          row.at("predicted_ms").get<double>() / cases[0].plan.at("predicted_step_ms").get<double>();
       row["measured_vs_dp"] = c.measured_ms / cases[0].measured_ms;
       chart.values.back().push_back(row.at("measured_vs_dp"));
       if (c.label != "dp" && row.at("measured_vs_dp").get<double>() > worst_ratio) {

@@ -20,8 +20,8 @@ struct PeerCase {
   int microbatches;
 };
 
-Measure PeerRun(const Suite& suite, const PeerCase& c, const std::string& runtime, int threads, int warmup,
-                int steps, nlohmann::json& last) {
+Measure PeerRun(const Suite& suite, const PeerCase& c, const std::string& runtime, int threads, int warmup, int steps,
+                nlohmann::json& last) {
   return [&suite, c, runtime, threads, warmup, steps, &last](int turn) {
     last = RunJson(suite,
                    Format("%s %s --model %s --batch %ld --runtime %s --chunks %d --partitions 2 --threads %d "
@@ -38,9 +38,9 @@ Measure PeerRun(const Suite& suite, const PeerCase& c, const std::string& runtim
 Section Peers(const Suite& suite) {
   Section section("peers");
   const int cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::vector<PeerCase> cases = suite.smoke ? std::vector<PeerCase>{{"mlp", "mlp.script.pt", 32, 2}}
-                                                  : std::vector<PeerCase>{{"mlp", "mlp.script.pt", 256, 8},
-                                                                          {"gpt", "gpt.script.pt", 16, 4}};
+  const std::vector<PeerCase> cases =
+      suite.smoke ? std::vector<PeerCase>{{"mlp", "mlp.script.pt", 32, 2}}
+                  : std::vector<PeerCase>{{"mlp", "mlp.script.pt", 256, 8}, {"gpt", "gpt.script.pt", 16, 4}};
   const int warmup = Pick(suite, 0, 1), steps = Pick(suite, 1, 5), turns = Pick(suite, 1, 3);
   BarChart chart{"Training throughput on this machine's CPU cores", "samples/s", {}, {}, {}};
   for (const auto& c : cases) {
@@ -51,10 +51,10 @@ Section Peers(const Suite& suite) {
                                   c.microbatches),
                            name)};
     nlohmann::json pipe, eager;
-    const auto medians = InTurns({PlanRun(suite, name, warmup, steps),
-                                  PeerRun(suite, c, "pipe", cores, warmup, steps, pipe),
-                                  PeerRun(suite, c, "eager", cores, warmup, steps, eager)},
-                                 turns);
+    const auto medians =
+        InTurns({PlanRun(suite, name, warmup, steps), PeerRun(suite, c, "pipe", cores, warmup, steps, pipe),
+                 PeerRun(suite, c, "eager", cores, warmup, steps, eager)},
+                turns);
     const std::vector<std::string> runtimes = {
         Format("mpexec, 2 stages x 1 thread, %d micro-batches, GPipe", c.microbatches),
         Format("Pipe, 2 partitions %s, %d chunks, %d threads", pipe.at("balance").dump().c_str(), c.microbatches,

@@ -3,28 +3,13 @@
 // and partitioner sections planned it; and the partitioner alone on
 // synthetic chains and branchy DAGs of 1,000 and 10,000 nodes into 8 and
 // 64 stages (micro-batch count and schedule searched), in this process.
-#include <chrono>
-
+#include "bench/best_of.h"
 #include "bench/suite/process.h"
 #include "bench/suite/zoo_cases.h"
 #include "bench/synthetic_graphs.h"
 #include "planner/partition/search.h"
 
 namespace mp::bench {
-namespace {
-
-double BestOfMs(int repeats, const std::function<void()>& work) {
-  double best = 1e300;
-  for (int r = 0; r < repeats; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    work();
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best;
-}
-
-}  // namespace
-
 Section PlannerSpeed(const Suite& suite) {
   Section section("planner_speed");
   for (const ZooCase& z : ZooCases(suite)) {
@@ -58,10 +43,9 @@ Section PlannerSpeed(const Suite& suite) {
                                 {"load_ms", nullptr},
                                 {"profile_ms", nullptr},
                                 {"partition_ms", ms}});
-        section.summary.push_back({Format("partition+search, %s -> %d stages", name.c_str(), stages),
-                                   Format("%.1f ms", ms), "",
-                                   Format("M = %d, %s", result.partition.microbatches,
-                                          ScheduleName(result.partition.schedule).c_str())});
+        section.summary.push_back(
+            {Format("partition+search, %s -> %d stages", name.c_str(), stages), Format("%.1f ms", ms), "",
+             Format("M = %d, %s", result.partition.microbatches, ScheduleName(result.partition.schedule).c_str())});
       }
     }
   }

@@ -14,10 +14,14 @@ const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#94
 std::string Escape(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -39,8 +43,8 @@ std::string Number(double v) {
 
 // The frame, title, axis labels and y ticks from 0 to y_max; returns y_max
 // rounded up to a tick.
-double Frame(std::ostringstream& svg, const std::string& title, const std::string& x_label,
-             const std::string& y_label, double y_max) {
+double Frame(std::ostringstream& svg, const std::string& title, const std::string& x_label, const std::string& y_label,
+             double y_max) {
   const double step = TickStep(std::max(y_max, 1e-9), 6);
   y_max = std::ceil(y_max / step) * step;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
@@ -56,8 +60,8 @@ double Frame(std::ostringstream& svg, const std::string& title, const std::strin
         << Number(y) << "</text>\n";
   }
   svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft << "\" y1=\"" << kTop << "\" y2=\"" << kTop + plot_h
-      << "\" stroke=\"black\"/><line x1=\"" << kLeft << "\" x2=\"" << right << "\" y1=\"" << kTop + plot_h
-      << "\" y2=\"" << kTop + plot_h << "\" stroke=\"black\"/>\n"
+      << "\" stroke=\"black\"/><line x1=\"" << kLeft << "\" x2=\"" << right << "\" y1=\"" << kTop + plot_h << "\" y2=\""
+      << kTop + plot_h << "\" stroke=\"black\"/>\n"
       << "<text x=\"" << (kLeft + right) / 2 << "\" y=\"" << kHeight - 12 << "\" text-anchor=\"middle\">"
       << Escape(x_label) << "</text>\n"
       << "<text transform=\"translate(16 " << kTop + plot_h / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
@@ -65,8 +69,8 @@ double Frame(std::ostringstream& svg, const std::string& title, const std::strin
   return y_max;
 }
 
-void LegendEntry(std::ostringstream& svg, int row, const std::string& color, const std::string& name,
-                 const char* dash, bool dot) {
+void LegendEntry(std::ostringstream& svg, int row, const std::string& color, const std::string& name, const char* dash,
+                 bool dot) {
   const double x = kWidth - kRight + 16, y = kTop + 10 + 20 * row;
   svg << "<line x1=\"" << x << "\" x2=\"" << x + 24 << "\" y1=\"" << y << "\" y2=\"" << y << "\" stroke=\"" << color
       << "\" stroke-width=\"2\" stroke-dasharray=\"" << dash << "\"/>";
@@ -123,8 +127,7 @@ std::string RenderSvg(const LineChart& chart) {
         << "\" stroke=\"black\"/>\n";
     const double x = kWidth - kRight + 16, y = kTop + 10 + 20 * row++;
     svg << "<path d=\"M" << x + 12 << " " << y - 7 << " l6 7 l-6 7 l-6 -7 z\" fill=\"" << m.color
-        << "\" stroke=\"black\"/><text x=\"" << x + 30 << "\" y=\"" << y + 4 << "\">" << Escape(m.name)
-        << "</text>\n";
+        << "\" stroke=\"black\"/><text x=\"" << x + 30 << "\" y=\"" << y + 4 << "\">" << Escape(m.name) << "</text>\n";
   }
   svg << "</svg>\n";
   return svg.str();
@@ -145,8 +148,8 @@ std::string RenderSvg(const BarChart& chart) {
     for (size_t s = 0; s < chart.series.size() && s < chart.values[g].size(); ++s) {
       const double h = plot_h * chart.values[g][s] / y_max;
       svg << "<rect x=\"" << x0 + s * bar_w << "\" y=\"" << kTop + plot_h - h << "\" width=\"" << bar_w * 0.9
-          << "\" height=\"" << h << "\" fill=\"" << kPalette[s % 6] << "\"><title>" << Escape(chart.groups[g])
-          << ", " << Escape(chart.series[s]) << ": " << Number(chart.values[g][s]) << "</title></rect>\n";
+          << "\" height=\"" << h << "\" fill=\"" << kPalette[s % 6] << "\"><title>" << Escape(chart.groups[g]) << ", "
+          << Escape(chart.series[s]) << ": " << Number(chart.values[g][s]) << "</title></rect>\n";
     }
     svg << "<text x=\"" << x0 + group_w * 0.4 << "\" y=\"" << kTop + plot_h + 16 << "\" text-anchor=\"middle\">"
         << Escape(chart.groups[g]) << "</text>\n";

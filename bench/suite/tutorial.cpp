@@ -25,8 +25,8 @@ Section TutorialResNet(const Suite& suite) {
   const int64_t batch = Pick<int64_t>(suite, 8, 120), image = Pick<int64_t>(suite, 32, 128);
   // A smoke run's 32x32 images leave layer4 1x1: BatchNorm cannot train on
   // one sample there, so its splits start at 2.
-  const std::vector<int64_t> splits = suite.smoke ? std::vector<int64_t>{2, 4}
-                                                  : std::vector<int64_t>{1, 3, 5, 8, 10, 12, 20, 40, 60};
+  const std::vector<int64_t> splits =
+      suite.smoke ? std::vector<int64_t>{2, 4} : std::vector<int64_t>{1, 3, 5, 8, 10, 12, 20, 40, 60};
   const std::string input = Format("'float32[%ld,3,%ld,%ld]'", long(batch), long(image), long(image));
   std::set<int64_t> sizes(splits.begin(), splits.end());
   sizes.insert(batch);
@@ -56,8 +56,8 @@ Section TutorialResNet(const Suite& suite) {
 
   const double one = cases[0].measured_ms, one_predicted = cases[0].plan.at("predicted_step_ms");
   LineChart chart;
-  chart.title = Format("ResNet-50, batch %ld at %ldx%ld, training, 2 CPU workers", long(batch), long(image),
-                       long(image));
+  chart.title =
+      Format("ResNet-50, batch %ld at %ldx%ld, training, 2 CPU workers", long(batch), long(image), long(image));
   chart.x_label = "split size (samples per micro-batch), hand split layer1,layer2 | layer3,layer4,fc, GPipe";
   chart.y_label = "step time (ms)";
   chart.log_x = true;
@@ -85,8 +85,8 @@ Section TutorialResNet(const Suite& suite) {
       Format("mpplan: %d stages x %d of %d, %s", chosen.plan.at("stages").get<int>(),
              chosen.plan.at("microbatches").get<int>(), chosen.plan.at("microbatch_size").get<int>(),
              chosen.plan.at("schedule").get<std::string>().c_str());
-  chart.marks = {{chosen_label + ", measured", "#d62728", chosen.plan.at("microbatch_size").get<double>(),
-                  chosen.measured_ms}};
+  chart.marks = {
+      {chosen_label + ", measured", "#d62728", chosen.plan.at("microbatch_size").get<double>(), chosen.measured_ms}};
   WriteResult(suite, section.name + ".svg", RenderSvg(chart));
 
   const auto line = [&](const std::string& what, const PlanCase& c, const std::string& reading) {

@@ -25,8 +25,7 @@ const nlohmann::json& ZooProfile(const Suite& suite, const ZooCase& c) {
   const std::string key = suite.out + "/" + c.name;
   auto it = made.find(key);
   if (it == made.end()) {
-    it = made.emplace(key, MakePlan(suite, c.file,
-                                    "--gpus 2 " + c.input + " --profile-out '" + key + ".profile.yaml'",
+    it = made.emplace(key, MakePlan(suite, c.file, "--gpus 2 " + c.input + " --profile-out '" + key + ".profile.yaml'",
                                     c.name + ".auto"))
              .first;
   }

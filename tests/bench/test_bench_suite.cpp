@@ -27,8 +27,7 @@ std::string ReadAll(const fs::path& path) {
 size_t Lines(const std::string& text) { return size_t(std::count(text.begin(), text.end(), '\n')); }
 
 // The rows of `section` whose `key` is `value`.
-std::vector<nlohmann::json> RowsWhere(const nlohmann::json& section, const std::string& key,
-                                      const std::string& value) {
+std::vector<nlohmann::json> RowsWhere(const nlohmann::json& section, const std::string& key, const std::string& value) {
   std::vector<nlohmann::json> out;
   for (const auto& row : section.at("rows")) {
     if (row.at(key).get<std::string>() == value) out.push_back(row);
@@ -134,7 +133,8 @@ TEST_CASE("bench_suite --smoke runs every comparison and writes tables, plots an
       REQUIRE(rows.size() == 2);
       CHECK(rows[0].at("stages") == 1);
       CHECK(rows[1].at("stages") == 2);
-      const double expected = 100 * (rows[1].at("measured_ms").get<double>() / rows[1].at("predicted_ms").get<double>() - 1);
+      const double expected =
+          100 * (rows[1].at("measured_ms").get<double>() / rows[1].at("predicted_ms").get<double>() - 1);
       CHECK(rows[1].at("error_pct").get<double>() == doctest::Approx(expected));
     }
   }
@@ -144,7 +144,8 @@ TEST_CASE("bench_suite --smoke runs every comparison and writes tables, plots an
     std::set<std::pair<std::string, int>> synthetic;
     for (const auto& row : rows) {
       CHECK(row.at("partition_ms").get<double>() > 0);
-      if (row.at("stages").is_number()) synthetic.insert({row.at("graph").get<std::string>(), row.at("stages").get<int>()});
+      if (row.at("stages").is_number())
+        synthetic.insert({row.at("graph").get<std::string>(), row.at("stages").get<int>()});
     }
     CHECK(synthetic == std::set<std::pair<std::string, int>>{{"chain of 1000 nodes", 8},
                                                              {"chain of 1000 nodes", 64},
@@ -154,8 +155,8 @@ TEST_CASE("bench_suite --smoke runs every comparison and writes tables, plots an
 }
 
 TEST_CASE("bench_suite refuses an unknown section in one line") {
-  const auto run = mp::test::RunTool(MP_BENCH_SUITE, std::string(MP_MODELS_DIR) + " " + MP_TEST_TMP +
-                                                         "/bench_suite_bad --only fidelity,nope");
+  const auto run = mp::test::RunTool(
+      MP_BENCH_SUITE, std::string(MP_MODELS_DIR) + " " + MP_TEST_TMP + "/bench_suite_bad --only fidelity,nope");
   CHECK(run.status == 2);
   CHECK(run.out == "bench_suite: --only: unknown section 'nope'\n");
 }
