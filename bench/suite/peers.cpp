@@ -42,7 +42,11 @@ Section Peers(const Suite& suite) {
       suite.smoke ? std::vector<PeerCase>{{"mlp", "mlp.script.pt", 32, 2}}
                   : std::vector<PeerCase>{{"mlp", "mlp.script.pt", 256, 8}, {"gpt", "gpt.script.pt", 16, 4}};
   const int warmup = Pick(suite, 0, 1), steps = Pick(suite, 1, 5), turns = Pick(suite, 1, 3);
-  BarChart chart{"Training throughput on this machine's CPU cores", "samples/s", {}, {}, {}};
+  BarChart chart{"Training throughput on this machine's CPU cores",
+                 "samples/s",
+                 {},
+                 {"mpexec", "Pipe (torchgpipe)", "eager PyTorch"},
+                 {}};
   for (const auto& c : cases) {
     const std::string name = std::string("peers.") + c.model;
     PlanCase ours{"mpexec", name,
@@ -60,7 +64,6 @@ Section Peers(const Suite& suite) {
         Format("Pipe, 2 partitions %s, %d chunks, %d threads", pipe.at("balance").dump().c_str(), c.microbatches,
                cores),
         Format("eager PyTorch, whole batch, %d threads", cores)};
-    chart.series = {"mpexec", "Pipe (torchgpipe)", "eager PyTorch"};
     chart.groups.push_back(Format("%s, batch %ld", c.model, long(c.batch)));
     chart.values.push_back({});
     for (size_t r = 0; r < runtimes.size(); ++r) {
