@@ -8,7 +8,8 @@
 //               ideal K*M/(M+K-1).
 //   fidelity    zoo models at 2 stages, training, plans from a profile
 //               measured here: the step `mpexec --json` measures against
-//               the plan's prediction; target: within 10%.
+//               the plan's prediction, in 3 turns (each profiling afresh);
+//               target: the median turn within 10%.
 //
 // Plans are made by the mpplan binary (build/apps/mpplan) under OUT_DIR, and
 // fidelity is measured by the mpexec binary, each in its own process: what
@@ -115,6 +116,7 @@ int main(int argc, char** argv) {
   const std::string mpplan = apps + "/mpplan", mpexec = apps + "/mpexec";
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure as soon as it is measured
   const int repeats = quick ? 3 : 15;
+  const int turns = quick ? 1 : 3;  // of the fidelity cases
   std::filesystem::create_directories(out);
   at::set_num_threads(1);
   bool all_ok = true;
@@ -173,18 +175,36 @@ int main(int argc, char** argv) {
                                {"convnet.script.pt", 64, ""},     {"branchy.script.pt", 16, ""},
                                {"lstm.script.pt", 64, ""},        {"resnet50.script.pt", 0, "float32[32,3,64,64]"}};
     if (quick) cases.resize(1);
-    for (const Case& c : cases) {
-      const std::string plan = MakePlan(mpplan, models + "/" + c.file, out + "/" + c.file + ".fidelity.plan.yaml",
-                                        true, 2, 0, c.batch, true, c.input);
-      const mp::Plan read = mp::ReadPlan(plan);
-      const auto [measured, predicted] = RunMpexec(mpexec, plan, read.predicted.step_ms, quick);
-      const double error = measured / predicted - 1;
+    // In turns: every model profiled, planned and run once per turn, so a
+    // slow stretch of this shared machine falls on one turn of each model,
+    // not on all turns of one. The target is judged on the median turn.
+    std::vector<std::vector<std::string>> runs(cases.size());
+    std::vector<std::vector<double>> errors(cases.size());
+    for (int turn = 1; turn <= turns; ++turn) {
+      for (size_t i = 0; i < cases.size(); ++i) {
+        const Case& c = cases[i];
+        const std::string plan =
+            MakePlan(mpplan, models + "/" + c.file, out + "/" + c.file + ".fidelity" + std::to_string(turn) + ".plan.yaml",
+                     true, 2, 0, c.batch, true, c.input);
+        const mp::Plan read = mp::ReadPlan(plan);
+        const auto [measured, predicted] = RunMpexec(mpexec, plan, read.predicted.step_ms, quick);
+        errors[i].push_back(measured / predicted - 1);
+        char run[160];
+        std::snprintf(run, sizeof run, "%d x %lld: %.2f / %.2f ms %+.1f%%", read.microbatches,
+                      static_cast<long long>(read.microbatch_size), measured, predicted, 100 * errors[i].back());
+        runs[i].push_back(run);
+        std::fprintf(stderr, "fidelity turn %d: %s %s\n", turn, c.file.c_str(), run);
+      }
+    }
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const double error = Median(errors[i]);
       const bool ok = std::abs(error) <= 0.10;
       all_ok = all_ok && ok;
-      std::printf("fidelity    %-20s %d stages x %d micro-batches: measured %.2f ms, predicted %.2f ms, error %+.1f%% "
-                  "(target within 10%%) %s\n",
-                  c.file.c_str(), int(read.stages.size()), read.microbatches, measured, predicted,
-                  100 * error, ok ? "ok" : "MISSED");
+      std::string list;
+      for (const std::string& run : runs[i]) list += (list.empty() ? "" : "; ") + run;
+      std::printf("fidelity    %-20s 2 stages, median error %+.1f%% (target within 10%%) %s  [M x size: measured / "
+                  "predicted, per turn: %s]\n",
+                  cases[i].file.c_str(), 100 * error, ok ? "ok" : "MISSED", list.c_str());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_exec: %s\n", e.what());

@@ -46,10 +46,12 @@ bool IsHomogeneous(const Cluster& cluster) {
   return true;
 }
 
-double SharedSlowdown(const Cluster& cluster, int stages) {
-  const auto& f = cluster.shared_slowdown;
-  if (f.empty() || stages <= 1) return 1.0;
-  return f[std::min<size_t>(stages, f.size()) - 1];
+std::vector<double> PipelineSlowdown(const std::vector<double>& shared_slowdown, int stages, int replicas) {
+  std::vector<double> table;
+  if (shared_slowdown.empty()) return table;
+  for (int n = 1; n <= stages; ++n)
+    table.push_back(shared_slowdown[std::min<size_t>(size_t(n) * std::max(replicas, 1), shared_slowdown.size()) - 1]);
+  return table;
 }
 
 void ValidateCluster(const Cluster& cluster) {

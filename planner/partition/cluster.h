@@ -38,8 +38,12 @@ struct Cluster {
   Link replica_link;
 };
 
-// The compute-time multiplier for `stages` stages on this cluster.
-double SharedSlowdown(const Cluster& cluster, int stages);
+// The simulator's slowdown table for one pipeline of `stages` stages on
+// this cluster, its replicas running alongside: entry n - 1 is the factor
+// while n of its stages (n * replicas workers in all) compute at once, from
+// shared_slowdown (beyond its end: the last entry). Empty when the cluster
+// has none.
+std::vector<double> PipelineSlowdown(const std::vector<double>& shared_slowdown, int stages, int replicas);
 
 // n copies of one device joined by one kind of link.
 Cluster UniformCluster(int n, const Device& device, const Link& link = {});

@@ -33,6 +33,7 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
   p.microbatch_size = costs.microbatch;
   p.order = costs.order;
   p.bounds = bounds;
+  p.slowdown = model.Spec(0).slowdown;
   for (int s = 0; s < K; ++s) {
     const int a = bounds[s], e = bounds[s + 1];
     if (e <= a) throw InternalError(Concat("partition bounds: stage ", s, " is empty [", a, ", ", e, ")"));
@@ -85,7 +86,7 @@ SimResult SimulatePartition(const Partition& p) {
     allreduce.push_back(st.allreduce_ms);
   }
   return SimulateStep(BuildSchedule(p.schedule, int(p.stages.size()), p.microbatches), times, p.transfers, memory,
-                      allreduce);
+                      allreduce, p.slowdown);
 }
 
 std::vector<int> BoundsFromStages(const std::vector<int>& stage_of_position) {

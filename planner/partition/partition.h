@@ -51,6 +51,7 @@ struct Partition {
   std::vector<int> bounds;         // stages + 1 positions into order
   std::vector<Stage> stages;
   std::vector<TransferTimes> transfers;  // per boundary, for the simulator
+  std::vector<double> slowdown;          // the simulator's contention table (StageSpec::slowdown)
   double bottleneck_ms = 0;        // max Stage::cost_ms
   bool fits = true;                // every stage within its device's memory
 };

@@ -14,13 +14,14 @@ std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule,
   }
   std::vector<StageSpec> specs(stages);
   for (int s = 0; s < stages; ++s) {
-    specs[s].speed = cluster.devices[s].speed * SharedSlowdown(cluster, stages * cluster.replicas);
+    specs[s].speed = cluster.devices[s].speed;
     specs[s].memory_bytes = cluster.devices[s].memory_bytes;
     specs[s].in_flight = MicrobatchesInFlight(schedule, stages, microbatches, s);
     if (s > 0) specs[s].in_link = LinkAt(cluster, s - 1);
     if (s < stages - 1) specs[s].out_link = LinkAt(cluster, s);
     specs[s].replicas = cluster.replicas;
     specs[s].replica_link = cluster.replica_link;
+    specs[s].slowdown = PipelineSlowdown(cluster.shared_slowdown, stages, cluster.replicas);
   }
   return specs;
 }

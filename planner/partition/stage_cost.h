@@ -33,11 +33,13 @@ struct StageSpec {
   Link out_link;      // to the next stage
   int replicas = 1;   // copies of the pipeline whose gradients it all-reduces
   Link replica_link;
+  // The pipeline's, the same on every stage: PipelineSlowdown of the
+  // cluster, for the simulator (stage costs here are each stage alone).
+  std::vector<double> slowdown;
 };
 
-// Stage s of `stages` runs on cluster.devices[s] (the first `stages` devices),
-// its speed scaled by SharedSlowdown(cluster, stages * replicas), and holds as many
-// micro-batches as the schedule keeps in flight there.
+// Stage s of `stages` runs on cluster.devices[s] (the first `stages` devices)
+// and holds as many micro-batches as the schedule keeps in flight there.
 std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule, int stages, int microbatches);
 
 class StageCostModel {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "planner/partition/cluster.h"
 
 namespace mp {
 
@@ -64,7 +65,8 @@ SimResult SimulatePlan(const Plan& plan) {
       transfers.push_back({stage.send_ms, plan.stages[s + 1].send_gradients_ms});
     }
   }
-  return SimulateStep(PlanSchedule(plan), times, transfers, memory, allreduce);
+  return SimulateStep(PlanSchedule(plan), times, transfers, memory, allreduce,
+                      PipelineSlowdown(plan.profile.shared_slowdown, int(plan.stages.size()), plan.replicas));
 }
 
 }  // namespace mp

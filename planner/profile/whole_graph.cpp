@@ -38,10 +38,9 @@ double WholeGraph::Forward() {
 double WholeGraph::Backward() {
   if (!options_.training || outputs_.empty() || params_.empty()) return 0;
   try {
-    std::vector<at::Tensor> grads;
-    return SyncedMs([&] {
-      grads = torch::autograd::grad(outputs_, params_, seeds_, /*retain_graph=*/true, false, /*allow_unused=*/true);
-    }, sync_);
+    // Into the parameters' .grad, which is kept from run to run: what a
+    // pipeline stage does for every micro-batch after a step's first.
+    return SyncedMs([&] { torch::autograd::backward(outputs_, seeds_); }, sync_);
   } catch (const c10::Error& e) {
     // An in-place write to a value autograd saved: eager PyTorch
     // cannot train this model either.

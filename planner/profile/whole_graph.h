@@ -26,8 +26,8 @@ class WholeGraph {
   // Milliseconds of one forward; frees the previous run's activations first.
   double Forward();
   // Milliseconds of the backward of the latest Forward() (d sum of outputs /
-  // d parameters, graph retained); 0 in inference or when nothing needs a
-  // gradient.
+  // d parameters), at most once per Forward(): it frees the graph, as a
+  // training step does. 0 in inference or when nothing needs a gradient.
   double Backward();
 
  private:

@@ -7,6 +7,7 @@
 #include "planner/schedule/simulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "common/error.h"
@@ -15,31 +16,16 @@ namespace mp {
 namespace {
 
 constexpr double kNotYet = -1;
+constexpr int kContentionRounds = 12;
 
-double ComputeMs(const Action& a, const std::vector<StageTimes>& stages) {
-  return a.kind == ActionKind::kForward ? stages[a.stage].forward_ms : stages[a.stage].backward_ms;
-}
+// Each compute action's time, per stage in list order (0 for the others).
+using Durations = std::vector<std::vector<double>>;
 
-}  // namespace
-
-SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stages,
-                       const std::vector<TransferTimes>& transfers, const std::vector<StageMemory>& memory,
-                       const std::vector<double>& allreduce_ms) {
+// One replay of the lists with the actions' compute times fixed.
+SimResult Replay(const Schedule& sch, const Durations& durations, const std::vector<TransferTimes>& transfers,
+                 const std::vector<StageMemory>& memory, const std::vector<double>& allreduce_ms) {
   const int K = sch.stages;
   const int M = sch.microbatches;
-  if (int(stages.size()) != K || int(sch.actions.size()) != K) {
-    throw InputError(Concat("simulate: ", stages.size(), " stage times and ", sch.actions.size(),
-                            " action lists for ", K, " stages"));
-  }
-  if (!transfers.empty() && int(transfers.size()) != K - 1) {
-    throw InputError(Concat("simulate: ", transfers.size(), " transfer times for ", K - 1, " boundaries"));
-  }
-  if (!memory.empty() && int(memory.size()) != K) {
-    throw InputError(Concat("simulate: ", memory.size(), " memory entries for ", K, " stages"));
-  }
-  if (!allreduce_ms.empty() && int(allreduce_ms.size()) != K) {
-    throw InputError(Concat("simulate: ", allreduce_ms.size(), " all-reduce times for ", K, " stages"));
-  }
   // arrival[dir][boundary * M + mb]: when a transfer lands on the receiver.
   std::vector<double> arrival[2];
   arrival[0].assign(size_t(std::max(K - 1, 0)) * M, kNotYet);  // forward activations
@@ -69,7 +55,7 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
           throw InputError(Concat("simulate: ", FormatAction(a), " micro-batch out of range (", M, ")"));
         }
         if (IsCompute(a.kind)) {
-          timed.end_ms = clock[s] = clock[s] + ComputeMs(a, stages);
+          timed.end_ms = clock[s] = clock[s] + durations[s][next[s]];
           result.busy_ms[s] += timed.end_ms - timed.start_ms;
           in_flight[s] += a.kind == ActionKind::kForward ? 1 : -1;
           result.max_in_flight[s] = std::max(result.max_in_flight[s], training ? in_flight[s] : 1);
@@ -122,6 +108,90 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
     result.peak_memory_bytes[s] = mem.static_bytes + mem.activation_bytes * result.max_in_flight[s];
   }
   result.bubble_fraction = result.step_ms > 0 ? idle / (K * result.step_ms) : 0;
+  return result;
+}
+
+// Each compute action's slowdown averaged over its interval in `timed`:
+// while n stages compute at once, time runs at slowdown[n - 1]. A sweep
+// over the intervals' ends gives the piecewise-constant count and its
+// running integral. O(A log A) for A compute actions.
+Durations AverageSlowdown(const SimResult& timed, const std::vector<double>& slowdown) {
+  std::vector<std::pair<double, int>> edges;  // (time, +1 start / -1 end)
+  for (const auto& list : timed.timeline)
+    for (const TimedAction& t : list)
+      if (IsCompute(t.action.kind) && t.end_ms > t.start_ms) edges.push_back({t.start_ms, 1}), edges.push_back({t.end_ms, -1});
+  std::sort(edges.begin(), edges.end());
+  const auto factor = [&](int n) { return n < 1 ? 1.0 : slowdown[std::min<size_t>(n, slowdown.size()) - 1]; };
+  std::vector<double> times, integral;  // integral[i]: of the factor from 0 to times[i]
+  int running = 0;
+  for (const auto& [t, delta] : edges) {
+    if (times.empty()) {
+      times.push_back(t), integral.push_back(0);
+    } else if (t > times.back()) {
+      integral.push_back(integral.back() + factor(running) * (t - times.back()));
+      times.push_back(t);
+    }
+    running += delta;
+  }
+  const auto at = [&](double t) { return integral[std::lower_bound(times.begin(), times.end(), t) - times.begin()]; };
+  Durations average(timed.timeline.size());
+  for (size_t s = 0; s < timed.timeline.size(); ++s) {
+    for (const TimedAction& t : timed.timeline[s]) {
+      const double span = t.end_ms - t.start_ms;
+      average[s].push_back(IsCompute(t.action.kind) && span > 0 ? (at(t.end_ms) - at(t.start_ms)) / span : 1.0);
+    }
+  }
+  return average;
+}
+
+}  // namespace
+
+SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stages,
+                       const std::vector<TransferTimes>& transfers, const std::vector<StageMemory>& memory,
+                       const std::vector<double>& allreduce_ms, const std::vector<double>& slowdown) {
+  const int K = sch.stages;
+  if (int(stages.size()) != K || int(sch.actions.size()) != K) {
+    throw InputError(Concat("simulate: ", stages.size(), " stage times and ", sch.actions.size(),
+                            " action lists for ", K, " stages"));
+  }
+  if (!transfers.empty() && int(transfers.size()) != K - 1) {
+    throw InputError(Concat("simulate: ", transfers.size(), " transfer times for ", K - 1, " boundaries"));
+  }
+  if (!memory.empty() && int(memory.size()) != K) {
+    throw InputError(Concat("simulate: ", memory.size(), " memory entries for ", K, " stages"));
+  }
+  if (!allreduce_ms.empty() && int(allreduce_ms.size()) != K) {
+    throw InputError(Concat("simulate: ", allreduce_ms.size(), " all-reduce times for ", K, " stages"));
+  }
+  for (double f : slowdown)
+    if (!(f >= 1)) throw InputError(Concat("simulate: slowdown factor ", f, "; expected >= 1"));
+  Durations base(K);
+  for (int s = 0; s < K; ++s) {
+    for (const Action& a : sch.actions[s]) {
+      base[s].push_back(a.kind == ActionKind::kForward    ? stages[s].forward_ms
+                        : a.kind == ActionKind::kBackward ? stages[s].backward_ms
+                                                          : 0.0);
+    }
+  }
+  SimResult result = Replay(sch, base, transfers, memory, allreduce_ms);
+  if (K < 2 || std::none_of(slowdown.begin(), slowdown.end(), [](double f) { return f > 1; })) return result;
+  // Contention: an action's time depends on what overlaps it, which depends
+  // on the times. Iterate to the fixed point (a few rounds: overlaps change
+  // little once the slowed actions are in place).
+  for (int round = 0; round < kContentionRounds; ++round) {
+    const Durations average = AverageSlowdown(result, slowdown);
+    Durations slowed = base;
+    double change = 0;
+    for (int s = 0; s < K; ++s) {
+      for (size_t i = 0; i < slowed[s].size(); ++i) {
+        slowed[s][i] *= average[s][i];
+        const double before = result.timeline[s][i].end_ms - result.timeline[s][i].start_ms;
+        if (IsCompute(sch.actions[s][i].kind) && before > 0) change = std::max(change, std::abs(slowed[s][i] / before - 1));
+      }
+    }
+    result = Replay(sch, slowed, transfers, memory, allreduce_ms);
+    if (change < 1e-4) break;
+  }
   return result;
 }
 

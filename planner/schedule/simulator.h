@@ -8,7 +8,12 @@
 // ready and the link is free (links are full duplex: activations forward and
 // gradients backward travel on separate lanes, each one transfer at a time);
 // the SEND itself costs the device nothing. A RECV blocks the device until
-// its transfer has arrived.
+// its transfer has arrived. Stages that share one machine (CPU workers)
+// slow each other down while they compute at the same time: with a
+// `slowdown` table, a compute action takes its own time scaled by the
+// table's factor averaged over its interval (slowdown[n - 1] while n stages
+// compute), so a pipeline whose stages rarely overlap (one micro-batch)
+// pays nothing and a full one pays the measured factor.
 #pragma once
 
 #include <cstdint>
@@ -57,11 +62,14 @@ struct SimResult {
 // is empty for free transfers; `memory` one per stage or empty (all zero);
 // `allreduce_ms` one per stage or empty: data-parallel replicas all-reduce a
 // stage's gradients once its last action is done, so the step ends when the
-// last stage's all-reduce does (idle and bubble include that time). Throws
-// InputError for mismatched sizes and for lists that deadlock.
+// last stage's all-reduce does (idle and bubble include that time);
+// `slowdown` is empty or the factors (each >= 1) for 1, 2, ... stages
+// computing at once, the last one serving any more. Throws InputError for
+// mismatched sizes, factors below 1 and lists that deadlock.
 SimResult SimulateStep(const Schedule& schedule, const std::vector<StageTimes>& stages,
                        const std::vector<TransferTimes>& transfers = {},
                        const std::vector<StageMemory>& memory = {},
-                       const std::vector<double>& allreduce_ms = {});
+                       const std::vector<double>& allreduce_ms = {},
+                       const std::vector<double>& slowdown = {});
 
 }  // namespace mp

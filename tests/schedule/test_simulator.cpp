@@ -146,3 +146,30 @@ TEST_CASE("replicas: a stage's all-reduce starts after its last action and can e
   CHECK(mp::SimulateStep(sch, times, {}, {}, {0, 1}).step_ms == doctest::Approx(plain.step_ms));
   CHECK_THROWS_AS(mp::SimulateStep(sch, times, {}, {}, {1}), mp::InputError);
 }
+
+TEST_CASE("CPU workers: an action is slowed only while another stage computes, timed by hand") {
+  // Forward-only, 2 stages, 2 micro-batches of 1 ms, 2x slower while both
+  // compute: 0F0 runs alone [0, 1]; 0F1 and 1F0 overlap all along [1, 3];
+  // 1F1 runs alone [3, 4].
+  const mp::Schedule sch = mp::BuildSchedule(ScheduleKind::kForwardOnly, 2, 2);
+  const std::vector<mp::StageTimes> times = {{1, 0}, {1, 0}};
+  const mp::SimResult slowed = mp::SimulateStep(sch, times, {}, {}, {}, {1, 2});
+  CHECK(slowed.step_ms == Approx(4));
+  CHECK(Span(slowed, 0, "0F0") == std::make_pair(0.0, 1.0));
+  CHECK(Span(slowed, 0, "0F1").second == Approx(3));
+  CHECK(Span(slowed, 1, "1F0").second == Approx(3));
+  CHECK(Span(slowed, 1, "1F1") == std::make_pair(3.0, 4.0));
+  CHECK(slowed.busy_ms == std::vector<double>{3, 3});
+  // One micro-batch never overlaps: nothing to pay.
+  const mp::Schedule one = mp::BuildSchedule(ScheduleKind::kOneFOneB, 2, 1);
+  CHECK(mp::SimulateStep(one, {{1, 2}, {3, 4}}, {}, {}, {}, {1, 2}).step_ms == Approx(10));
+  // A full pipeline pays nearly the whole factor; factors of 1 change nothing.
+  const mp::Schedule full = mp::BuildSchedule(ScheduleKind::kOneFOneB, 2, 32);
+  const double alone = mp::SimulateStep(full, {{1, 2}, {1, 2}}).step_ms;
+  const double shared = mp::SimulateStep(full, {{1, 2}, {1, 2}}, {}, {}, {}, {1, 1.5}).step_ms;
+  CHECK(shared > 1.45 * alone);
+  CHECK(shared < 1.5 * alone);
+  CHECK(mp::SimulateStep(full, {{1, 2}, {1, 2}}, {}, {}, {}, {1, 1}).step_ms == Approx(alone));
+  CHECK_THROWS_WITH_AS(mp::SimulateStep(full, {{1, 2}, {1, 2}}, {}, {}, {}, {1, 0.5}),
+                       doctest::Contains("slowdown factor 0.5"), mp::InputError);
+}
