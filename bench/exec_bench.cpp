@@ -183,9 +183,9 @@ int main(int argc, char** argv) {
     for (int turn = 1; turn <= turns; ++turn) {
       for (size_t i = 0; i < cases.size(); ++i) {
         const Case& c = cases[i];
-        const std::string plan =
-            MakePlan(mpplan, models + "/" + c.file, out + "/" + c.file + ".fidelity" + std::to_string(turn) + ".plan.yaml",
-                     true, 2, 0, c.batch, true, c.input);
+        const std::string plan = MakePlan(mpplan, models + "/" + c.file,
+                                          out + "/" + c.file + ".fidelity" + std::to_string(turn) + ".plan.yaml", true,
+                                          2, 0, c.batch, true, c.input);
         const mp::Plan read = mp::ReadPlan(plan);
         const auto [measured, predicted] = RunMpexec(mpexec, plan, read.predicted.step_ms, quick);
         errors[i].push_back(measured / predicted - 1);
@@ -202,9 +202,10 @@ int main(int argc, char** argv) {
       all_ok = all_ok && ok;
       std::string list;
       for (const std::string& run : runs[i]) list += (list.empty() ? "" : "; ") + run;
-      std::printf("fidelity    %-20s 2 stages, median error %+.1f%% (target within 10%%) %s  [M x size: measured / "
-                  "predicted, per turn: %s]\n",
-                  cases[i].file.c_str(), 100 * error, ok ? "ok" : "MISSED", list.c_str());
+      std::printf(
+          "fidelity    %-20s 2 stages, median error %+.1f%% (target within 10%%) %s  [M x size: measured / "
+          "predicted, per turn: %s]\n",
+          cases[i].file.c_str(), 100 * error, ok ? "ok" : "MISSED", list.c_str());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_exec: %s\n", e.what());

@@ -94,9 +94,10 @@ struct PlanProfile {
   double coverage = 0;            // measured: sum of node times / whole-graph time
   double backward_coverage = 0;
   std::string calibration;        // how an analytic profile was calibrated, or ""
-  // CPU workers sharing this machine: [k - 1] = how much slower k stages
-  // compute at once (measured; the stage times above include it). Empty
-  // for separate devices.
+  // CPU workers sharing this machine: [k - 1] = how much slower k workers
+  // compute at once (measured; the simulator slows an action while others
+  // overlap it, the stage times above are each stage alone). Empty for
+  // separate devices.
   std::vector<double> shared_slowdown;
 };
 

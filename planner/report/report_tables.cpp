@@ -95,7 +95,7 @@ std::string ProfileText(const PlanProfile& p) {
     out += ", CPU workers slow each other by";
     for (size_t k = 1; k < p.shared_slowdown.size(); ++k)
       out += (k > 1 ? ", " : " ") + FormatRatio(p.shared_slowdown[k]) + " at " + std::to_string(k + 1);
-    out += " (included)";
+    out += " (charged while stages overlap)";
   }
   if (!p.file.empty()) out += ", from " + p.file;
   return out;

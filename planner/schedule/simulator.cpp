@@ -119,7 +119,8 @@ Durations AverageSlowdown(const SimResult& timed, const std::vector<double>& slo
   std::vector<std::pair<double, int>> edges;  // (time, +1 start / -1 end)
   for (const auto& list : timed.timeline)
     for (const TimedAction& t : list)
-      if (IsCompute(t.action.kind) && t.end_ms > t.start_ms) edges.push_back({t.start_ms, 1}), edges.push_back({t.end_ms, -1});
+      if (IsCompute(t.action.kind) && t.end_ms > t.start_ms)
+        edges.push_back({t.start_ms, 1}), edges.push_back({t.end_ms, -1});
   std::sort(edges.begin(), edges.end());
   const auto factor = [&](int n) { return n < 1 ? 1.0 : slowdown[std::min<size_t>(n, slowdown.size()) - 1]; };
   std::vector<double> times, integral;  // integral[i]: of the factor from 0 to times[i]
@@ -151,8 +152,8 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
                        const std::vector<double>& allreduce_ms, const std::vector<double>& slowdown) {
   const int K = sch.stages;
   if (int(stages.size()) != K || int(sch.actions.size()) != K) {
-    throw InputError(Concat("simulate: ", stages.size(), " stage times and ", sch.actions.size(),
-                            " action lists for ", K, " stages"));
+    throw InputError(Concat("simulate: ", stages.size(), " stage times and ", sch.actions.size(), " action lists for ",
+                            K, " stages"));
   }
   if (!transfers.empty() && int(transfers.size()) != K - 1) {
     throw InputError(Concat("simulate: ", transfers.size(), " transfer times for ", K - 1, " boundaries"));
@@ -174,7 +175,8 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
     }
   }
   SimResult result = Replay(sch, base, transfers, memory, allreduce_ms);
-  if (K < 2 || std::none_of(slowdown.begin(), slowdown.end(), [](double f) { return f > 1; })) return result;
+  // (With replicas, one stage computing already shares the machine.)
+  if (std::none_of(slowdown.begin(), slowdown.end(), [](double f) { return f > 1; })) return result;
   // Contention: an action's time depends on what overlaps it, which depends
   // on the times. Iterate to the fixed point (a few rounds: overlaps change
   // little once the slowed actions are in place).
@@ -186,7 +188,8 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
       for (size_t i = 0; i < slowed[s].size(); ++i) {
         slowed[s][i] *= average[s][i];
         const double before = result.timeline[s][i].end_ms - result.timeline[s][i].start_ms;
-        if (IsCompute(sch.actions[s][i].kind) && before > 0) change = std::max(change, std::abs(slowed[s][i] / before - 1));
+        if (IsCompute(sch.actions[s][i].kind) && before > 0)
+          change = std::max(change, std::abs(slowed[s][i] / before - 1));
       }
     }
     result = Replay(sch, slowed, transfers, memory, allreduce_ms);

@@ -67,9 +67,7 @@ struct SimResult {
 // computing at once, the last one serving any more. Throws InputError for
 // mismatched sizes, factors below 1 and lists that deadlock.
 SimResult SimulateStep(const Schedule& schedule, const std::vector<StageTimes>& stages,
-                       const std::vector<TransferTimes>& transfers = {},
-                       const std::vector<StageMemory>& memory = {},
-                       const std::vector<double>& allreduce_ms = {},
-                       const std::vector<double>& slowdown = {});
+                       const std::vector<TransferTimes>& transfers = {}, const std::vector<StageMemory>& memory = {},
+                       const std::vector<double>& allreduce_ms = {}, const std::vector<double>& slowdown = {});
 
 }  // namespace mp

@@ -173,3 +173,10 @@ TEST_CASE("CPU workers: an action is slowed only while another stage computes, t
   CHECK_THROWS_WITH_AS(mp::SimulateStep(full, {{1, 2}, {1, 2}}, {}, {}, {}, {1, 0.5}),
                        doctest::Contains("slowdown factor 0.5"), mp::InputError);
 }
+
+TEST_CASE("CPU workers: replicas running alongside slow even a lone stage") {
+  // One stage, two replicas: the other replica's stage always computes too.
+  const mp::Schedule sch = mp::BuildSchedule(ScheduleKind::kGPipe, 1, 2);
+  const mp::SimResult r = mp::SimulateStep(sch, {{1, 2}}, {}, {}, {}, {1.5});
+  CHECK(r.step_ms == Approx(1.5 * 6));
+}
