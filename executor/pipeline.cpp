@@ -41,8 +41,8 @@
 #include <set>
 #include <thread>
 
+#include "common/channel.h"
 #include "common/error.h"
-#include "executor/channel.h"
 #include "executor/heap_sampler.h"
 #include "executor/process_group.h"
 #include "executor/wire.h"
@@ -375,12 +375,14 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
               message.values.emplace(key, value);
               if (training) mb.sent.emplace(key, FlattenTensors(value));
             }
+            // Sent before this stage frees its copies, so the next stage
+            // wakes without waiting for the frees.
+            if (!forward[s]->Send(std::move(message))) return;
             if (training) {
               mb.values.clear();  // the autograd graph keeps what the backward needs
             } else {
               flight.erase(action.microbatch);
             }
-            if (!forward[s]->Send(std::move(message))) return;
             break;
           }
           case ActionKind::kRecvB: {
@@ -418,8 +420,8 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
               std::vector<at::Tensor>& grads = message.grads[key];
               for (const at::Tensor& leaf : leaves) grads.push_back(leaf.defined() ? leaf.grad() : at::Tensor());
             }
-            flight.erase(action.microbatch);
             if (!backward[s - 1]->Send(std::move(message))) return;
+            flight.erase(action.microbatch);  // after the send, as above
             break;
           }
         }

@@ -122,14 +122,18 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   result.profile_ms = total_ms - result.load_ms;
 
   if (request.profile.device_profile.empty() && devices.devices.front().type == "cpu") {
-    devices.cluster.shared_slowdown = profiled.profile.shared_slowdown;  // CPU workers share this machine
+    // CPU workers share this machine, and pass each other tensors by
+    // reference: a message costs the measured hand-off, whatever its size.
+    devices.cluster.shared_slowdown = profiled.profile.shared_slowdown;
+    for (Link& link : devices.cluster.links) link.latency_ms = profiled.profile.handoff_ms;
   }
   if (request.replicas > 1) {
     // Each copy of the pipeline gets its own block of devices; they meet in
     // the gradient all-reduce over the devices' link, or, for CPU workers
-    // (processes, over loopback), kLoopback. Stage links on CPU stay free:
-    // a replica's stages may share a process (--launch-local R) or not, so
-    // a pipeline over processes costs more than planned (BENCHMARKS.md).
+    // (processes, over loopback), kLoopback. Stage links on CPU stay the
+    // in-process hand-off: a replica's stages may share a process
+    // (--launch-local R) or not, so a pipeline over processes costs more
+    // than planned (BENCHMARKS.md).
     devices.devices.resize(size_t(per_replica) * request.replicas);
     devices.cluster.devices.resize(per_replica);
     devices.cluster.replicas = request.replicas;

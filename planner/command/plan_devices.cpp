@@ -1,5 +1,7 @@
 // MakePlanDevices. Local CPU workers pass tensors by reference inside one
-// process, so their link is free; a local CUDA device without a device
+// process, so their link has no bandwidth limit; its latency, the measured
+// hand-off between worker threads, is the profile's (plan_command.cpp). A
+// local CUDA device without a device
 // profile gets a PCIe 4.0 x16 link at its practical ~20 GB/s, the common case
 // for a box of GPUs without NVLink. A device profile's link is its fastest.
 #include "planner/command/plan_devices.h"

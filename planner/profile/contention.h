@@ -3,8 +3,8 @@
 // profile is taken with one node running on an idle machine; CPU workers
 // share the memory bus, the last-level cache and the allocator's lock, and
 // with more workers than cores, the cores themselves. The probe measures
-// that once per model instead of guessing it, and the planner multiplies
-// the compute times of a k-stage CPU plan by slowdown[k - 1].
+// that once per model instead of guessing it, and the simulator slows an
+// action by slowdown[k - 1] while k stages compute at once.
 #pragma once
 
 #include <torch/script.h>

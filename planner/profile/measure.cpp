@@ -14,10 +14,13 @@
 #include "common/error.h"
 #include "planner/graph/run_graph.h"
 #include "planner/profile/contention.h"
+#include "planner/profile/handoff.h"
 #include "planner/profile/node_by_node.h"
 
 namespace mp {
 namespace {
+
+constexpr int kHandoffMessages = 100;  // 0.1 s
 
 c10::Device ParseDevice(const std::string& name) {
   c10::Device device(c10::kCPU);
@@ -169,6 +172,7 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
         MeasureSharedSlowdown(canonical, SyntheticInputs(WithBatch(inputs, m), options.seed), pass, options.workers,
                               profile.threads, std::clamp(options.timing.repeats, 1, 3));
     profile.shared_slowdown_microbatch = m;
+    profile.handoff_ms = MeasureHandoffMs(kHandoffMessages);
   }
   // Coverage at the largest size, where the planner's times matter most.
   if (profile.whole_forward_ms > 0) profile.coverage = node_forward / profile.whole_forward_ms;

@@ -61,6 +61,10 @@ struct Profile {
   // shared_slowdown_microbatch. Empty when not measured.
   std::vector<double> shared_slowdown;
   int64_t shared_slowdown_microbatch = 0;
+  // Measured with shared_slowdown: one message from a CPU-worker stage to
+  // the next, queued and its sleeping receiver woken (see handoff.h). The
+  // planner's latency for links between CPU workers. 0 when not measured.
+  double handoff_ms = 0;
 };
 
 // Piecewise-linear interpolation of ys (one per `sizes`, ascending) at m.

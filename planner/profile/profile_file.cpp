@@ -75,6 +75,7 @@ std::string ProfileToYaml(const Profile& p) {
     EmitFlowSeq(out, p.shared_slowdown);
     out << YAML::Key << "shared_slowdown_microbatch" << YAML::Value << p.shared_slowdown_microbatch;
   }
+  if (p.handoff_ms > 0) out << YAML::Key << "handoff_ms" << YAML::Value << p.handoff_ms;
   out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
   for (const auto& n : p.nodes) {
     out << YAML::Flow << YAML::BeginMap;
@@ -147,6 +148,11 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
     for (double f : p.shared_slowdown)
       if (!(f >= 1) || !std::isfinite(f))
         throw InputError(Concat(source, ": shared_slowdown: expected factors >= 1, got ", f));
+  }
+  if (root["handoff_ms"]) {
+    p.handoff_ms = r.Get<double>(root, "handoff_ms");
+    if (!(p.handoff_ms >= 0) || !std::isfinite(p.handoff_ms))
+      throw InputError(Concat(source, ": handoff_ms: expected a time >= 0, got ", p.handoff_ms));
   }
   const size_t sizes = p.microbatch_sizes.size();
   if (sizes == 0) throw InputError(Concat(source, ": microbatch_sizes: empty"));

@@ -97,6 +97,7 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
       out << (k > 1 ? "," : "") << " " << k + 1 << " run " << Format("%.2f", p.shared_slowdown[k]) << "x slower";
     out << "\n";
   }
+  if (p.handoff_ms > 0) out << "hand-off between CPU workers: " << Format("%.3f", p.handoff_ms) << " ms per message\n";
   if (profiling_s > 0) out << "profiling took " << Format("%.1f", profiling_s) << " s\n";
   out << "\n";
   char line[256];

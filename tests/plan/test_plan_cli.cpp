@@ -133,7 +133,9 @@ TEST_CASE("a measured plan on this machine, with the default output beside the m
   std::filesystem::create_directories(TempPath("beside"));
   const std::string model = TempPath("beside/mlp.pt");
   std::filesystem::copy_file(ZooPath("mlp.script.pt"), model, std::filesystem::copy_options::overwrite_existing);
-  const auto run = Mpplan(model + " --quiet --gpus 2 --warmup 0 --repeats 1");
+  // Two stages, so the plan has a link between CPU workers whichever
+  // micro-batch count the noisy timings favour.
+  const auto run = Mpplan(model + " --quiet --gpus 2 --stages 2 --warmup 0 --repeats 1");
   INFO(run.out);
   REQUIRE(run.status == 0);
   CHECK(LastLine(run.out) == "plan written to " + TempPath("beside/mlp.plan.yaml"));
@@ -148,6 +150,12 @@ TEST_CASE("a measured plan on this machine, with the default output beside the m
   CHECK(plan.profile.shared_slowdown[0] == 1);
   CHECK(plan.profile.shared_slowdown[1] >= 1);
   CHECK(run.out.find("CPU workers slow each other by") != std::string::npos);
+  // They hand each other tensors by reference: no bandwidth limit, and the
+  // measured wake-up of the receiving worker as the link's latency.
+  REQUIRE(plan.links.size() == 1);
+  CHECK(plan.links[0].bandwidth_bytes_per_s == 0);
+  CHECK(plan.links[0].latency_ms > 0);
+  CHECK(plan.links[0].latency_ms < 1);
 }
 
 TEST_CASE("--report writes Markdown and an SVG Gantt chart, --dot writes the graph") {

@@ -30,6 +30,7 @@ mp::Profile Sample() {
   p.backward_coverage = 1.02;
   p.shared_slowdown = {1, 1.25};
   p.shared_slowdown_microbatch = 2;
+  p.handoff_ms = 0.0425;
   for (int i = 0; i < 3; ++i) {
     mp::NodeCost n;
     n.id = i;
@@ -65,6 +66,7 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.coverage == doctest::Approx(p.coverage));
   CHECK(q.shared_slowdown == p.shared_slowdown);
   CHECK(q.shared_slowdown_microbatch == 2);
+  CHECK(q.handoff_ms == doctest::Approx(p.handoff_ms));
   REQUIRE(q.nodes.size() == p.nodes.size());
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     CHECK(q.nodes[i].kind == p.nodes[i].kind);
@@ -112,6 +114,10 @@ TEST_CASE("malformed profile files name the problem") {
   std::string fast = mp::ProfileToYaml(Sample());
   fast.replace(fast.find("shared_slowdown: [1, 1.25]"), 26, "shared_slowdown: [1, 0.5]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(fast, "p.yaml"), "p.yaml: shared_slowdown: expected factors >= 1, got 0.5",
+                       mp::InputError);
+  std::string early = mp::ProfileToYaml(Sample());
+  early.replace(early.find("handoff_ms: 0.0425"), 18, "handoff_ms: -1");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(early, "p.yaml"), "p.yaml: handoff_ms: expected a time >= 0, got -1",
                        mp::InputError);
 }
 
