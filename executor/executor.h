@@ -11,9 +11,11 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "common/worker_pool.h"
 #include "executor/loaded_plan.h"
 #include "executor/pipeline.h"
 #include "executor/training.h"
@@ -40,6 +42,8 @@ class Executor {
   // Labels the caller brings: InputError naming `what` unless they fit.
   void CheckLabels(const at::Tensor& labels, const std::string& what = "labels") const;
 
+  // One step at a time: not for calls from several threads at once. The
+  // stages' threads are kept from step to step.
   // Inference plans: the whole batch's outputs, pipelined (run.outputs).
   PipelineRun Infer(const std::vector<c10::IValue>& inputs) const;
   // Training plans: forward, backward and an SGD step on the whole batch
@@ -55,9 +59,13 @@ class Executor {
   void SaveModel(const std::string& path, std::vector<std::string> protected_paths = {}) const;
 
  private:
+  // Options with the pool: the stages' threads are kept from step to step.
+  PipelineOptions Pipeline() const;
+
   LoadedPlan loaded_;
   ExecutorOptions options_;
   Sgd sgd_;
+  std::unique_ptr<WorkerPool> workers_ = std::make_unique<WorkerPool>();
 };
 
 }  // namespace mp

@@ -35,14 +35,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include "common/channel.h"
 #include "common/error.h"
+#include "common/worker_pool.h"
 #include "executor/heap_sampler.h"
 #include "executor/process_group.h"
 #include "executor/wire.h"
@@ -462,21 +463,29 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
     }
   };
 
-  std::vector<std::thread> workers;
+  std::vector<std::function<void()>> jobs;
   for (int s = 0; s < K; ++s) {
-    if (mine(s)) workers.emplace_back(worker, s);
+    if (mine(s)) jobs.push_back([&worker, s] { worker(s); });
   }
   for (int b = 0; b + 1 < K; ++b) {
     if (owner(b) == owner(b + 1) || (!mine(b) && !mine(b + 1))) continue;
+    Channel<Envelope>* f = forward[b].get();
+    Channel<Envelope>* g = backward[b].get();
     if (mine(b)) {
-      workers.emplace_back(send_bridge, std::ref(*forward[b]), b, owner(b + 1), ForwardTag(b), b);
-      if (training) workers.emplace_back(receive_bridge, std::ref(*backward[b]), b, owner(b + 1), BackwardTag(b), b);
+      jobs.push_back([&, b, f] { send_bridge(*f, b, owner(b + 1), ForwardTag(b), b); });
+      if (training) jobs.push_back([&, b, g] { receive_bridge(*g, b, owner(b + 1), BackwardTag(b), b); });
     } else {
-      workers.emplace_back(receive_bridge, std::ref(*forward[b]), b + 1, owner(b), ForwardTag(b), b);
-      if (training) workers.emplace_back(send_bridge, std::ref(*backward[b]), b + 1, owner(b), BackwardTag(b), b);
+      jobs.push_back([&, b, f] { receive_bridge(*f, b + 1, owner(b), ForwardTag(b), b); });
+      if (training) jobs.push_back([&, b, g] { send_bridge(*g, b + 1, owner(b), BackwardTag(b), b); });
     }
   }
-  for (auto& w : workers) w.join();
+  {
+    // Every job at once on a thread of its own: kept from the last step
+    // when the caller has a pool, else started here and joined below.
+    std::optional<WorkerPool> own;
+    WorkerPool& pool = options.workers ? *options.workers : own.emplace();
+    pool.RunAll(std::move(jobs));
+  }
   run.step_ms = Ms(start, Clock::now());
   run.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
   run.peak_heap_bytes = heap.Stop();

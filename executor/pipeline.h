@@ -18,6 +18,7 @@
 namespace mp {
 
 class ProcessGroup;
+class WorkerPool;
 
 // Stages spread over processes (mpexec under torchrun or --launch-local):
 // this process runs the stages its rank owns, and values and gradients that
@@ -38,6 +39,7 @@ struct Distribution {
 struct PipelineOptions {
   int threads_per_stage = 0;  // intra-op threads per worker; 0: the plan's profile's, else 1
   const Distribution* distribution = nullptr;  // null: every stage in this process
+  WorkerPool* workers = nullptr;               // threads kept across steps; null: started and joined for this step
 };
 
 // The intra-op threads each worker runs with under `options`.

@@ -5,7 +5,8 @@
 #                                     (LeakSanitizer at exit); every target, every test.
 #   tools/sanitize.sh tsan            build-tsan/: ThreadSanitizer; mpplan, mpexec and the
 #                                     executor's runtime tests (tests/executor), which run the
-#                                     pipeline's worker threads through those two binaries.
+#                                     pipeline's worker threads through those two binaries,
+#                                     and the thread pool they run on (test_worker_pool).
 #
 # On 2 cores: asan about 19 minutes (7 to build, 12 to test), tsan about 10
 # (2 and 8). asan --quick leaves out the zoo-wide training sweeps at 2 and 3
@@ -104,7 +105,9 @@ if [ "$mode" = asan ]; then
   timed tests ctest --test-dir "$dir" -j2 --output-on-failure -E "$skip"
 else
   # What tests/executor needs: its three tests, and through their
-  # dependencies mpplan, mpexec, the zoo and the example test_executor_api runs.
-  timed build cmake --build "$dir" -j2 --target test_mpexec test_training test_executor_api
-  timed tests ctest --test-dir "$dir" -j2 --output-on-failure -R '^test_(mpexec|training|executor_api):' -E "$skip"
+  # dependencies mpplan, mpexec, the zoo and the example test_executor_api
+  # runs; and the thread pool the stages run on, alone.
+  timed build cmake --build "$dir" -j2 --target test_mpexec test_training test_executor_api test_worker_pool
+  timed tests ctest --test-dir "$dir" -j2 --output-on-failure -R '^test_(mpexec|training|executor_api|worker_pool):' \
+    -E "$skip"
 fi
