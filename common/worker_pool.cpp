@@ -8,9 +8,7 @@ WorkerPool::~WorkerPool() {
     stopping_ = true;
     for (auto& slot : slots_) slot->wake.notify_one();
   }
-  for (auto& slot : slots_) {
-    if (slot->thread.joinable()) slot->thread.join();  // not when starting it failed
-  }
+  for (auto& slot : slots_) slot->thread.join();
 }
 
 void WorkerPool::Loop(Slot& slot) {
@@ -37,10 +35,14 @@ void WorkerPool::Loop(Slot& slot) {
 void WorkerPool::RunAll(std::vector<std::function<void()>> jobs) {
   std::lock_guard<std::mutex> run(run_mutex_);
   std::unique_lock<std::mutex> lock(mutex_);
+  slots_.reserve(jobs.size());
   while (slots_.size() < jobs.size()) {
-    slots_.push_back(std::make_unique<Slot>());
-    Slot& slot = *slots_.back();
-    slot.thread = std::thread([this, &slot] { Loop(slot); });
+    // A slot joins the pool only with its thread running: if starting one
+    // throws, no job is ever given to a slot without one.
+    auto slot = std::make_unique<Slot>();
+    Slot* raw = slot.get();
+    slot->thread = std::thread([this, raw] { Loop(*raw); });
+    slots_.push_back(std::move(slot));  // cannot throw: reserved
   }
   pending_ = jobs.size();
   for (size_t i = 0; i < jobs.size(); ++i) {

@@ -155,7 +155,7 @@ TEST_CASE("a measured plan on this machine, with the default output beside the m
   REQUIRE(plan.links.size() == 1);
   CHECK(plan.links[0].bandwidth_bytes_per_s == 0);
   CHECK(plan.links[0].latency_ms > 0);
-  CHECK(plan.links[0].latency_ms < 1);
+  CHECK(plan.links[0].latency_ms < 10);
 }
 
 TEST_CASE("--report writes Markdown and an SVG Gantt chart, --dot writes the graph") {

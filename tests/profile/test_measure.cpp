@@ -207,9 +207,10 @@ TEST_CASE("the contention probe measures CPU workers running at once") {
   CHECK(std::find(p.microbatch_sizes.begin(), p.microbatch_sizes.end(), p.shared_slowdown_microbatch) !=
         p.microbatch_sizes.end());
   // Handing a message to a sleeping thread costs something, and far less
-  // than a millisecond (the VM here: 0.03 to 0.05 ms).
+  // than a step: 0.04 ms on this VM when idle; under 10 ms even while other
+  // tests keep both cores busy and the wake-up waits for a time slice.
   CHECK(p.handoff_ms > 0);
-  CHECK(p.handoff_ms < 1);
+  CHECK(p.handoff_ms < 10);
 }
 
 TEST_CASE("profiling on a GPU" * doctest::skip(!torch::cuda::is_available())) {
