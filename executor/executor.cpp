@@ -26,14 +26,8 @@ void Executor::CheckLabels(const at::Tensor& labels, const std::string& what) co
   mp::CheckLabels(labels, loaded_.output_layout, loaded_.plan.batch, options_.training.loss, what);
 }
 
-PipelineOptions Executor::Pipeline() const {
-  PipelineOptions options = options_.pipeline;
-  options.workers = workers_.get();
-  return options;
-}
-
 PipelineRun Executor::Infer(const std::vector<c10::IValue>& inputs) const {
-  return RunPipeline(loaded_, inputs, nullptr, Pipeline());
+  return RunPipeline(loaded_, inputs, nullptr, options_.pipeline, *workers_);
 }
 
 PipelineRun Executor::TrainStep(const std::vector<c10::IValue>& inputs, const at::Tensor& labels) {
@@ -46,7 +40,7 @@ PipelineRun Executor::TrainStep(const std::vector<c10::IValue>& inputs, const at
   step.batch_elements = labels.numel();
   step.loss = options_.training.loss;
   step.sgd = &sgd_;
-  return RunPipeline(loaded_, inputs, &step, Pipeline());
+  return RunPipeline(loaded_, inputs, &step, options_.pipeline, *workers_);
 }
 
 std::vector<at::Tensor> Executor::State() const { return CloneState(loaded_.canonical); }

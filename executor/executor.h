@@ -59,13 +59,10 @@ class Executor {
   void SaveModel(const std::string& path, std::vector<std::string> protected_paths = {}) const;
 
  private:
-  // Options with the pool: the stages' threads are kept from step to step.
-  PipelineOptions Pipeline() const;
-
   LoadedPlan loaded_;
   ExecutorOptions options_;
   Sgd sgd_;
-  std::unique_ptr<WorkerPool> workers_ = std::make_unique<WorkerPool>();
+  std::unique_ptr<WorkerPool> workers_ = std::make_unique<WorkerPool>();  // the stages' threads
 };
 
 }  // namespace mp

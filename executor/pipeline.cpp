@@ -193,7 +193,7 @@ int ThreadsPerStage(const Plan& plan, const PipelineOptions& options) {
 }
 
 PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>& model_inputs,
-                        const TrainingStep* training, const PipelineOptions& options) {
+                        const TrainingStep* training, const PipelineOptions& options, WorkerPool& workers) {
   const Plan& plan = loaded.plan;
   const CanonicalGraph& canonical = loaded.canonical;
   if (plan.training != (training != nullptr)) {
@@ -479,13 +479,7 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
       if (training) jobs.push_back([&, b, g] { send_bridge(*g, b + 1, owner(b), BackwardTag(b), b); });
     }
   }
-  {
-    // Every job at once on a thread of its own: kept from the last step
-    // when the caller has a pool, else started here and joined below.
-    std::optional<WorkerPool> own;
-    WorkerPool& pool = options.workers ? *options.workers : own.emplace();
-    pool.RunAll(std::move(jobs));
-  }
+  workers.RunAll(std::move(jobs));  // every job at once, each on a thread of its own
   run.step_ms = Ms(start, Clock::now());
   run.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
   run.peak_heap_bytes = heap.Stop();

@@ -39,7 +39,6 @@ struct Distribution {
 struct PipelineOptions {
   int threads_per_stage = 0;  // intra-op threads per worker; 0: the plan's profile's, else 1
   const Distribution* distribution = nullptr;  // null: every stage in this process
-  WorkerPool* workers = nullptr;               // threads kept across steps; null: started and joined for this step
 };
 
 // The intra-op threads each worker runs with under `options`.
@@ -86,7 +85,9 @@ struct PipelineRun {
 // stage's gradients over its replicas (the loss is normalised by the whole
 // batch, so the sum is the whole batch's gradient); the step's time
 // includes that. A plan with replicas needs a Distribution (InputError).
+// The stages' workers (and bridges) run on `workers`, whose threads are
+// kept from step to step.
 PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>& model_inputs,
-                        const TrainingStep* training, const PipelineOptions& options = {});
+                        const TrainingStep* training, const PipelineOptions& options, WorkerPool& workers);
 
 }  // namespace mp
