@@ -18,6 +18,7 @@
 # Needs the Debian packages clang and libclang-rt-14-dev (libFuzzer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/timed.sh
 
 # Runs per target in --ci: about 20 s each on one core of a CI machine.
 declare -A ci_runs=([plan_reader]=20000 [input_spec]=300000 [spec_json]=100000)
@@ -42,7 +43,7 @@ build=build-fuzz
 # -O1 -g without NDEBUG: nlohmann's and our own assertions stay on.
 cmake -S . -B "$build" -G Ninja -DMP_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" >/dev/null
-cmake --build "$build" -j"$(nproc)" --target "${targets[@]/%/_fuzz}"
+timed "fuzz build" cmake --build "$build" -j"$(nproc)" --target "${targets[@]/%/_fuzz}"
 
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
@@ -55,37 +56,40 @@ fi
 
 failed=()
 summary=()
-for t in "${targets[@]}"; do
-  artifacts="$build/artifacts/$t"
-  mkdir -p "$artifacts"
-  log="$build/fuzz-$t.log"
-  flags=(-artifact_prefix="$artifacts/" -timeout=10 -rss_limit_mb=2048 -detect_leaks=1 -print_final_stats=1)
-  [ -f "fuzz/$t.dict" ] && flags+=(-dict="fuzz/$t.dict")
-  if [ "$mode" = --ci ]; then
-    # A fixed seed and run count: the same inputs on every CI run. New inputs
-    # go to the scratch directory, listed first; the committed corpus is only read.
-    mkdir -p "$scratch/$t"
-    flags+=(-seed=1 -runs="${ci_runs[$t]}" "$scratch/$t" "fuzz/corpus/$t")
-  else
-    mkdir -p "$build/corpus/$t"
-    flags+=(-max_total_time="$seconds" "$build/corpus/$t" "fuzz/corpus/$t")
-  fi
-  echo "fuzz: $t: $build/fuzz/${t}_fuzz ${flags[*]}"
-  start=$SECONDS
-  rc=0
-  "$build/fuzz/${t}_fuzz" "${flags[@]}" >"$log" 2>&1 || rc=$?
-  # A report from code the fuzzer does not watch (a recovered UBSan check)
-  # still fails the run.
-  if [ $rc -ne 0 ] || grep -qE "runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer" "$log"; then
-    failed+=("$t")
-    echo "fuzz: $t FAILED (exit $rc); the end of $log:" >&2
-    tail -n 40 "$log" >&2
-    continue
-  fi
-  # The last status line: "#N DONE cov: C ft: F corp: K/S exec/s: E rss: R".
-  done_line="$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1)"
-  summary+=("$(printf '%-12s %4ss  %s' "$t" $((SECONDS - start)) "${done_line:-(no DONE line, see $log)}")")
-done
+run_targets() {
+  for t in "${targets[@]}"; do
+    artifacts="$build/artifacts/$t"
+    mkdir -p "$artifacts"
+    log="$build/fuzz-$t.log"
+    flags=(-artifact_prefix="$artifacts/" -timeout=10 -rss_limit_mb=2048 -detect_leaks=1 -print_final_stats=1)
+    [ -f "fuzz/$t.dict" ] && flags+=(-dict="fuzz/$t.dict")
+    if [ "$mode" = --ci ]; then
+      # A fixed seed and run count: the same inputs on every CI run. New inputs
+      # go to the scratch directory, listed first; the committed corpus is only read.
+      mkdir -p "$scratch/$t"
+      flags+=(-seed=1 -runs="${ci_runs[$t]}" "$scratch/$t" "fuzz/corpus/$t")
+    else
+      mkdir -p "$build/corpus/$t"
+      flags+=(-max_total_time="$seconds" "$build/corpus/$t" "fuzz/corpus/$t")
+    fi
+    echo "fuzz: $t: $build/fuzz/${t}_fuzz ${flags[*]}"
+    start=$SECONDS
+    rc=0
+    "$build/fuzz/${t}_fuzz" "${flags[@]}" >"$log" 2>&1 || rc=$?
+    # A report from code the fuzzer does not watch (a recovered UBSan check)
+    # still fails the run.
+    if [ $rc -ne 0 ] || grep -qE "runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer" "$log"; then
+      failed+=("$t")
+      echo "fuzz: $t FAILED (exit $rc); the end of $log:" >&2
+      tail -n 40 "$log" >&2
+      continue
+    fi
+    # The last status line: "#N DONE cov: C ft: F corp: K/S exec/s: E rss: R".
+    done_line="$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1)"
+    summary+=("$(printf '%-12s %4ss  %s' "$t" $((SECONDS - start)) "${done_line:-(no DONE line, see $log)}")")
+  done
+}
+timed "fuzz runs" run_targets
 
 echo
 echo "fuzz: target       time  last status (runs, coverage: cov = edges, ft = features; corpus; exec/s)"

@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
 # Builds and tests under GCC's sanitizers: CI's hardening jobs.
 #
-#   tools/sanitize.sh asan [--quick]  build-asan/: AddressSanitizer + UndefinedBehaviorSanitizer
-#                                     (LeakSanitizer at exit); every target, every test.
-#   tools/sanitize.sh tsan            build-tsan/: ThreadSanitizer; mpplan, mpexec and the
-#                                     executor's runtime tests (tests/executor), which run the
-#                                     pipeline's worker threads through those two binaries,
-#                                     and the thread pool they run on (test_worker_pool).
+#   tools/sanitize.sh asan   build-asan/: AddressSanitizer + UndefinedBehaviorSanitizer
+#                            (LeakSanitizer at exit); every test and what it runs.
+#   tools/sanitize.sh tsan   build-tsan/: ThreadSanitizer; mpplan, mpexec and the
+#                            executor's runtime tests (tests/executor), which run the
+#                            pipeline's worker threads through those two binaries,
+#                            and the thread pool they run on (test_worker_pool).
 #
-# On 2 cores: asan about 19 minutes (7 to build, 12 to test), tsan about 10
-# (2 and 8). asan --quick leaves out the zoo-wide training sweeps at 2 and 3
-# stages, about 2 minutes: the 4-stage sweep still runs, and a 4-stage
-# pipeline takes every path of a 2- or 3-stage one (first, middle and last
-# stage, values and gradients relayed past a stage). tsan keeps all three:
-# more stages at once are more interleavings.
+# Both run every test case of theirs, but the zoo-wide sweeps (every zoo
+# model at 2, 3 and 4 stages, over 2, 3 and 4 processes, ...: the tests that
+# loop over tests/graph/zoo.h's ZooFiles()) sweep the representative subset
+# below instead of all 16 files, which the plain build (tools/test.sh) runs.
+# A sanitizer finds a bad access or a race on the path that makes it, and
+# the 16 files take the same runtime paths many times over; the subset keeps
+# one model for each path the others take:
+#   branchy.script.pt   a DAG: many values live across a cut, skip connections
+#   gpt.trace.pt        integer inputs, embeddings, attention; a traced graph
+#   inplace.trace.pt    in-place writes across cuts; training that must fail in one line
+#   lstm.script.pt      several inputs, tuple outputs, tensor-list attributes; scripted
+#   resnet50.script.pt  BatchNorm buffers updated per micro-batch, in-place relu_/add_
+# (the over-processes sweep takes the scripted ones of these). Set
+# MP_TEST_ZOO yourself to choose others, or to empty to sweep the whole zoo
+# (MP_TEST_ZOO= tools/sanitize.sh asan).
+#
+# On 2 cores: asan about 13 minutes (4 to build, 9 to test), tsan about 5
+# (1.5 and 3.5).
 #
 # Any report fails the test it happens in: UB aborts (-fno-sanitize-recover),
 # ASan and TSan halt on the first error, and every sanitizer exits with 66,
@@ -26,17 +38,17 @@
 # wall and CPU time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/timed.sh
 
 mode=${1:-}
-quick=${2:-}
-if [[ "$mode" != asan && "$mode" != tsan ]] || [[ -n "$quick" && "$mode/$quick" != asan/--quick ]]; then
-  echo "usage: tools/sanitize.sh asan [--quick] | tsan" >&2
+if [[ $# -ne 1 || ( "$mode" != asan && "$mode" != tsan ) ]]; then
+  echo "usage: tools/sanitize.sh asan | tsan" >&2
   exit 2
 fi
 supp="$PWD/tools/sanitizers"
 report_exit=66
-skip='^$'  # no test has an empty name
-[ -z "$quick" ] || skip='every zoo model at [23] stages'
+export MP_TEST_ZOO="${MP_TEST_ZOO-branchy.script.pt,gpt.trace.pt,inplace.trace.pt,lstm.script.pt,resnet50.script.pt}"
+echo "sanitize: zoo sweeps over ${MP_TEST_ZOO:-every zoo model} (MP_TEST_ZOO)"
 
 # -O1: LibTorch's kernels are most of the run time, and -O1 -g1 compiles a
 # third faster than the plain build's -O3. -g1: line numbers in reports
@@ -73,11 +85,10 @@ fi
 # "unexpected memory mapping" when the kernel randomises mmap with more than
 # 28 bits; ASan of this vintage can loop on DEADLYSIGNAL there. Turn address
 # randomisation off for everything below (setarch -R is inherited).
-wrap=()
 rnd_bits=$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 28)
 if [ "$rnd_bits" -gt 28 ]; then
   if setarch "$(uname -m)" -R true 2>/dev/null; then
-    wrap=(setarch "$(uname -m)" -R)
+    timed_wrap=(setarch "$(uname -m)" -R)
     echo "sanitize: vm.mmap_rnd_bits is $rnd_bits (> 28): running with address randomisation off (setarch -R)"
   else
     echo "sanitize: vm.mmap_rnd_bits is $rnd_bits (> 28) and setarch -R is not permitted here;" \
@@ -85,12 +96,6 @@ if [ "$rnd_bits" -gt 28 ]; then
     exit 2
   fi
 fi
-
-timed() {  # timed LABEL COMMAND...: runs it, then prints its wall and CPU time
-  local TIMEFORMAT="sanitize: $mode $1: %0R s wall, %0U s user + %0S s sys (all its processes)"
-  shift
-  time "${wrap[@]}" "$@"
-}
 
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$base_flags" \
@@ -101,13 +106,14 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 # The build runs the test executables too (doctest_discover_tests lists their
 # cases after linking), under the options exported above.
 if [ "$mode" = asan ]; then
-  timed build cmake --build "$dir" -j2
-  timed tests ctest --test-dir "$dir" -j2 --output-on-failure -E "$skip"
+  # mp_tests: every test and what the tests run (mpplan, mpexec, the example,
+  # bench_suite, the zoo), not the benchmarks no test runs.
+  timed "asan build" cmake --build "$dir" -j2 --target mp_tests
+  timed "asan tests" ctest --test-dir "$dir" -j2 --output-on-failure
 else
   # What tests/executor needs: its three tests, and through their
   # dependencies mpplan, mpexec, the zoo and the example test_executor_api
   # runs; and the thread pool the stages run on, alone.
-  timed build cmake --build "$dir" -j2 --target test_mpexec test_training test_executor_api test_worker_pool
-  timed tests ctest --test-dir "$dir" -j2 --output-on-failure -R '^test_(mpexec|training|executor_api|worker_pool):' \
-    -E "$skip"
+  timed "tsan build" cmake --build "$dir" -j2 --target test_mpexec test_training test_executor_api test_worker_pool
+  timed "tsan tests" ctest --test-dir "$dir" -j2 --output-on-failure -R '^test_(mpexec|training|executor_api|worker_pool):'
 fi

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Sets up (Debian packages), builds, exports the model zoo and runs every
-# test with CTest. This is README's test command and what CI runs.
+# test with CTest. This is README's test command and what CI runs. Prints
+# each phase's time (tools/timed.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/bootstrap.sh
+source tools/timed.sh
+timed bootstrap tools/bootstrap.sh
 cmake -S . -B build -G Ninja
-cmake --build build -j2
-ctest --test-dir build -j2 --output-on-failure
+timed build cmake --build build -j2
+timed tests ctest --test-dir build -j2 --output-on-failure

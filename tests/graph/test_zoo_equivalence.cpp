@@ -58,7 +58,7 @@ std::vector<int> RandomCut(const mp::CanonicalGraph& c, int k, std::mt19937& rng
 
 TEST_CASE("every zoo model: canonical graph and random cuts equal forward bit-exactly") {
   const auto files = mp::test::ZooFiles();
-  REQUIRE(files.size() >= 16);
+  REQUIRE(files.size() >= (mp::test::ZooSubset().empty() ? 16u : 1u));
   std::mt19937 rng(12345);
   for (const auto& file : files) {
     CAPTURE(file);
