@@ -20,7 +20,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/timed.sh
 
-# Runs per target in --ci: about 20 s each on one core of a CI machine.
+# Runs per target in --ci: about 20 s each on one core of a CI machine;
+# the targets run at once.
 declare -A ci_runs=([plan_reader]=20000 [input_spec]=300000 [spec_json]=100000)
 all_targets=(plan_reader input_spec spec_json)
 
@@ -54,39 +55,56 @@ if [ "$mode" = --ci ]; then
   trap 'rm -rf "$scratch"' EXIT
 fi
 
+# fuzz_one TARGET: runs it into build-fuzz/fuzz-TARGET.log and leaves
+# "EXIT SECONDS" in build-fuzz/fuzz-TARGET.result.
+fuzz_one() {
+  local t=$1
+  local artifacts="$build/artifacts/$t"
+  mkdir -p "$artifacts"
+  local flags=(-artifact_prefix="$artifacts/" -timeout=10 -rss_limit_mb=2048 -detect_leaks=1 -print_final_stats=1)
+  [ -f "fuzz/$t.dict" ] && flags+=(-dict="fuzz/$t.dict")
+  if [ "$mode" = --ci ]; then
+    # A fixed seed and run count: the same inputs on every CI run. New inputs
+    # go to the scratch directory, listed first; the committed corpus is only read.
+    mkdir -p "$scratch/$t"
+    flags+=(-seed=1 -runs="${ci_runs[$t]}" "$scratch/$t" "fuzz/corpus/$t")
+  else
+    mkdir -p "$build/corpus/$t"
+    flags+=(-max_total_time="$seconds" "$build/corpus/$t" "fuzz/corpus/$t")
+  fi
+  echo "fuzz: $t: $build/fuzz/${t}_fuzz ${flags[*]}"
+  local start=$SECONDS rc=0
+  "$build/fuzz/${t}_fuzz" "${flags[@]}" >"$build/fuzz-$t.log" 2>&1 || rc=$?
+  echo "$rc $((SECONDS - start))" >"$build/fuzz-$t.result"
+}
+
 failed=()
 summary=()
+# The targets run at once (libFuzzer uses one thread each), then each log is
+# checked.
 run_targets() {
+  local pids=() t
   for t in "${targets[@]}"; do
-    artifacts="$build/artifacts/$t"
-    mkdir -p "$artifacts"
-    log="$build/fuzz-$t.log"
-    flags=(-artifact_prefix="$artifacts/" -timeout=10 -rss_limit_mb=2048 -detect_leaks=1 -print_final_stats=1)
-    [ -f "fuzz/$t.dict" ] && flags+=(-dict="fuzz/$t.dict")
-    if [ "$mode" = --ci ]; then
-      # A fixed seed and run count: the same inputs on every CI run. New inputs
-      # go to the scratch directory, listed first; the committed corpus is only read.
-      mkdir -p "$scratch/$t"
-      flags+=(-seed=1 -runs="${ci_runs[$t]}" "$scratch/$t" "fuzz/corpus/$t")
-    else
-      mkdir -p "$build/corpus/$t"
-      flags+=(-max_total_time="$seconds" "$build/corpus/$t" "fuzz/corpus/$t")
-    fi
-    echo "fuzz: $t: $build/fuzz/${t}_fuzz ${flags[*]}"
-    start=$SECONDS
-    rc=0
-    "$build/fuzz/${t}_fuzz" "${flags[@]}" >"$log" 2>&1 || rc=$?
+    rm -f "$build/fuzz-$t.result"
+    fuzz_one "$t" &
+    pids+=($!)
+  done
+  wait "${pids[@]}" || true
+  for t in "${targets[@]}"; do
+    local log="$build/fuzz-$t.log" rc=1 secs=0
+    [ -f "$build/fuzz-$t.result" ] && read -r rc secs <"$build/fuzz-$t.result"
     # A report from code the fuzzer does not watch (a recovered UBSan check)
     # still fails the run.
-    if [ $rc -ne 0 ] || grep -qE "runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer" "$log"; then
+    if [ "$rc" -ne 0 ] || grep -qE "runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer" "$log"; then
       failed+=("$t")
       echo "fuzz: $t FAILED (exit $rc); the end of $log:" >&2
       tail -n 40 "$log" >&2
       continue
     fi
     # The last status line: "#N DONE cov: C ft: F corp: K/S exec/s: E rss: R".
+    local done_line
     done_line="$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1)"
-    summary+=("$(printf '%-12s %4ss  %s' "$t" $((SECONDS - start)) "${done_line:-(no DONE line, see $log)}")")
+    summary+=("$(printf '%-12s %4ss  %s' "$t" "$secs" "${done_line:-(no DONE line, see $log)}")")
   done
 }
 timed "fuzz runs" run_targets

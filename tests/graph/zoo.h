@@ -19,7 +19,7 @@ inline std::string ZooPath(const std::string& file) { return std::string(MP_MODE
 
 // The zoo files the environment's MP_TEST_ZOO names ("lstm.script.pt,gpt.trace.pt"),
 // or none when it is unset or empty. The sanitizer jobs set it
-// (tools/sanitize.sh says which files and why); the plain build never does.
+// (tools/sanitize.sh says which files and why); tools/test.sh unsets it.
 inline std::vector<std::string> ZooSubset() {
   std::vector<std::string> names;
   const char* list = std::getenv("MP_TEST_ZOO");
