@@ -37,13 +37,10 @@ TEST_CASE("inference plans of every zoo model run pipelined and match the model 
       if (file.rfind("toy.", 0) == 0 && stages == 4) continue;  // only 3 of its nodes take time
       CAPTURE(file);
       CAPTURE(stages);
-      // ResNet-50 at batch 4 and 64x64, as in training: its own 120 images
-      // of 128x128 take the same paths 25 times slower.
-      const std::string size = file.rfind("resnet50", 0) == 0 ? " --input float32[4,3,64,64]" : "";
       const std::string plan =
           Plan(ZooPath(file), file + ".exec" + std::to_string(stages),
                "--mode infer --gpus " + std::to_string(stages) + " --stages " + std::to_string(stages) +
-                   " --microbatches 2" + size);
+                   " --microbatches 2" + mp::test::SmallResNetInput(file));
       const auto run = Mpexec(plan + " --verify --json");
       INFO(run.out);
       REQUIRE(run.status == 0);

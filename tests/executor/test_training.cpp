@@ -29,7 +29,8 @@ mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::RunTool(MP_
 // unless `extra` says otherwise (then `schedule` is "").
 std::string TrainPlan(const std::string& file, int stages, const std::string& schedule, const std::string& extra = "") {
   const std::string out = TempPath(file + ".train" + std::to_string(stages) + schedule + ".plan.yaml");
-  const std::string size = file.rfind("resnet50", 0) == 0 ? " --input float32[4,3,64,64]" : " --batch 4";
+  const std::string resnet = mp::test::SmallResNetInput(file);
+  const std::string size = resnet.empty() ? " --batch 4" : resnet;
   const auto run = Mpplan(ZooPath(file) + " --quiet --device-profile a100-80gb --gpus " + std::to_string(stages) +
                           " --stages " + std::to_string(stages) + " --microbatches 2" +
                           (schedule.empty() ? "" : " --schedule " + schedule) + size +
