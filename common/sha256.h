@@ -6,7 +6,12 @@
 
 namespace mp {
 
-std::string Sha256Hex(const std::string& bytes);
+// kFastest takes the CPU's SHA instructions where it has them (x86-64 SHA
+// extensions), kPortable the plain C++ rounds: the same digest; tests
+// compare the two.
+enum class Sha256Path { kFastest, kPortable };
+
+std::string Sha256Hex(const std::string& bytes, Sha256Path path = Sha256Path::kFastest);
 
 // Streams the file; throws InputError "PATH: no such file" or "PATH: cannot
 // read the file".

@@ -114,7 +114,7 @@ TEST_CASE("shapes scaled from batch 1 and 2 equal a full-batch pass on every zoo
   for (const std::string& file : mp::test::ZooFiles()) {
     CAPTURE(file);
     Loaded l = Load(file);
-    const std::vector<mp::TensorSpec> spec = mp::WithBatch(mp::ResolveInputs(l.model, l.canonical, {}), 12);
+    const std::vector<mp::TensorSpec> spec = mp::test::SmallResNetSpecs(file, mp::WithBatch(mp::ResolveInputs(l.model, l.canonical, {}), 12));
     mp::OpGraph scaled = l.graph, full = l.graph;
     mp::FillShapesForBatch(l.canonical, spec, scaled);
     mp::FillShapes(l.canonical, mp::SyntheticInputs(spec), full);

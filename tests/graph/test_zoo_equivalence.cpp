@@ -66,7 +66,7 @@ TEST_CASE("every zoo model: canonical graph and random cuts equal forward bit-ex
     auto canonical = mp::Canonicalize(model.module);
     REQUIRE(!model.input_spec.empty());
     REQUIRE(canonical.nodes.size() >= 2);
-    const auto inputs = mp::SyntheticInputs(SmallSpec(model.input_spec, 3), 7);
+    const auto inputs = mp::SyntheticInputs(mp::test::SmallResNetSpecs(file, SmallSpec(model.input_spec, 3)), 7);
 
     const auto want = model.module.forward(inputs);
     const auto whole = mp::GraphRunner(canonical.graph).Run(canonical.Stack(inputs));

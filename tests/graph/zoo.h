@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/graph/input_spec.h"
 #include "planner/graph/run_graph.h"
 
 namespace mp::test {
@@ -54,6 +55,17 @@ inline std::vector<std::string> ZooFiles() {
 // other models.
 inline std::string SmallResNetInput(const std::string& file) {
   return file.rfind("resnet50", 0) == 0 ? " --input float32[4,3,64,64]" : "";
+}
+
+// The same for a model's input specs, for tests that run models in
+// process: ResNet-50's images at 64x64, the other models' specs unchanged.
+inline std::vector<mp::TensorSpec> SmallResNetSpecs(const std::string& file, std::vector<mp::TensorSpec> specs) {
+  if (file.rfind("resnet50", 0) != 0) return specs;
+  for (auto& spec : specs) {
+    REQUIRE(spec.shape.size() == 4);
+    spec.shape[2] = spec.shape[3] = 64;
+  }
+  return specs;
 }
 
 // A scratch folder for files a test writes, emptied per test binary run.

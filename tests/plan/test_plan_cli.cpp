@@ -54,8 +54,8 @@ TEST_CASE("plans for 1, 2 and 4 devices validate, cover every node once and roun
         CAPTURE(mode);
         CAPTURE(gpus);
         const std::string out = TempPath(file + "." + mode + "." + std::to_string(gpus) + ".plan.yaml");
-        const auto run = Mpplan(ZooPath(file) + kQuick + " --mode " + mode + " --gpus " + std::to_string(gpus) +
-                                " --json -o " + out);
+        const auto run = Mpplan(ZooPath(file) + kQuick + mp::test::SmallResNetInput(file) + " --mode " + mode +
+                                " --gpus " + std::to_string(gpus) + " --json -o " + out);
         INFO(run.out);
         REQUIRE(run.status == 0);
         const auto j = nlohmann::json::parse(run.out);
@@ -162,7 +162,8 @@ TEST_CASE("--report writes Markdown and an SVG Gantt chart, --dot writes the gra
   const std::string md = TempPath("resnet.report.md"), dot = TempPath("resnet.dot");
   const std::string svg = TempPath("resnet.report.svg");
   for (const auto& f : {md, dot, svg}) std::filesystem::remove(f);
-  const auto run = Mpplan(ZooPath("resnet50.script.pt") + kQuick + " --gpus 4 --stages 4 --microbatches 8 -o " +
+  const auto run = Mpplan(ZooPath("resnet50.script.pt") + kQuick +
+                          " --input float32[8,3,64,64] --gpus 4 --stages 4 --microbatches 8 -o " +
                           TempPath("resnet.plan.yaml") + " --report " + md + " --dot " + dot);
   INFO(run.out);
   REQUIRE(run.status == 0);
@@ -177,9 +178,10 @@ TEST_CASE("--report writes Markdown and an SVG Gantt chart, --dot writes the gra
 }
 
 TEST_CASE("the tutorial's ResNet-50 on 2 devices is compared with its hand split at split sizes 20 and 12") {
+  const std::string profile = TempPath("tutorial.profile.yaml");
   const auto run = Mpplan(ZooPath("resnet50.script.pt") + kQuick +
                           " --gpus 2 --input float32[120,3,128,128] --split 'layer1,layer2|layer3,layer4,fc' "
-                          "--explain --json -o " + TempPath("tutorial.plan.yaml"));
+                          "--explain --json -o " + TempPath("tutorial.plan.yaml") + " --profile-out " + profile);
   INFO(run.out);
   REQUIRE(run.status == 0);
   const auto j = nlohmann::json::parse(run.out);
@@ -194,7 +196,8 @@ TEST_CASE("the tutorial's ResNet-50 on 2 devices is compared with its hand split
   }
   CHECK(size20);
   CHECK(size12);
-  const auto text = Mpplan(ZooPath("resnet50.script.pt") + kQuick +
+  // The same plan as text, from the profile just written (no second shape probe).
+  const auto text = Mpplan(ZooPath("resnet50.script.pt") + " --quiet --profile-in " + profile +
                            " --gpus 2 --input float32[120,3,128,128] --split 'layer1,layer2|layer3,layer4,fc' "
                            "--explain -o " + TempPath("tutorial.plan.yaml"));
   REQUIRE(text.status == 0);

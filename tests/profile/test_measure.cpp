@@ -25,12 +25,14 @@ struct Model {
   std::vector<mp::TensorSpec> inputs;
 };
 
-Model Load(const std::string& name, bool training, int64_t batch = 0) {
+// ResNet-50's images at 64x64 unless `full_images`.
+Model Load(const std::string& name, bool training, int64_t batch = 0, bool full_images = false) {
   Model m{mp::LoadModelFile(ZooPath(name)), {}, {}};
   mp::CanonicalOptions options;
   options.training = training;
   m.canonical = mp::Canonicalize(m.file.module, options);
   m.inputs = batch ? mp::WithBatch(m.file.input_spec, batch) : m.file.input_spec;
+  if (!full_images) m.inputs = mp::test::SmallResNetSpecs(name, m.inputs);
   return m;
 }
 
@@ -214,7 +216,7 @@ TEST_CASE("the contention probe measures CPU workers running at once") {
 }
 
 TEST_CASE("profiling on a GPU" * doctest::skip(!torch::cuda::is_available())) {
-  Model m = Load("resnet50.script.pt", true, 8);
+  Model m = Load("resnet50.script.pt", true, 8, /*full_images=*/true);
   auto options = Quick(true);
   options.device = "cuda";
   options.timing.warmup = 2;
