@@ -200,6 +200,26 @@ class Recurrent(nn.Module):
         return self.head(y), (h, c)
 
 
+class Styled(nn.Module):
+    """Written in a personal style: the module argument named `s`, not
+    `self` (legal Python), a helper method, a ModuleList walked in a loop."""
+
+    def __init__(s, width: int = 64, depth: int = 3):
+        super().__init__()
+        s.inp = nn.Linear(32, width)
+        s.hidden = nn.ModuleList([nn.Linear(width, width) for _ in range(depth)])
+        s.head = nn.Linear(width, 10)
+
+    def mix(s, h, skip):
+        return F.gelu(h) + skip
+
+    def forward(s, x):
+        h = s.inp(x)
+        for layer in s.hidden:
+            h = s.mix(layer(h), h)
+        return s.head(h)
+
+
 def spec(name, dtype, shape, batch_dim=0, value_range=None):
     s = {"name": name, "dtype": dtype, "shape": list(shape), "batch_dim": batch_dim}
     if value_range is not None:
@@ -218,6 +238,8 @@ ZOO = {
     "inplace": (InPlace, [spec("x", "float32", [8, 16])], ("script", "trace")),
     "lstm": (Recurrent, [spec("x", "float32", [4, 12, 8]), spec("h0", "float32", [2, 4, 32], 1),
                          spec("c0", "float32", [2, 4, 32], 1)], ("script", "trace")),
+    # Scripted only: tracing renames the module argument to `self`.
+    "styled": (Styled, [spec("x", "float32", [16, 32])], ("script",)),
 }
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64,

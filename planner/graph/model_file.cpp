@@ -50,8 +50,10 @@ bool TensorsOnly(const c10::TypePtr& type) {
 // or tuples and lists of them (what the pipeline carries and compares).
 void CheckForwardTypes(const torch::jit::Module& module, const std::string& path) {
   const c10::FunctionSchema& schema = module.get_method("forward").function().getSchema();
-  for (const c10::Argument& arg : schema.arguments()) {
-    if (arg.name() == "self") continue;
+  // The first argument is the module, whatever Python named it (`self` by
+  // convention; `forward(s, x)` is legal too).
+  for (size_t i = 1; i < schema.arguments().size(); ++i) {
+    const c10::Argument& arg = schema.arguments()[i];
     if (arg.type()->kind() != c10::TypeKind::TensorType) {
       throw InputError(Concat(path, ": forward's input '", arg.name(), "' is ", arg.type()->annotation_str(),
                               ", not supported (inputs must be tensors)"));

@@ -115,9 +115,14 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
     result.profiling_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
-  if (!request.profile_out.empty())
-    WriteFileAtomically(request.profile_out, ProfileToYaml(result.profile),
-                        {request.model_path, request.profile_in, request.device_profile});
+  if (!request.profile_out.empty()) {
+    const std::string yaml = ProfileToYaml(result.profile);
+    WriteFileAtomically(request.profile_out, yaml, {request.model_path, request.profile_in, request.device_profile});
+    // Plan from what the file holds (times to 6 digits), so that
+    // --profile-in gives this same plan, not one that differs in the
+    // digits the file leaves out.
+    result.profile = ProfileFromYaml(yaml, request.profile_out);
+  }
   return result;
 }
 
