@@ -20,11 +20,12 @@ import argparse
 import json
 import os
 import sys
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch import Tensor
 
 SPEC_FILE = "mp_input_spec.json"
 
@@ -242,6 +243,18 @@ ZOO = {
     "styled": (Styled, [spec("x", "float32", [16, 32])], ("script",)),
 }
 
+# fixtures/NAME.pt: a TorchScript module with only this source.
+ERROR_FIXTURES = {
+    "no_forward": "def run(self, x):\n    return x\n",
+    "dict_input": "def forward(self, x: Dict[str, Tensor]):\n    return x['a'] * 2\n",
+    "string_input": "def forward(self, x: Tensor, s: str):\n    return x * 2\n",
+    "dict_output": "def forward(self, x: Tensor) -> Dict[str, Tensor]:\n    return {'y': x * 2}\n",
+    "string_output": "def forward(self, x: Tensor) -> str:\n    return 'hello'\n",
+    "two_inputs": "def forward(self, x: Tensor, y: Tensor):\n    return x + y\n",
+    # pairs of samples: a micro-batch of 1 cannot run
+    "sample_pairs": "def forward(self, x: Tensor):\n    return x.reshape(x.size(0) // 2, 2, 3).sum(1)\n",
+}
+
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64,
           "int32": torch.int32}
 
@@ -298,6 +311,15 @@ def main():
     fixtures = os.path.join(args.out, "fixtures")
     os.makedirs(fixtures, exist_ok=True)
     torch.save(Toy().state_dict(), os.path.join(fixtures, "toy_state_dict.pt"))
+    # The error tests' other files (tests/errors/test_errors.cpp), made here
+    # so that the test needs no LibTorch of its own: models with a method or
+    # signature mpplan refuses, and tensors of a shape mpexec refuses.
+    for name, source in ERROR_FIXTURES.items():
+        module = type(name, (torch.jit.ScriptModule,), {})()  # a class of its own per method set
+        module.define(source)
+        module.save(os.path.join(fixtures, name + ".pt"))
+    torch.save(torch.zeros(20, 7), os.path.join(fixtures, "zeros_20x7.pt"))
+    torch.save(torch.zeros(20, 3), os.path.join(fixtures, "zeros_20x3.pt"))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 // command, exit status, message) must be in it, and it must have no other
 // rows. After changing a message, regenerate the rows with
 //   MP_ERRORS_DOC_UPDATE=1 build/tests/errors/test_errors
-#include "tests/doctest_torch.h"
+#include <doctest/doctest.h>
 
 #include <sys/wait.h>
 
@@ -104,19 +104,6 @@ void ToyReplicaPlan(const fs::path& dir) {
                               " toy.pt --gpus 4 --replicas 2 --stages 2 --microbatches 2 --split 'net1,relu|net2' "
                               "--partitioner layers --repeats 1 --warmup 0 --quiet -o toy.r2.yaml";
   REQUIRE(Run(command, dir, dir.parent_path() / "plan.out", dir.parent_path() / "plan.err") == 0);
-}
-
-// A TorchScript model compiled from `source` (a class body) and saved.
-void ScriptModel(const fs::path& path, const std::string& source) {
-  torch::jit::Module module("Model");
-  module.define(source);
-  module.save(path.string());
-}
-
-// A tensor as Python's torch.save writes it.
-void SaveTensor(const fs::path& path, const at::Tensor& tensor) {
-  const std::vector<char> bytes = torch::jit::pickle_save(tensor);
-  WriteAll(path, std::string(bytes.begin(), bytes.end()));
 }
 
 // Every file under `dir` and its SHA-256.
@@ -271,14 +258,14 @@ ERROR_CASE("model-not-torchscript", "a zip that is not TorchScript (torch.save o
 ERROR_CASE("model-no-forward", "TorchScript with no forward method") {
   c.command = "mpplan model.pt --gpus 2";
   c.names = "no forward";
-  c.setup = [](const fs::path& dir) { ScriptModel(dir / "model.pt", "def run(self, x):\n    return x\n"); };
+  c.setup = [](const fs::path& dir) { CopyZoo("fixtures/no_forward.pt", dir / "model.pt"); };  // def run(self, x)
 }
 
 ERROR_CASE("model-dict-input", "forward takes a dict") {
   c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]'";
   c.names = "Dict[str, Tensor]";
   c.setup = [](const fs::path& dir) {
-    ScriptModel(dir / "model.pt", "def forward(self, x: Dict[str, Tensor]):\n    return x['a'] * 2\n");
+    CopyZoo("fixtures/dict_input.pt", dir / "model.pt");  // def forward(self, x: Dict[str, Tensor])
   };
 }
 
@@ -286,7 +273,7 @@ ERROR_CASE("model-string-input", "forward takes a string") {
   c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]' --input 'float32[4]'";
   c.names = "'s' is str";
   c.setup = [](const fs::path& dir) {
-    ScriptModel(dir / "model.pt", "def forward(self, x: Tensor, s: str):\n    return x * 2\n");
+    CopyZoo("fixtures/string_input.pt", dir / "model.pt");  // def forward(self, x: Tensor, s: str)
   };
 }
 
@@ -294,7 +281,7 @@ ERROR_CASE("model-dict-output", "forward returns a dict") {
   c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]'";
   c.names = "returns Dict[str, Tensor]";
   c.setup = [](const fs::path& dir) {
-    ScriptModel(dir / "model.pt", "def forward(self, x: Tensor) -> Dict[str, Tensor]:\n    return {'y': x * 2}\n");
+    CopyZoo("fixtures/dict_output.pt", dir / "model.pt");  // def forward(self, x: Tensor) -> Dict[str, Tensor]
   };
 }
 
@@ -302,7 +289,7 @@ ERROR_CASE("model-string-output", "forward returns a string") {
   c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]'";
   c.names = "returns str";
   c.setup = [](const fs::path& dir) {
-    ScriptModel(dir / "model.pt", "def forward(self, x: Tensor) -> str:\n    return 'hello'\n");
+    CopyZoo("fixtures/string_output.pt", dir / "model.pt");  // def forward(self, x: Tensor) -> str
   };
 }
 
@@ -324,7 +311,7 @@ ERROR_CASE("input-count", "`--input` given fewer times than the model has inputs
   c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]'";
   c.names = "takes 2 inputs";
   c.setup = [](const fs::path& dir) {
-    ScriptModel(dir / "model.pt", "def forward(self, x: Tensor, y: Tensor):\n    return x + y\n");
+    CopyZoo("fixtures/two_inputs.pt", dir / "model.pt");  // def forward(self, x: Tensor, y: Tensor)
   };
 }
 
@@ -344,9 +331,7 @@ ERROR_CASE("profile-size-fails", "a micro-batch size the model cannot run (like 
   c.command = "mpplan model.pt --gpus 2 --input 'float32[4,3]' --microbatch-sizes 1,4";
   c.names = "micro-batch size 1";
   c.setup = [](const fs::path& dir) {
-    ScriptModel(dir / "model.pt",
-                "def forward(self, x: Tensor):\n"
-                "    return x.reshape(x.size(0) // 2, 2, 3).sum(1)\n");  // pairs of samples
+    CopyZoo("fixtures/sample_pairs.pt", dir / "model.pt");  // x.reshape(x.size(0) // 2, 2, 3).sum(1)
   };
 }
 
@@ -638,7 +623,7 @@ ERROR_CASE("exec-input-shape", "`--input` tensors of another shape than the plan
   c.names = "input 0 (x)";
   c.setup = [](const fs::path& dir) {
     ToyPlan(dir, "infer");
-    SaveTensor(dir / "batch.pt", torch::zeros({20, 7}));
+    CopyZoo("fixtures/zeros_20x7.pt", dir / "batch.pt");  // torch.save(torch.zeros(20, 7))
   };
 }
 
@@ -653,7 +638,7 @@ ERROR_CASE("exec-labels-shape", "`--labels` of another shape than the loss needs
   c.names = "--labels labels.pt";
   c.setup = [](const fs::path& dir) {
     ToyPlan(dir);
-    SaveTensor(dir / "labels.pt", torch::zeros({20, 3}));
+    CopyZoo("fixtures/zeros_20x3.pt", dir / "labels.pt");
   };
 }
 
