@@ -109,7 +109,10 @@ std::vector<std::vector<c10::IValue>> SplitMicrobatches(const Plan& plan, const 
     }
     const int dim = i < plan.inputs.size() ? plan.inputs[i].batch_dim : 0;
     const auto parts = SplitTensor(plan, inputs[i].toTensor(), dim, Concat("input ", i));
-    for (size_t mb = 0; mb < out.size(); ++mb) out[mb].push_back(parts[mb]);
+    // Copies, not views: a model that writes into its input (x.add_(h))
+    // writes into its micro-batch's own copy, so the caller's tensors, and
+    // the reference run that --verify makes on them, see the inputs as given.
+    for (size_t mb = 0; mb < out.size(); ++mb) out[mb].push_back(parts[mb].clone());
   }
   return out;
 }

@@ -42,8 +42,9 @@ OutputLayout ProbeOutputs(const CanonicalGraph& canonical, const std::vector<Ten
 std::vector<at::Tensor> SplitTensor(const Plan& plan, const at::Tensor& full, int dim, const std::string& what);
 
 // The micro-batches of full-batch inputs: each tensor input split along its
-// spec's batch dimension (SplitTensor); other inputs are passed whole to
-// every micro-batch.
+// spec's batch dimension (SplitTensor) and copied, so that a model writing
+// into its inputs leaves the caller's tensors as they were; other inputs are
+// passed whole to every micro-batch.
 std::vector<std::vector<c10::IValue>> SplitMicrobatches(const Plan& plan, const std::vector<c10::IValue>& inputs);
 
 // Joins per-micro-batch outputs (outputs[mb][k]) back into whole-batch

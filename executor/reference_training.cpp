@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 
 #include "common/error.h"
+#include "planner/graph/run_graph.h"
 
 namespace mp {
 
@@ -37,7 +38,13 @@ ReferenceTrainer::ReferenceTrainer(const LoadedPlan& loaded, const std::vector<a
 
 double ReferenceTrainer::Step(const std::vector<c10::IValue>& inputs, const at::Tensor& labels) {
   const Plan& plan = loaded_.plan;
-  const auto parts = microbatched_ ? SplitMicrobatches(plan, inputs) : std::vector<std::vector<c10::IValue>>{inputs};
+  std::vector<std::vector<c10::IValue>> parts;
+  if (microbatched_) {
+    parts = SplitMicrobatches(plan, inputs);
+  } else {  // the full batch in one go, on copies too (SplitMicrobatches says why)
+    parts.emplace_back();
+    for (const auto& v : inputs) parts[0].push_back(MapTensors(v, [](const at::Tensor& t) { return t.clone(); }));
+  }
   const auto label_parts = microbatched_ ? SplitTensor(plan, labels, loaded_.output_layout.batch_dims.at(0), "labels")
                                          : std::vector<at::Tensor>{labels};
   for (auto& t : state_) t.mutable_grad() = at::Tensor();

@@ -186,6 +186,23 @@ class InPlace(nn.Module):
         return a * c + b
 
 
+class InputWrite(nn.Module):
+    """Writes into its own input first, as some hand-written models do
+    (`x.add_(shift)`, a learned shift), and reads it again at the end."""
+
+    def __init__(self):
+        super().__init__()
+        self.shift = nn.Parameter(torch.randn(16) * 0.1)
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 16)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x):
+        x.add_(self.shift)
+        h = torch.relu(self.fc2(torch.relu(self.fc1(x))))
+        return self.head(h + x)
+
+
 class Recurrent(nn.Module):
     """nn.LSTM (weights in a list attribute) with several inputs and a
     nested tuple output."""
@@ -239,6 +256,8 @@ ZOO = {
     "inplace": (InPlace, [spec("x", "float32", [8, 16])], ("script", "trace")),
     "lstm": (Recurrent, [spec("x", "float32", [4, 12, 8]), spec("h0", "float32", [2, 4, 32], 1),
                          spec("c0", "float32", [2, 4, 32], 1)], ("script", "trace")),
+    # Traced only, as the model it stands for was; its scripted graph has the same add_.
+    "inputwrite": (InputWrite, [spec("x", "float32", [8, 16])], ("trace",)),
     # Scripted only: tracing renames the module argument to `self`.
     "styled": (Styled, [spec("x", "float32", [16, 32])], ("script",)),
 }

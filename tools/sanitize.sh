@@ -11,9 +11,9 @@
 # Both run every test case of theirs, but the zoo-wide sweeps (every zoo
 # model at 2, 3 and 4 stages, over 2, 3 and 4 processes, ...: the tests that
 # loop over tests/graph/zoo.h's ZooFiles()) sweep the representative subset
-# below instead of all 17 files, which the plain build (tools/test.sh) runs.
+# below instead of all 18 files, which the plain build (tools/test.sh) runs.
 # A sanitizer finds a bad access or a race on the path that makes it, and
-# the 17 files take the same runtime paths many times over; the subset keeps
+# the 18 files take the same runtime paths many times over; the subset keeps
 # one model for each path the others take:
 #   branchy.script.pt   a DAG: many values live across a cut, skip connections
 #   gpt.trace.pt        integer inputs, embeddings, attention; a traced graph

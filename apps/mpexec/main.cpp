@@ -13,6 +13,7 @@
 #include "apps/command_line.h"
 #include "common/allocator.h"
 #include "common/error.h"
+#include "planner/graph/run_graph.h"
 #include "executor/exec_command.h"
 #include "executor/launch_local.h"
 #include "executor/process_group.h"
@@ -111,7 +112,7 @@ int main(int argc, char** argv) {
   } catch (const mp::Error& e) {
     return Fail(e.what(), 1);
   } catch (const std::exception& e) {
-    const std::string what = e.what();
-    return Fail("internal error: " + what.substr(0, what.find('\n')), 3);
+    // The interpreter's own message (its last line), not its banner.
+    return Fail("internal error: " + mp::ErrorLine(e.what()), 3);
   }
 }

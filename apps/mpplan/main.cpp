@@ -10,6 +10,7 @@
 #include "common/allocator.h"
 #include "common/byte_size.h"
 #include "common/error.h"
+#include "planner/graph/run_graph.h"
 #include "planner/command/plan_command.h"
 #include "planner/inspect/inspect.h"
 #include "planner/profile/profile_format.h"
@@ -151,9 +152,9 @@ int main(int argc, char** argv) {
     std::cerr << "mpplan: " << e.what() << "\n";
     return 1;
   } catch (const std::exception& e) {
-    // LibTorch errors carry a backtrace after the first line.
-    const std::string what = e.what();
-    std::cerr << "mpplan: internal error: " << what.substr(0, what.find('\n')) << "\n";
+    // LibTorch errors carry a backtrace after the first line; the
+    // TorchScript interpreter's, a banner before the message (ErrorLine).
+    std::cerr << "mpplan: internal error: " << mp::ErrorLine(e.what()) << "\n";
     return 3;
   }
   return 0;

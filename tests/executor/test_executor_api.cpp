@@ -86,3 +86,17 @@ TEST_CASE("the example program in examples/ trains a plan and saves the model") 
   CHECK(run.out.find("step 2: loss ") != std::string::npos);
   CHECK(std::filesystem::exists(saved));
 }
+
+TEST_CASE("a model that writes into its input leaves the caller's tensors as they were") {
+  // inputwrite: x.add_(shift) on the model input first, x read again at the end.
+  const std::string plan = MakePlan("inputwrite.infer", "inputwrite.trace.pt", "--gpus 2 --stages 2 --microbatches 2 --mode infer");
+  mp::Executor exec(plan);
+  const auto inputs = exec.SyntheticInputs(5);
+  const at::Tensor before = inputs.at(0).toTensor().clone();
+  const mp::PipelineRun first = exec.Infer(inputs);
+  CHECK(torch::equal(inputs.at(0).toTensor(), before));
+  const mp::PipelineRun second = exec.Infer(inputs);  // so the same inputs give the same outputs
+  mp::test::CheckBitEqual(second.outputs, first.outputs);
+  mp::test::CheckBitEqual(first.outputs, mp::RunWholeMicrobatches(exec.loaded(), inputs));
+  CHECK(torch::equal(inputs.at(0).toTensor(), before));
+}
