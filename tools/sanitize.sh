@@ -32,8 +32,8 @@
 # repeat those roles. Several stages on one rank, and replicas, keep their
 # own test cases here.
 #
-# On 2 cores: asan about 23 minutes (7 to build, 16 to test), tsan about 7
-# (3 and 4).
+# On 2 cores: asan about 17 minutes (8 to build, 9 to test), tsan about 4.5
+# (3 and 1.5).
 #
 # Any report fails the test it happens in: UB aborts (-fno-sanitize-recover),
 # ASan and TSan halt on the first error, and every sanitizer exits with 66,
