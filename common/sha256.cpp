@@ -72,8 +72,8 @@ void CompressPortable(State& state, const unsigned char* data, size_t blocks) {
 
 #if MP_SHA256_X86
 // The same with the x86 SHA extensions (Intel since Goldmont and Ice Lake,
-// AMD since Zen): about 8x the portable loop, which matters for models of
-// gigabytes hashed on every mpexec run. The state is kept as the
+// AMD since Zen): 5.6x the portable loop here (1707 against 306 MB/s on an
+// EPYC), which matters for models of gigabytes hashed on every mpexec run. The state is kept as the
 // instructions want it, ABEF and CDGH; each 4 rounds take 4 message words,
 // the next 4 coming from the message-schedule instructions.
 __attribute__((target("sha,sse4.1,ssse3"))) void CompressShaNi(State& state, const unsigned char* data,

@@ -41,9 +41,8 @@ double ReferenceTrainer::Step(const std::vector<c10::IValue>& inputs, const at::
   std::vector<std::vector<c10::IValue>> parts;
   if (microbatched_) {
     parts = SplitMicrobatches(plan, inputs);
-  } else {  // the full batch in one go, on copies too (SplitMicrobatches says why)
-    parts.emplace_back();
-    for (const auto& v : inputs) parts[0].push_back(MapTensors(v, [](const at::Tensor& t) { return t.clone(); }));
+  } else {
+    parts.push_back(CloneTensors(inputs));  // the full batch in one go, on copies too (SplitMicrobatches says why)
   }
   const auto label_parts = microbatched_ ? SplitTensor(plan, labels, loaded_.output_layout.batch_dims.at(0), "labels")
                                          : std::vector<at::Tensor>{labels};

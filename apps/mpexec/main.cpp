@@ -13,10 +13,10 @@
 #include "apps/command_line.h"
 #include "common/allocator.h"
 #include "common/error.h"
-#include "planner/graph/run_graph.h"
 #include "executor/exec_command.h"
 #include "executor/launch_local.h"
 #include "executor/process_group.h"
+#include "planner/graph/run_graph.h"
 
 namespace {
 

@@ -74,6 +74,12 @@ c10::IValue MapTensors(const c10::IValue& value, const std::function<at::Tensor(
   return value;
 }
 
+std::vector<c10::IValue> CloneTensors(const std::vector<c10::IValue>& values) {
+  std::vector<c10::IValue> copies;
+  for (const auto& v : values) copies.push_back(MapTensors(v, [](const at::Tensor& t) { return t.clone(); }));
+  return copies;
+}
+
 namespace {
 
 c10::ScalarType ScalarTypeOf(const std::string& dtype) {

@@ -38,6 +38,10 @@ std::vector<at::Tensor> FlattenTensors(const c10::IValue& value);
 // FlattenTensors order.
 c10::IValue MapTensors(const c10::IValue& value, const std::function<at::Tensor(const at::Tensor&)>& fn);
 
+// Inputs with every tensor inside them copied: a model may write into its
+// inputs (x.add_(h)), and the caller's tensors must stay as given.
+std::vector<c10::IValue> CloneTensors(const std::vector<c10::IValue>& values);
+
 // Deterministic random inputs for a spec: floats ~ N(0,1), integers
 // uniform in the spec's [low, high) or [0, 2) when it has no range.
 std::vector<c10::IValue> SyntheticInputs(const std::vector<TensorSpec>& specs, uint64_t seed = 0);

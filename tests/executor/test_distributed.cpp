@@ -37,8 +37,8 @@ std::string MakePlan(const std::string& test, const std::string& file, int batch
   std::string tag = flags;
   for (char& ch : tag) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
   const std::string out = TempPath("dist." + test + "." + file + "." + tag + ".plan.yaml");
-  const std::string b = std::to_string(batch);
-  const std::string size = file.rfind("resnet50", 0) == 0 ? " --input float32[" + b + ",3,64,64]" : " --batch " + b;
+  const std::string resnet = mp::test::SmallResNetInput(file, batch);
+  const std::string size = resnet.empty() ? " --batch " + std::to_string(batch) : resnet;
   const auto run = Mpplan(ZooPath(file) + " --quiet --device-profile a100-80gb" + size + " " + flags + " -o " + out);
   INFO(run.out);
   REQUIRE(run.status == 0);

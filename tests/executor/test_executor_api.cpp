@@ -89,7 +89,8 @@ TEST_CASE("the example program in examples/ trains a plan and saves the model") 
 
 TEST_CASE("a model that writes into its input leaves the caller's tensors as they were") {
   // inputwrite: x.add_(shift) on the model input first, x read again at the end.
-  const std::string plan = MakePlan("inputwrite.infer", "inputwrite.trace.pt", "--gpus 2 --stages 2 --microbatches 2 --mode infer");
+  const std::string plan =
+      MakePlan("inputwrite.infer", "inputwrite.trace.pt", "--gpus 2 --stages 2 --microbatches 2 --mode infer");
   mp::Executor exec(plan);
   const auto inputs = exec.SyntheticInputs(5);
   const at::Tensor before = inputs.at(0).toTensor().clone();

@@ -69,13 +69,8 @@ TEST_CASE("every zoo model: canonical graph and random cuts equal forward bit-ex
     const auto inputs = mp::SyntheticInputs(mp::test::SmallResNetSpecs(file, SmallSpec(model.input_spec, 3)), 7);
 
     // Each run on its own copy: a model may write into its inputs (inputwrite).
-    const auto fresh = [&inputs] {
-      std::vector<c10::IValue> copy;
-      for (const auto& v : inputs) copy.push_back(mp::MapTensors(v, [](const at::Tensor& t) { return t.clone(); }));
-      return copy;
-    };
-    const auto want = model.module.forward(fresh());
-    const auto whole = mp::GraphRunner(canonical.graph).Run(canonical.Stack(fresh()));
+    const auto want = model.module.forward(mp::CloneTensors(inputs));
+    const auto whole = mp::GraphRunner(canonical.graph).Run(canonical.Stack(mp::CloneTensors(inputs)));
     mp::test::CheckBitEqual(whole, {want});
 
     int cuts = 0;
@@ -85,7 +80,7 @@ TEST_CASE("every zoo model: canonical graph and random cuts equal forward bit-ex
       auto assignment = RandomCut(canonical, k, rng);
       auto stages = mp::CutStages(canonical, assignment);
       REQUIRE(static_cast<int>(stages.size()) == k);
-      mp::test::CheckBitEqual(mp::RunStages(canonical, stages, fresh()), {want});
+      mp::test::CheckBitEqual(mp::RunStages(canonical, stages, mp::CloneTensors(inputs)), {want});
       ++cuts;
     }
     CHECK(cuts >= 20);
