@@ -41,7 +41,8 @@ struct ReferenceResult {
 ReferenceResult TrainReference(const Executor& exec, const std::vector<at::Tensor>& start,
                                const std::vector<c10::IValue>& inputs, const at::Tensor& labels,
                                const std::vector<double>& losses, bool microbatched) {
-  ReferenceTrainer reference(exec.loaded(), start, exec.options().training, microbatched);
+  ReferenceTrainer reference(exec.loaded(), start, exec.options().training, microbatched,
+                             exec.options().pipeline.seed);
   ReferenceResult result;
   for (double loss : losses) {
     double want = 0;
@@ -181,6 +182,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                         {"transport", group ? "c10d gloo" : "in-process channels"},
                         {"steps", request.steps},
                         {"warmup", request.warmup},
+                        {"seed", request.options.pipeline.seed},
                         {"step_ms", median},
                         {"steps_ms", steps_ms},
                         {"predicted_step_ms", predicted},
@@ -205,7 +207,8 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   if (request.verify && !training) {
     // Bit for bit against the same micro-batches run without pipelining;
     // the full batch in one go is only reported (its float sums differ).
-    const Verification v = Verify(run.outputs, RunWholeMicrobatches(loaded, inputs));
+    const Verification v =
+        Verify(run.outputs, RunWholeMicrobatches(loaded, inputs, request.options.pipeline.seed, run.step));
     const Verification full = Verify(run.outputs, RunWhole(loaded.canonical, inputs), 1e-4, 1e-5);
     out["verify"] = v.ok;
     out["verify_detail"] = {{"max_abs_diff", v.max_abs_diff},

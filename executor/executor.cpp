@@ -27,7 +27,7 @@ void Executor::CheckLabels(const at::Tensor& labels, const std::string& what) co
 }
 
 PipelineRun Executor::Infer(const std::vector<c10::IValue>& inputs) const {
-  return RunPipeline(loaded_, inputs, nullptr, options_.pipeline, *workers_);
+  return RunPipeline(loaded_, inputs, nullptr, options_.pipeline, *workers_, steps_++);
 }
 
 PipelineRun Executor::TrainStep(const std::vector<c10::IValue>& inputs, const at::Tensor& labels) {
@@ -40,7 +40,7 @@ PipelineRun Executor::TrainStep(const std::vector<c10::IValue>& inputs, const at
   step.batch_elements = labels.numel();
   step.loss = options_.training.loss;
   step.sgd = &sgd_;
-  return RunPipeline(loaded_, inputs, &step, options_.pipeline, *workers_);
+  return RunPipeline(loaded_, inputs, &step, options_.pipeline, *workers_, steps_++);
 }
 
 std::vector<at::Tensor> Executor::State() const { return CloneState(loaded_.canonical); }

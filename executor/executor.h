@@ -62,6 +62,7 @@ class Executor {
   LoadedPlan loaded_;
   ExecutorOptions options_;
   Sgd sgd_;
+  mutable int64_t steps_ = 0;  // Infer and TrainStep calls so far: the step of the random ops' key
   std::unique_ptr<WorkerPool> workers_ = std::make_unique<WorkerPool>();  // the stages' threads
 };
 

@@ -47,6 +47,7 @@
 #include "executor/heap_sampler.h"
 #include "executor/process_group.h"
 #include "executor/wire.h"
+#include "planner/graph/rng_scope.h"
 #include "planner/graph/run_graph.h"
 
 namespace mp {
@@ -193,7 +194,8 @@ int ThreadsPerStage(const Plan& plan, const PipelineOptions& options) {
 }
 
 PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>& model_inputs,
-                        const TrainingStep* training, const PipelineOptions& options, WorkerPool& workers) {
+                        const TrainingStep* training, const PipelineOptions& options, WorkerPool& workers,
+                        int64_t step) {
   const Plan& plan = loaded.plan;
   const CanonicalGraph& canonical = loaded.canonical;
   if (plan.training != (training != nullptr)) {
@@ -303,6 +305,7 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   std::vector<std::vector<std::map<size_t, c10::IValue>>> made(K, std::vector<std::map<size_t, c10::IValue>>(M));
   std::vector<std::vector<at::Tensor>> losses(K);
   PipelineRun run;
+  run.step = step;
   run.busy_ms.assign(K, 0);
   run.events.assign(K, {});
   const int threads = ThreadsPerStage(plan, options);
@@ -351,7 +354,11 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
                 throw InternalError(Concat("stage input ", key.value->debugName(), " never arrived"));
               }
             }
-            std::vector<c10::IValue> outputs = runner.Run(std::move(inputs));
+            std::vector<c10::IValue> outputs;
+            {
+              const RngScope rng({options.seed, step, first + action.microbatch});
+              outputs = runner.Run(std::move(inputs));
+            }
             for (size_t i = 0; i < stage.outputs.size(); ++i) mb.values[stage.outputs[i]] = outputs[i];
             for (size_t k = 0; k < output_keys.size(); ++k) {
               auto it = mb.values.find(output_keys[k]);

@@ -39,6 +39,7 @@ struct Distribution {
 struct PipelineOptions {
   int threads_per_stage = 0;  // intra-op threads per worker; 0: the plan's profile's, else 1
   const Distribution* distribution = nullptr;  // null: every stage in this process
+  uint64_t seed = 0;  // random ops draw from (seed, step, micro-batch): planner/graph/rng_scope.h
 };
 
 // The intra-op threads each worker runs with under `options`.
@@ -63,6 +64,7 @@ struct ActionEvent {
 // and events of the others stay empty, loss is the part its stages computed,
 // and only rank 0 has the outputs (the other ranks send it theirs).
 struct PipelineRun {
+  int64_t step = 0;                  // the step index it ran as (its random ops' key)
   std::vector<c10::IValue> outputs;  // inference: the model's outputs for the whole batch
   double loss = 0;                   // training: the batch's loss (sum of the micro-batches')
   double step_ms = 0;                // wall time of the step
@@ -86,8 +88,10 @@ struct PipelineRun {
 // batch, so the sum is the whole batch's gradient); the step's time
 // includes that. A plan with replicas needs a Distribution (InputError).
 // The stages' workers (and bridges) run on `workers`, whose threads are
-// kept from step to step.
+// kept from step to step. Each forward of micro-batch m (numbered over the
+// whole batch) runs in RngScope({options.seed, step, m}).
 PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>& model_inputs,
-                        const TrainingStep* training, const PipelineOptions& options, WorkerPool& workers);
+                        const TrainingStep* training, const PipelineOptions& options, WorkerPool& workers,
+                        int64_t step = 0);
 
 }  // namespace mp

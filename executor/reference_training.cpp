@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 
 #include "common/error.h"
+#include "planner/graph/rng_scope.h"
 #include "planner/graph/run_graph.h"
 
 namespace mp {
@@ -27,10 +28,11 @@ std::vector<at::Tensor> CloneState(const CanonicalGraph& canonical) {
 }
 
 ReferenceTrainer::ReferenceTrainer(const LoadedPlan& loaded, const std::vector<at::Tensor>& state,
-                                   const TrainingOptions& options, bool microbatched)
+                                   const TrainingOptions& options, bool microbatched, uint64_t seed)
     : loaded_(loaded),
       options_(options),
       microbatched_(microbatched),
+      seed_(seed),
       runner_(loaded.canonical.graph, microbatched ? "reference" : "reference_full_batch"),
       sgd_(state.size(), options.lr, options.momentum) {
   for (const at::Tensor& t : state) state_.push_back(Copy(t));  // trained in place: never the caller's tensors
@@ -53,7 +55,11 @@ double ReferenceTrainer::Step(const std::vector<c10::IValue>& inputs, const at::
   for (size_t i = 0; i < parts.size(); ++i) {
     std::vector<c10::IValue> stack = parts[i];
     for (const auto& t : state_) stack.emplace_back(t);
-    const auto outputs = runner_.Run(std::move(stack));
+    std::vector<c10::IValue> outputs;
+    {
+      const RngScope rng({seed_, steps_, int64_t(i)});
+      outputs = runner_.Run(std::move(stack));
+    }
     const auto tensors = outputs.empty() ? std::vector<at::Tensor>{} : FlattenTensors(outputs.front());
     if (tensors.empty()) throw InputError("training needs a tensor as the model's first output");
     at::Tensor l = MicrobatchLoss(tensors.front(), label_parts[i], options_.loss, labels.numel());
@@ -71,6 +77,7 @@ double ReferenceTrainer::Step(const std::vector<c10::IValue>& inputs, const at::
     for (size_t j = 0; j < state_.size(); ++j) state_[j].mutable_grad() = replicas_sum[j];
   }
   for (size_t i = 0; i < state_.size(); ++i) sgd_.Step(i, state_[i]);
+  ++steps_;
   return loss;
 }
 

@@ -19,8 +19,10 @@ class ReferenceTrainer {
   // Starts from a copy of `state` (the canonical parameters and buffers,
   // in order; see CloneState), which it leaves as it was. `microbatched`: the plan's micro-batches one after
   // another, as the pipeline computes them; else the whole batch at once.
+  // Step n's micro-batch m runs in RngScope({seed, n, m}), as in the
+  // pipeline; the whole batch at once runs as micro-batch 0.
   ReferenceTrainer(const LoadedPlan& loaded, const std::vector<at::Tensor>& state, const TrainingOptions& options,
-                   bool microbatched);
+                   bool microbatched, uint64_t seed = 0);
   // One step on the whole batch's inputs and labels; returns its loss.
   double Step(const std::vector<c10::IValue>& inputs, const at::Tensor& labels);
   const std::vector<at::Tensor>& State() const { return state_; }
@@ -30,6 +32,8 @@ class ReferenceTrainer {
   std::vector<at::Tensor> state_;
   TrainingOptions options_;
   bool microbatched_;
+  uint64_t seed_;
+  int64_t steps_ = 0;
   GraphRunner runner_;
   Sgd sgd_;
 };

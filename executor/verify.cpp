@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "executor/microbatches.h"
+#include "planner/graph/rng_scope.h"
 #include "planner/graph/run_graph.h"
 
 namespace mp {
@@ -17,9 +18,11 @@ std::vector<c10::IValue> RunWhole(const CanonicalGraph& canonical, const std::ve
   return GraphRunner(canonical.graph, "whole").Run(canonical.Stack(model_inputs));
 }
 
-std::vector<c10::IValue> RunWholeMicrobatches(const LoadedPlan& loaded, const std::vector<c10::IValue>& model_inputs) {
+std::vector<c10::IValue> RunWholeMicrobatches(const LoadedPlan& loaded, const std::vector<c10::IValue>& model_inputs,
+                                              uint64_t seed, int64_t step) {
   std::vector<std::vector<c10::IValue>> outputs;
   for (const auto& microbatch : SplitMicrobatches(loaded.plan, model_inputs)) {
+    const RngScope rng({seed, step, int64_t(outputs.size())});
     outputs.push_back(RunWhole(loaded.canonical, microbatch));
   }
   return JoinMicrobatches(outputs, loaded.output_layout.batch_dims);

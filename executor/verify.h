@@ -22,8 +22,10 @@ struct Verification {
 std::vector<c10::IValue> RunWhole(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs);
 
 // The reference a pipelined run must equal bit for bit: the canonical graph
-// run whole, without pipelining, on the same micro-batches, joined.
-std::vector<c10::IValue> RunWholeMicrobatches(const LoadedPlan& loaded, const std::vector<c10::IValue>& model_inputs);
+// run whole, without pipelining, on the same micro-batches, joined; the
+// m-th in RngScope({seed, step, m}), as the pipeline's step `step` ran it.
+std::vector<c10::IValue> RunWholeMicrobatches(const LoadedPlan& loaded, const std::vector<c10::IValue>& model_inputs,
+                                              uint64_t seed = 0, int64_t step = 0);
 
 // Same structure, dtypes and shapes, and values within rtol/atol (0 and 0:
 // bit for bit). Against a run of the full batch in one go, a tolerance is

@@ -73,6 +73,9 @@ int main(int argc, char** argv) {
   app.add_option("--loss", loss, "training loss on output 0, classes along its last dimension: mse (against one-hot "
                  "labels) or cross_entropy")->default_str("mse");
   app.add_option("--labels", request.labels, "training labels saved with torch.save (default: synthetic)");
+  app.add_option("--seed", request.options.pipeline.seed,
+                 "what random ops (dropout) draw: a function of the seed, step, micro-batch and op, "
+                 "not of the plan")->default_str("0");
   app.add_option("--lr", request.options.training.lr, "SGD learning rate")->default_str("0.001");
   app.add_option("--momentum", request.options.training.momentum, "SGD momentum")->default_str("0");
   app.add_option("--save", request.save, "training: write the trained model as TorchScript (torch.jit.load reads it)");

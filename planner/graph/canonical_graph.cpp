@@ -5,7 +5,9 @@
 //   3. ConstantPropagation folds `if self.training` and friends, then
 //      ConstantPooling and EliminateDeadCode leave one node per real op,
 //      and parameters nothing reads any more are dropped;
-//   4. number the top-level nodes (graph order is a topological order),
+//   4. SeedRandomOps: every random op draws from its own generator, keyed
+//      at run time by (seed, step, micro-batch), never from the global one;
+//   5. number the top-level nodes (graph order is a topological order),
 //      name each node's layer, hash the printed IR.
 #include "planner/graph/canonical_graph.h"
 
@@ -17,6 +19,7 @@
 #include "common/error.h"
 #include "planner/graph/fingerprint.h"
 #include "planner/graph/layer_name.h"
+#include "planner/graph/seed_random_ops.h"
 
 namespace mp {
 
@@ -97,6 +100,7 @@ CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& 
       canonical.params.erase(canonical.params.begin() + (i - canonical.num_model_inputs));
     }
   }
+  SeedRandomOps(*graph);
   IndexNodes(canonical);
   return canonical;
 }

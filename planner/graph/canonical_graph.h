@@ -40,7 +40,7 @@ struct CanonicalGraph {
 };
 
 // Inline -> LiftParameters -> ConstantPropagation -> ConstantPooling ->
-// EliminateDeadCode, then numbering, layer names and the fingerprint.
+// EliminateDeadCode -> SeedRandomOps, then numbering, layer names and the fingerprint.
 // Changes `module`'s training flag to options.training.
 CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& options = {});
 

@@ -126,9 +126,11 @@ MutationInfo AnalyzeMutation(const CanonicalGraph& canonical) {
     }
   }
 
-  // Graph inputs themselves are sent, not rebuilt; a pack of them is rebuilt.
+  // Graph inputs themselves are sent, not rebuilt; a pack of them is rebuilt,
+  // and so is a random op's generator, which cannot be sent.
+  static const c10::Symbol generator = c10::Symbol::fromQualString("mp::generator");
   for (Node* node : graph.nodes()) {
-    const bool constant = node->kind() == c10::prim::Constant;
+    const bool constant = node->kind() == c10::prim::Constant || node->kind() == generator;
     const bool pack = node->kind() == c10::prim::ListConstruct ||
                       node->kind() == c10::prim::TupleConstruct;
     if (!constant && !pack) continue;

@@ -15,8 +15,9 @@ struct MutationInfo {
   // For every value that some top-level node writes (directly or through an
   // alias such as a view), the ids of those nodes, ascending.
   std::unordered_map<const torch::jit::Value*, std::vector<int>> writers;
-  // Values that are cheaper to rebuild than to send: constants, and lists
-  // or tuples built only from constants and graph inputs, never written.
+  // Values that are cheaper to rebuild than to send: constants, random
+  // ops' generators (mp::generator of a constant), and lists or tuples
+  // built only from constants and graph inputs, never written.
   std::unordered_set<const torch::jit::Value*> rematerializable;
 
   const std::vector<int>& WritersOf(const torch::jit::Value* value) const;

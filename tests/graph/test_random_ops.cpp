@@ -1,0 +1,199 @@
+// SeedRandomOps and RngScope: every random op gets its own generator, the
+// global one is never drawn from, what is drawn is a function of the key,
+// and the mp:: twins compute what ATen computes from the same generator.
+#include "tests/doctest_torch.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/jit/ir/irparser.h>
+
+#include "common/error.h"
+#include "planner/graph/rng_scope.h"
+#include "planner/graph/run_graph.h"
+#include "planner/graph/seed_random_ops.h"
+
+namespace {
+
+// Dropout in training and in eval, a feature alpha dropout, randn_like (no
+// generator overload), rand (one without a generator that has a twin
+// overload with one), bernoulli (takes a generator) and rand_like in a loop.
+const char* kGraph = R"IR(
+graph(%x : Tensor, %n : int):
+  %p : float = prim::Constant[value=0.5]()
+  %t : bool = prim::Constant[value=1]()
+  %f : bool = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %a : Tensor = aten::dropout(%x, %p, %t)
+  %b : Tensor = aten::dropout(%a, %p, %f)
+  %c : Tensor = aten::feature_alpha_dropout(%b, %p, %t)
+  %d : Tensor = aten::randn_like(%c, %none, %none, %none, %none, %none)
+  %size : int[] = aten::size(%x)
+  %e : Tensor = aten::rand(%size, %none, %none, %none, %none)
+  %s : Tensor = aten::add(%d, %e, %one)
+  %g : Tensor = aten::bernoulli(%x, %p, %none)
+  %l : Tensor = prim::Loop(%n, %t, %x)
+    block0(%i : int, %acc : Tensor):
+      %r : Tensor = aten::rand_like(%acc, %none, %none, %none, %none, %none)
+      %next : Tensor = aten::add(%acc, %r, %one)
+      -> (%t, %next)
+  return (%c, %s, %g, %l)
+)IR";
+
+std::shared_ptr<torch::jit::Graph> Seeded(int* count = nullptr) {
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(kGraph, graph.get());
+  const int n = mp::SeedRandomOps(*graph);
+  if (count) *count = n;
+  return graph;
+}
+
+std::vector<at::Tensor> Run(const mp::GraphRunner& runner, const at::Tensor& x, int64_t iterations) {
+  std::vector<at::Tensor> out;
+  for (const auto& v : runner.Run({x, iterations})) out.push_back(v.toTensor());
+  return out;
+}
+
+bool Same(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!at::equal(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+int Count(const torch::jit::Block* block, const std::string& kind) {
+  int n = 0;
+  for (const auto* node : block->nodes()) {
+    n += node->kind().toQualString() == kind;
+    for (const auto* inner : node->blocks()) n += Count(inner, kind);
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("every random op takes a generator of its own, dropout in eval is left alone") {
+  int count = 0;
+  const auto graph = Seeded(&count);
+  CHECK(count == 6);
+  const auto* block = graph->block();
+  CHECK(Count(block, "mp::generator") == 6);
+  CHECK(Count(block, "mp::dropout") == 1);
+  CHECK(Count(block, "aten::dropout") == 1);  // train = false: draws nothing
+  CHECK(Count(block, "mp::feature_alpha_dropout") == 1);
+  CHECK(Count(block, "mp::randn_like") == 1);
+  CHECK(Count(block, "mp::rand_like") == 1);  // inside the loop
+  CHECK(Count(block, "aten::rand") == 1);
+  for (const auto* node : block->nodes()) {
+    if (node->kind() == c10::aten::rand) CHECK(node->schema().overload_name() == "generator");
+    if (node->kind() == c10::aten::bernoulli) CHECK(node->inputs().back()->node()->kind().toQualString() == std::string("mp::generator"));
+  }
+}
+
+TEST_CASE("what the ops draw is a function of the key, never of the global generator") {
+  const mp::GraphRunner runner(Seeded());
+  const at::Tensor x = at::rand({4, 3, 5}, at::detail::createCPUGenerator(1));
+  at::Generator global = at::detail::getDefaultCPUGenerator();
+  const at::Tensor before = global.get_state();
+
+  std::vector<at::Tensor> first, again, other_mb, other_step, other_seed;
+  {
+    const mp::RngScope scope({7, 2, 3});
+    first = Run(runner, x, 2);
+  }
+  {
+    const mp::RngScope scope({7, 2, 3});
+    again = Run(runner, x, 2);
+  }
+  {
+    const mp::RngScope scope({7, 2, 4});
+    other_mb = Run(runner, x, 2);
+  }
+  {
+    const mp::RngScope scope({7, 3, 3});
+    other_step = Run(runner, x, 2);
+  }
+  {
+    const mp::RngScope scope({8, 2, 3});
+    other_seed = Run(runner, x, 2);
+  }
+  CHECK(at::equal(global.get_state(), before));
+  CHECK(Same(first, again));
+  for (const auto* other : {&other_mb, &other_step, &other_seed}) {
+    for (size_t i = 0; i < first.size(); ++i) CHECK_FALSE(at::equal(first[i], (*other)[i]));
+  }
+  // bernoulli(x, 0.5) draws ones about half the time.
+  const double ones = first[2].mean().item<double>();
+  CHECK(ones > 0.3);
+  CHECK(ones < 0.7);
+}
+
+TEST_CASE("an op in a loop draws anew each iteration, and a scope counts its own calls") {
+  const mp::GraphRunner runner(Seeded());
+  const at::Tensor x = at::zeros({2, 3});
+  at::Tensor one, two;
+  {
+    const mp::RngScope scope({0, 0, 0});
+    one = Run(runner, x, 1).back();
+  }
+  {
+    const mp::RngScope outer({0, 0, 0});
+    {
+      const mp::RngScope inner({5, 5, 5});  // a nested scope leaves the outer's counts alone
+      Run(runner, x, 1);
+    }
+    two = Run(runner, x, 2).back();
+  }
+  const at::Tensor second_draw = two - one;  // x = 0: one is the first draw
+  CHECK_FALSE(at::allclose(second_draw, one));
+  CHECK(second_draw.min().item<double>() >= 0);
+  CHECK(second_draw.max().item<double>() < 1);
+}
+
+TEST_CASE("the mp:: twins compute what ATen computes from the same generator") {
+  const at::Tensor x = at::randn({3, 4, 5, 2}, at::detail::createCPUGenerator(3));
+  const uint64_t seed = 42;
+  using Dropout = at::Tensor(const at::Tensor&, double, bool, c10::optional<at::Generator>);
+  const std::vector<std::pair<const char*, at::Tensor (*)(const at::Tensor&, double, bool)>> dropouts = {
+      {"mp::dropout", &at::dropout},
+      {"mp::feature_dropout", &at::feature_dropout},
+      {"mp::alpha_dropout", &at::alpha_dropout},
+      {"mp::feature_alpha_dropout", &at::feature_alpha_dropout}};
+  for (const auto& [name, aten] : dropouts) {
+    CAPTURE(name);
+    at::manual_seed(seed);
+    const at::Tensor want = aten(x, 0.3, true);
+    const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Dropout>();
+    CHECK(at::equal(op.call(x, 0.3, true, at::detail::createCPUGenerator(seed)), want));
+    CHECK(at::equal(op.call(x, 0.3, false, at::detail::createCPUGenerator(seed)), x));
+  }
+  at::manual_seed(seed);
+  const at::Tensor want = at::randn_like(x);
+  using Like = at::Tensor(const at::Tensor&, c10::optional<at::ScalarType>, c10::optional<at::Layout>,
+                          c10::optional<at::Device>, c10::optional<bool>, c10::optional<at::MemoryFormat>,
+                          c10::optional<at::Generator>);
+  const auto randn_like = c10::Dispatcher::singleton().findSchemaOrThrow("mp::randn_like", "").typed<Like>();
+  CHECK(at::equal(randn_like.call(x, {}, {}, {}, {}, {}, at::detail::createCPUGenerator(seed)), want));
+}
+
+TEST_CASE("randperm without a generator takes the overload with one") {
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%n : int):
+  %none : NoneType = prim::Constant()
+  %p : Tensor = aten::randperm(%n, %none, %none, %none, %none)
+  return (%p)
+)IR", graph.get());
+  CHECK(mp::SeedRandomOps(*graph) == 1);
+  const mp::GraphRunner runner(graph);
+  at::Tensor a, b;
+  {
+    const mp::RngScope scope({1, 0, 0});
+    a = runner.Run({int64_t(50)})[0].toTensor();
+  }
+  {
+    const mp::RngScope scope({1, 0, 0});
+    b = runner.Run({int64_t(50)})[0].toTensor();
+  }
+  CHECK(at::equal(a, b));
+  CHECK(at::equal(std::get<0>(a.sort()), at::arange(50)));
+}
