@@ -15,6 +15,7 @@
 namespace mp {
 
 std::vector<c10::IValue> RunWhole(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs) {
+  const at::NoGradGuard no_grad;  // as the pipeline infers: modules may branch on it (nn.TransformerEncoder)
   return GraphRunner(canonical.graph, "whole").Run(canonical.Stack(model_inputs));
 }
 

@@ -18,7 +18,8 @@ struct Verification {
   int tensors = 0;           // output tensors compared
 };
 
-// The canonical graph run whole on `model_inputs` (one device, no micro-batches).
+// The canonical graph run whole on `model_inputs` (one device, no
+// micro-batches), without autograd, as an inference pipeline runs it.
 std::vector<c10::IValue> RunWhole(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs);
 
 // The reference a pipelined run must equal bit for bit: the canonical graph

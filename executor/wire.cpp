@@ -1,8 +1,8 @@
 // SendMessage / ReceiveMessage. Two sends on one tag: three sizes (int64[3]:
 // body bytes, metadata entries, all bytes), then one byte buffer holding
-// - the body, tuple(microbatch, tuple(values), tuple(tuple(grad or None))),
-//   pickled by torch::jit::pickle with a tensor table, so it holds indices
-//   instead of tensor data;
+// - the body, tuple(microbatch, tuple(values), tuple(tuple(grad or None)),
+//   indices of uninitialized values), pickled by torch::jit::pickle with a
+//   tensor table, so it holds indices instead of tensor data;
 // - per table tensor its dtype, requires_grad, rank and sizes (int64, from
 //   the next multiple of 8);
 // - every table tensor's bytes, one after another.
@@ -31,8 +31,16 @@ void SendMessage(ProcessGroup& group, int dst, int tag, const WireMessage& messa
     for (const at::Tensor& g : per_value) items.push_back(g.defined() ? c10::IValue(g) : c10::IValue());
     grads.push_back(c10::ivalue::Tuple::create(std::move(items)));
   }
-  const c10::IValue body = c10::ivalue::Tuple::create(
-      {message.microbatch, c10::ivalue::Tuple::create(message.values), c10::ivalue::Tuple::create(std::move(grads))});
+  // An uninitialized value (the untaken side of an early return) does not
+  // pickle: it goes as None, its index listed.
+  std::vector<c10::IValue> values = message.values;
+  std::vector<int64_t> uninitialized;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i].tagKind() == "Uninitialized") values[i] = c10::IValue(), uninitialized.push_back(int64_t(i));
+  }
+  const c10::IValue body = c10::ivalue::Tuple::create({message.microbatch, c10::ivalue::Tuple::create(std::move(values)),
+                                                       c10::ivalue::Tuple::create(std::move(grads)),
+                                                       c10::IValue(uninitialized)});
   std::vector<at::Tensor> table;
   const std::vector<char> pickled = torch::jit::pickle(body, &table);
   // Per tensor: dtype, requires_grad, dimensions, then the sizes.
@@ -95,6 +103,7 @@ WireMessage ReceiveMessage(ProcessGroup& group, int src, int tag) {
   WireMessage message;
   message.microbatch = items.at(0).toInt();
   for (const c10::IValue& v : items.at(1).toTupleRef().elements()) message.values.push_back(v);
+  for (int64_t i : items.at(3).toIntVector()) message.values.at(size_t(i)) = c10::IValue::uninitialized();
   for (const c10::IValue& per_value : items.at(2).toTupleRef().elements()) {
     std::vector<at::Tensor>& grads = message.grads.emplace_back();
     for (const c10::IValue& g : per_value.toTupleRef().elements()) grads.push_back(g.isNone() ? at::Tensor() : g.toTensor());

@@ -5,7 +5,8 @@
 //
 // FillShapes adds, after every top-level tensor value, aten::size and
 // prim::dtype nodes, returns those instead of the tensors, and runs the
-// probe graph once: every shape for the memory of one forward pass.
+// probe graph once: every shape for the memory of one forward pass. A
+// value that may be uninitialized at run time is returned whole instead.
 #include "planner/graph/build_op_graph.h"
 
 #include <algorithm>
@@ -24,6 +25,27 @@ using torch::jit::Value;
 void SortUnique(std::vector<int>& ids) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+}
+
+// A Tensor-typed value that may hold no tensor at run time: what
+// TorchScript puts on the untaken side of an early return or a raise
+// (prim::Uninitialized), passed out of an If or a Loop. nn.TransformerEncoder
+// returns its fast path's result that way. The probe returns such a value
+// whole instead of asking for its size.
+bool MayBeUninitialized(const Value* v) {
+  const Node* node = v->node();
+  if (node->kind() == c10::prim::Uninitialized) return true;
+  const size_t i = v->offset();
+  if (node->kind() == c10::prim::If) {
+    for (const auto* block : node->blocks()) {
+      if (MayBeUninitialized(block->outputs()[i])) return true;
+    }
+  } else if (node->kind() == c10::prim::Loop) {  // outputs: the carried values
+    if (MayBeUninitialized(node->inputs()[i + 2]) || MayBeUninitialized(node->blocks()[0]->outputs()[i + 1])) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void SetTensor(OpValue& value, const at::Tensor& tensor) {
@@ -90,18 +112,27 @@ void FillShapes(const CanonicalGraph& canonical, const std::vector<c10::IValue>&
                 OpGraph& op) {
   auto probe = canonical.graph->copy();
   const size_t num_outputs = probe->outputs().size();
-  std::vector<int> probed;  // value id per (size, dtype) output pair
+  // Per probed value: its id, and whether the probe returns the value
+  // itself (one output) rather than its size and dtype (two).
+  struct Probed {
+    int value_id;
+    bool whole;
+  };
+  std::vector<Probed> probed;
   size_t value_id = probe->inputs().size();
   const std::vector<Node*> nodes(probe->nodes().begin(), probe->nodes().end());
   for (Node* node : nodes) {
     for (Value* out : node->outputs()) {
-      // prim::Uninitialized stands for a Tensor on a path that raises
-      // (inlined F.interpolate has them): there is nothing to measure.
       if (out->type()->kind() == c10::TypeKind::TensorType && node->kind() != c10::prim::Uninitialized) {
-        torch::jit::WithInsertPoint guard(node->next());
-        probe->registerOutput(probe->insert(c10::aten::size, {out}));
-        probe->registerOutput(probe->insert(c10::prim::dtype, {out}));
-        probed.push_back(static_cast<int>(value_id));
+        const bool whole = MayBeUninitialized(out);
+        if (whole) {
+          probe->registerOutput(out);
+        } else {
+          torch::jit::WithInsertPoint guard(node->next());
+          probe->registerOutput(probe->insert(c10::aten::size, {out}));
+          probe->registerOutput(probe->insert(c10::prim::dtype, {out}));
+        }
+        probed.push_back({static_cast<int>(value_id), whole});
       }
       ++value_id;
     }
@@ -122,10 +153,16 @@ void FillShapes(const CanonicalGraph& canonical, const std::vector<c10::IValue>&
   for (size_t i = 0; i < canonical.params.size(); ++i) {
     SetTensor(op.values[op.params[i]], canonical.params[i].tensor);
   }
-  for (size_t k = 0; k < probed.size(); ++k) {
-    auto& value = op.values[probed[k]];
-    value.shape = results[num_outputs + 2 * k].toIntVector();
-    value.dtype = DtypeName(static_cast<c10::ScalarType>(results[num_outputs + 2 * k + 1].toInt()));
+  size_t at = num_outputs;
+  for (const Probed& p : probed) {
+    auto& value = op.values[p.value_id];
+    if (p.whole) {
+      const c10::IValue& result = results[at++];
+      if (result.isTensor()) SetTensor(value, result.toTensor());  // else no tensor on this path: 0 bytes
+      continue;
+    }
+    value.shape = results[at++].toIntVector();
+    value.dtype = DtypeName(static_cast<c10::ScalarType>(results[at++].toInt()));
     int64_t numel = 1;
     for (int64_t d : value.shape) numel *= d;
     value.bytes = numel * DtypeBytes(value.dtype);

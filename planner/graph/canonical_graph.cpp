@@ -16,6 +16,9 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
 
+#include <iostream>
+
+#include "common/dump.h"
 #include "common/error.h"
 #include "planner/graph/fingerprint.h"
 #include "planner/graph/layer_name.h"
@@ -102,6 +105,7 @@ CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& 
   }
   SeedRandomOps(*graph);
   IndexNodes(canonical);
+  if (DumpRequested("canonical")) std::cerr << "MP_DUMP canonical (" << canonical.nodes.size() << " nodes):\n" << *graph;
   return canonical;
 }
 
