@@ -236,6 +236,11 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
           "BatchNorm normalises each micro-batch with its own statistics, so the full batch in one go trains "
           "differently; expected";
     }
+    if (loaded.canonical.random_ops > 0 && plan.microbatches * plan.replicas > 1) {
+      detail["random_note"] = Concat("the model's ", loaded.canonical.random_ops,
+                                     " random op(s) draw per micro-batch, so the full batch in one go draws other "
+                                     "numbers (dropout masks); expected");
+    }
     if (HasBatchNorm(loaded.canonical) && plan.replicas > 1) {
       detail["buffers_note"] = Concat("the BatchNorm running statistics kept are replica 0's, which saw 1/",
                                       plan.replicas, " of the batch (as DDP keeps rank 0's): parameters compared only");
@@ -311,6 +316,7 @@ std::string FormatExecReport(const nlohmann::json& r) {
           << d["full_batch_max_loss_relative_diff"].get<double>() << ", state "
           << d["full_batch_max_state_relative_diff"].get<double>() << "\n";
       if (d.contains("note")) out << "            " << d["note"].get<std::string>() << "\n";
+      if (d.contains("random_note")) out << "            " << d["random_note"].get<std::string>() << "\n";
       if (d.contains("buffers_note")) out << "            " << d["buffers_note"].get<std::string>() << "\n";
     }
   }

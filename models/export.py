@@ -18,8 +18,10 @@ Weights are random but seeded, so the same command writes the same files.
 """
 import argparse
 import json
+import math
 import os
 import sys
+import warnings
 from typing import Dict, List, Tuple
 
 import torch
@@ -238,6 +240,92 @@ class Styled(nn.Module):
         return s.head(h)
 
 
+# --- models with dropout: randomness mpexec must reproduce --------------------
+
+class Bert(nn.Module):
+    """A BERT-style encoder built from PyTorch's own nn.TransformerEncoder
+    (whose scripted forward branches on a fast path and returns early):
+    token and position embeddings, dropout in the embeddings, attention and
+    MLP, a padding mask from an int64 attention mask (1 = token, 0 = pad,
+    the first token never padded), and a pooled classification head."""
+
+    def __init__(self, vocab: int = 512, dim: int = 64, heads: int = 4, layers: int = 3,
+                 context: int = 32, classes: int = 4):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(context, dim)
+        self.norm = nn.LayerNorm(dim)
+        self.drop = nn.Dropout(0.1)
+        layer = nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=0.1, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers)
+        self.pool = nn.Linear(dim, dim)
+        self.classify = nn.Linear(dim, classes)
+
+    def forward(self, ids, mask):
+        positions = torch.arange(ids.size(1), device=ids.device)
+        x = self.drop(self.norm(self.tok(ids) + self.pos(positions)))
+        pad = (mask == 0) & (positions > 0)
+        h = self.encoder(x, src_key_padding_mask=pad)
+        return self.classify(self.drop(torch.tanh(self.pool(h[:, 0]))))
+
+
+class Gpt2Block(nn.Module):
+    def __init__(self, dim: int, heads: int, p: float):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, 4 * dim)
+        self.out = nn.Linear(4 * dim, dim)
+        self.attn_drop = nn.Dropout(p)
+        self.resid_drop = nn.Dropout(p)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)
+        causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        att = self.attn_drop(att.masked_fill(~causal, float("-inf")).softmax(-1))
+        y = (att @ v).transpose(1, 2).reshape(b, t, c)
+        x = x + self.resid_drop(self.proj(y))
+        return x + self.resid_drop(self.out(F.gelu(self.fc(self.ln2(x)))))
+
+
+class Gpt2(nn.Module):
+    """A GPT-2 style decoder: dropout on the embeddings, the attention
+    weights and each residual branch, and the output projection tied to the
+    token embedding (one tensor under two names, read by the first stage and
+    the last)."""
+
+    def __init__(self, vocab: int = 256, dim: int = 64, heads: int = 4, layers: int = 4,
+                 context: int = 32, p: float = 0.1):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(context, dim)
+        self.drop = nn.Dropout(p)
+        self.blocks = nn.Sequential(*[Gpt2Block(dim, heads, p) for _ in range(layers)])
+        self.ln = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+        self.head.weight = self.tok.weight
+
+    def forward(self, idx):
+        pos = torch.arange(idx.size(1), device=idx.device)
+        x = self.drop(self.tok(idx) + self.pos(pos))
+        return self.head(self.ln(self.blocks(x)))
+
+
+def mobilenet():
+    """torchvision's MobileNetV3-Small (dropout before its last layer,
+    hardswish, squeeze-excitation), at 10 classes for a small input."""
+    from torchvision.models import mobilenet_v3_small
+    return mobilenet_v3_small(num_classes=10)
+
+
 def spec(name, dtype, shape, batch_dim=0, value_range=None):
     s = {"name": name, "dtype": dtype, "shape": list(shape), "batch_dim": batch_dim}
     if value_range is not None:
@@ -260,6 +348,11 @@ ZOO = {
     "inputwrite": (InputWrite, [spec("x", "float32", [8, 16])], ("trace",)),
     # Scripted only: tracing renames the module argument to `self`.
     "styled": (Styled, [spec("x", "float32", [16, 32])], ("script",)),
+    # Dropout models, scripted only: tracing in eval mode bakes dropout off.
+    "bert": (Bert, [spec("ids", "int64", [8, 32], value_range=(0, 512)),
+                    spec("mask", "int64", [8, 32], value_range=(0, 2))], ("script",)),
+    "gpt2": (Gpt2, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
+    "mobilenet": (mobilenet, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
 }
 
 # fixtures/NAME.pt: a TorchScript module with only this source.
@@ -289,6 +382,10 @@ def example_inputs(specs, batch=2):
         else:
             out.append(torch.randn(shape, dtype=DTYPES[s["dtype"]]))
     return tuple(out)
+
+
+# nn.TransformerEncoderLayer (1.13) lists `batch_first` as a constant it never sets.
+warnings.filterwarnings("ignore", message="'batch_first' was found in ScriptModule constants")
 
 
 def export(name, out_dir):

@@ -103,7 +103,7 @@ CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& 
       canonical.params.erase(canonical.params.begin() + (i - canonical.num_model_inputs));
     }
   }
-  SeedRandomOps(*graph);
+  canonical.random_ops = SeedRandomOps(*graph);
   IndexNodes(canonical);
   if (DumpRequested("canonical")) std::cerr << "MP_DUMP canonical (" << canonical.nodes.size() << " nodes):\n" << *graph;
   return canonical;

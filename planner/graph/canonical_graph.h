@@ -28,6 +28,7 @@ struct CanonicalGraph {
   std::vector<std::string> layers;       // canonical id -> module path ("" = root)
   std::string fingerprint;               // of the printed IR, see Fingerprint()
   MutationInfo mutation;                 // in-place writes, rebuildable values
+  int random_ops = 0;                    // SeedRandomOps' count: ops that draw random numbers
 
   int NodeId(const torch::jit::Node* node) const { return node_ids_.at(node); }
   // The canonical id of the top-level node that holds `node` (itself, or

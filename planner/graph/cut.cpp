@@ -4,7 +4,8 @@
 // graph. Every value a node reads is resolved to the version it would see
 // in the uncut graph (see mutation.h):
 //   - local:          produced or last written inside this stage;
-//   - rematerialized: a constant or a list of constants/inputs, cloned in;
+//   - rematerialized: a constant, a random op's generator, or a list of
+//                     constants/inputs, cloned in where read (and only there);
 //   - received:       a new stage input keyed (value, version), taken from
 //                     the stage that holds that version (an earlier one),
 //                     cloned on entry if this stage will write to it.
@@ -48,7 +49,7 @@ class StageBuilder {
     for (size_t id = 0; id < canonical_.nodes.size(); ++id) {
       if (stage_of_node_[id] != stage_) continue;
       result.nodes.push_back(static_cast<int>(id));
-      CloneNode(static_cast<int>(id));
+      if (!Rebuilt(canonical_.nodes[id])) CloneNode(static_cast<int>(id));
     }
     for (const auto& key : export_order_) {
       if (!exported_.count(key)) {
@@ -74,6 +75,17 @@ class StageBuilder {
     Value* value;
     int version;
   };
+
+  // A node whose every output is rebuilt where it is read (a constant, a
+  // generator) is not cloned where it is assigned: a random op's generator
+  // run there too would count as one more draw of that op.
+  bool Rebuilt(const Node* node) const {
+    if (node->outputs().empty()) return false;
+    for (const Value* out : node->outputs()) {
+      if (!canonical_.mutation.rematerializable.count(out)) return false;
+    }
+    return true;
+  }
 
   int Holder(const Value* v, int version) const {
     if (version == 0) return IsGraphInput(v) ? -1 : stage_of_node_[canonical_.NodeId(v->node())];

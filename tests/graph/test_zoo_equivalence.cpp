@@ -9,6 +9,7 @@
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/cut.h"
 #include "planner/graph/model_file.h"
+#include "planner/graph/rng_scope.h"
 #include "zoo.h"
 
 namespace {
@@ -96,4 +97,37 @@ TEST_CASE("the in-place model, cut between a write and the readers around it") {
   std::vector<int> own(canonical.nodes.size());
   for (size_t i = 0; i < own.size(); ++i) own[i] = static_cast<int>(i);
   mp::test::CheckBitEqual(mp::RunStages(canonical, mp::CutStages(canonical, own), inputs), {want});
+}
+
+TEST_CASE("zoo models with random ops, in training: cuts draw what the whole graph draws, the global generator never") {
+  std::mt19937 rng(777);
+  int random_models = 0;
+  for (const auto& file : mp::test::ZooFiles()) {
+    auto model = mp::LoadModelFile(mp::test::ZooPath(file));
+    mp::CanonicalOptions training;
+    training.training = true;
+    auto canonical = mp::Canonicalize(model.module, training);
+    if (canonical.random_ops == 0) continue;
+    ++random_models;
+    CAPTURE(file);
+    const at::NoGradGuard no_grad;  // the numbers drawn do not depend on autograd
+    const auto inputs = mp::SyntheticInputs(SmallSpec(model.input_spec, 3), 5);
+    at::Generator global = at::detail::getDefaultCPUGenerator();
+    const at::Tensor before = global.get_state();
+    const auto run_whole = [&](const mp::RngKey& key) {
+      const mp::RngScope scope(key);
+      return mp::GraphRunner(canonical.graph).Run(canonical.Stack(mp::CloneTensors(inputs)));
+    };
+    const auto want = run_whole({3, 1, 2});
+    for (int trial = 0; trial < 6; ++trial) {
+      const int k = 2 + trial % 3;
+      const auto stages = mp::CutStages(canonical, RandomCut(canonical, k, rng));
+      const mp::RngScope scope({3, 1, 2});
+      mp::test::CheckBitEqual(mp::RunStages(canonical, stages, mp::CloneTensors(inputs)), want);
+    }
+    const auto other = run_whole({3, 1, 3});  // another micro-batch draws other masks
+    CHECK_FALSE(at::equal(mp::FlattenTensors(other[0])[0], mp::FlattenTensors(want[0])[0]));
+    CHECK(at::equal(global.get_state(), before));
+  }
+  if (mp::test::ZooSubset().empty()) CHECK(random_models >= 3);  // bert, gpt2, mobilenet
 }
