@@ -365,6 +365,9 @@ ERROR_FIXTURES = {
     "two_inputs": "def forward(self, x: Tensor, y: Tensor):\n    return x + y\n",
     # pairs of samples: a micro-batch of 1 cannot run
     "sample_pairs": "def forward(self, x: Tensor):\n    return x.reshape(x.size(0) // 2, 2, 3).sum(1)\n",
+    # checks its data: raises (in the TorchScript interpreter) on values over 100
+    "bounded": "def forward(self, x: Tensor):\n    if bool(x.abs().max() > 100.0):\n"
+               "        raise ValueError('x must lie within [-100, 100]')\n    return torch.relu(x) * 2\n",
 }
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64,
@@ -435,6 +438,7 @@ def main():
         module.define(source)
         module.save(os.path.join(fixtures, name + ".pt"))
     torch.save(torch.zeros(20, 7), os.path.join(fixtures, "zeros_20x7.pt"))
+    torch.save(torch.full((8, 3), 1000.0), os.path.join(fixtures, "thousands_8x3.pt"))
     torch.save(torch.zeros(20, 3), os.path.join(fixtures, "zeros_20x3.pt"))
 
 

@@ -11,10 +11,12 @@
 # Both run every test case of theirs, but the zoo-wide sweeps (every zoo
 # model at 2, 3 and 4 stages, over 2, 3 and 4 processes, ...: the tests that
 # loop over tests/graph/zoo.h's ZooFiles()) sweep the representative subset
-# below instead of all 18 files, which the plain build (tools/test.sh) runs.
+# below instead of all 21 files, which the plain build (tools/test.sh) runs.
 # A sanitizer finds a bad access or a race on the path that makes it, and
-# the 18 files take the same runtime paths many times over; the subset keeps
+# the 21 files take the same runtime paths many times over; the subset keeps
 # one model for each path the others take:
+#   bert.script.pt      dropout drawn from seeded generators on the stage threads;
+#                       nn.TransformerEncoder's uninitialized values on the wire
 #   branchy.script.pt   a DAG: many values live across a cut, skip connections
 #   gpt.trace.pt        integer inputs, embeddings, attention; a traced graph
 #   inplace.trace.pt    in-place writes across cuts; training that must fail in one line
@@ -55,7 +57,7 @@ if [[ $# -ne 1 || ( "$mode" != asan && "$mode" != tsan ) ]]; then
 fi
 supp="$PWD/tools/sanitizers"
 report_exit=66
-export MP_TEST_ZOO="${MP_TEST_ZOO-branchy.script.pt,gpt.trace.pt,inplace.trace.pt,lstm.script.pt,resnet50.script.pt}"
+export MP_TEST_ZOO="${MP_TEST_ZOO-bert.script.pt,branchy.script.pt,gpt.trace.pt,inplace.trace.pt,lstm.script.pt,resnet50.script.pt}"
 echo "sanitize: zoo sweeps over ${MP_TEST_ZOO:-every zoo model} (MP_TEST_ZOO)"
 plain_only='every zoo model (at|over) [24] (stages|processes)'
 echo "sanitize: the sweeps at 2 and 4 stages or processes are the plain build's (ctest -E '$plain_only')"

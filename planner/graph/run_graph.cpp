@@ -9,6 +9,45 @@ namespace mp {
 GraphRunner::GraphRunner(const std::shared_ptr<torch::jit::Graph>& graph, const std::string& name)
     : code_(graph, name) {}
 
+namespace {
+
+// The code the interpreter's traceback marks as failing in its innermost
+// frame (the last `~~~~ <--- HERE`): the marked span of the line above,
+// whitespace collapsed, and the frame's file (base name) and line when it
+// names one: "F.linear`, linear.py:114". "" when nothing is marked.
+std::string MarkedCode(const std::string& what) {
+  const size_t here = what.rfind(" <--- HERE");
+  if (here == std::string::npos) return "";
+  const size_t marks_start = what.rfind('\n', here);
+  if (marks_start == std::string::npos || marks_start == 0) return "";
+  const size_t code_newline = what.rfind('\n', marks_start - 1);
+  const size_t code_start = code_newline == std::string::npos ? 0 : code_newline + 1;
+  const std::string marks = what.substr(marks_start + 1, here - marks_start - 1);
+  const std::string code = what.substr(code_start, marks_start - code_start);
+  const size_t from = marks.find('~');
+  if (from == std::string::npos || from >= code.size()) return "";
+  const size_t to = marks.find_last_of('~') + 1;
+  std::string span;
+  for (char c : code.substr(from, to - from)) {
+    if (c == ' ' && !span.empty() && span.back() == ' ') continue;
+    span += c;
+  }
+  if (span.size() > 60) span = span.substr(0, 57) + "...";
+  // The frame's header: `  File "/path/linear.py", line 114, in forward`.
+  const size_t file = what.rfind("  File \"", code_start);
+  if (file == std::string::npos) return span;
+  const size_t name_end = what.find('"', file + 8);
+  const size_t line_at = what.find(", line ", name_end);
+  const size_t line_end = what.find(',', line_at + 7);
+  if (name_end == std::string::npos || line_at != name_end + 1 || line_end == std::string::npos) return span;
+  std::string path = what.substr(file + 8, name_end - file - 8);
+  if (path.front() == '<') return span;  // "<string>": source given as text
+  path = path.substr(path.find_last_of('/') + 1);
+  return span + "`, " + path + ":" + what.substr(line_at + 7, line_end - line_at - 7);
+}
+
+}  // namespace
+
 std::string ErrorLine(const std::string& what) {
   std::string line;
   if (what.find("The following operation failed in the TorchScript interpreter") == std::string::npos) {
@@ -18,6 +57,9 @@ std::string ErrorLine(const std::string& what) {
     const size_t newline = what.find_last_of('\n', end);
     const size_t start = newline == std::string::npos ? 0 : newline + 1;
     line = what.substr(start, end - start + 1);
+    // The op that failed, as the model's code spells it.
+    const std::string code = MarkedCode(what);
+    if (!code.empty()) line += " (at `" + code + (code.find('`') == std::string::npos ? "`)" : ")");
   }
   // "[enforce fail at inline_container.cc:129] . file in archive is ...":
   // the source location is LibTorch's, not the user's.

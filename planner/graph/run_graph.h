@@ -27,8 +27,9 @@ class GraphRunner {
 };
 
 // One line for a LibTorch error: the operator's own message (the last line)
-// when the TorchScript interpreter wrapped it, else the first line (what
-// follows is a C++ backtrace).
+// when the TorchScript interpreter wrapped it, followed by the code its
+// traceback marks ("RuntimeError: ... (at `x.add_(shift)`)"), else the
+// first line (what follows is a C++ backtrace).
 std::string ErrorLine(const std::string& what);
 
 // Every tensor inside an IValue (tensors, lists, tuples, nested), in order.

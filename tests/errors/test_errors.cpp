@@ -642,6 +642,19 @@ ERROR_CASE("exec-labels-shape", "`--labels` of another shape than the loss needs
   };
 }
 
+ERROR_CASE("exec-model-raises", "data the model itself refuses: the TorchScript interpreter's error, quoted by its last line and the code its traceback marks") {
+  c.command = "mpexec model.plan.yaml --input batch.pt";
+  c.names = "ValueError: x must lie within [-100, 100]";
+  c.setup = [](const fs::path& dir) {
+    CopyZoo("fixtures/bounded.pt", dir / "model.pt");  // raises ValueError on values over 100
+    CopyZoo("fixtures/thousands_8x3.pt", dir / "batch.pt");
+    const std::string command = std::string(MP_MPPLAN) +
+                                " model.pt --gpus 1 --mode infer --input 'float32[8,3]' --repeats 1 --warmup 0 "
+                                "--quiet -o model.plan.yaml";
+    REQUIRE(Run(command, dir, dir.parent_path() / "plan.out", dir.parent_path() / "plan.err") == 0);
+  };
+}
+
 ERROR_CASE("exec-steps-zero", "`--steps 0`") {
   c.command = "mpexec toy.plan.yaml --steps 0";
   c.names = "--steps";

@@ -44,6 +44,10 @@ std::string TrainPlan(const std::string& file, int stages, const std::string& sc
 void TrainEveryZooModel(int stages) {
   for (const std::string& file : mp::test::ZooFiles()) {
     if (file.rfind("toy.", 0) == 0 && stages == 4) continue;  // only 3 of its nodes take time
+    // The traced ResNet-50 is the scripted one's graph without the folded
+    // `if self.training`: at 2 stages it is trained too; at 3 and 4 its 8
+    // runs would take over a minute of the test job for nothing new.
+    if (file == "resnet50.trace.pt" && stages != 2) continue;
     for (const std::string schedule : {"gpipe", "1f1b"}) {
       CAPTURE(file);
       CAPTURE(schedule);
@@ -142,8 +146,9 @@ TEST_CASE("dropout: the same --seed trains bit for bit the same model, another s
   REQUIRE(!first.empty());
   CHECK(first == again);
   CHECK(first != other);
-  // --verify says why the full batch in one go differs.
-  const auto run = Mpexec(plan + " --verify --seed 11");
+  // Two threads per stage change float sums, not the masks: --verify still
+  // holds, and says why the full batch in one go differs.
+  const auto run = Mpexec(plan + " --verify --seed 11 --threads-per-stage 2");
   INFO(run.out);
   CHECK(run.status == 0);
   CHECK(run.out.find("random op(s) draw per micro-batch") != std::string::npos);

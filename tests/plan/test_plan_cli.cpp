@@ -44,12 +44,14 @@ std::string LastLine(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("plans for 1, 2 and 4 devices validate, cover every node once and round-trip") {
+// 1 and 4 devices: the 2-device plans of every zoo model are made and run by
+// the executor's sweeps (tests/executor), which check them against the graph too.
+TEST_CASE("plans for 1 and 4 devices validate, cover every node once and round-trip") {
   for (const std::string& file : mp::test::ZooFiles()) {
     for (const char* mode : {"train", "infer"}) {
       const bool training = std::string(mode) == "train";
       const mp::OpGraph graph = GraphOf(ZooPath(file), training);
-      for (int gpus : {1, 2, 4}) {
+      for (int gpus : {1, 4}) {
         CAPTURE(file);
         CAPTURE(mode);
         CAPTURE(gpus);
