@@ -122,7 +122,7 @@ void GeneratorOp(const c10::OperatorHandle&, torch::jit::Stack* stack) {
   "*, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, " \
   "MemoryFormat? memory_format=None, Generator? generator=None"
 
-TORCH_LIBRARY(mp, m) {
+void Define(torch::Library& m) {
   // Conservative: never folded, pooled or removed by a JIT pass.
   m.def(torch::schema("generator(int op) -> Generator", c10::AliasAnalysisKind::CONSERVATIVE),
         torch::CppFunction::makeFromBoxedFunction<&GeneratorOp>());
@@ -149,6 +149,16 @@ TORCH_LIBRARY(mp, m) {
   m.def("randint_like(Tensor self, int high, " MP_LIKE_ARGS ") -> Tensor", &RandintLike);
   m.def("randint_like.low_dtype(Tensor self, int low, int high, " MP_LIKE_ARGS ") -> Tensor", &RandintLikeLow);
 }
+
+// Registered at load and never unregistered (TORCH_LIBRARY would at exit):
+// by then LibTorch's dispatcher may be half gone, and ThreadSanitizer saw
+// the deregistration unlock a dispatcher mutex it no longer knew as locked.
+// The pointer is kept so that the library is reachable, not a leak.
+torch::Library* const kLibrary = [] {
+  auto* library = new torch::Library(torch::Library::DEF, "mp", c10::nullopt, __FILE__, __LINE__);
+  Define(*library);
+  return library;
+}();
 
 // --- the rewrite -----------------------------------------------------------
 
