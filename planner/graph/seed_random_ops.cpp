@@ -15,6 +15,7 @@
 #include <torch/library.h>
 
 #include <cmath>
+#include <new>
 #include <set>
 #include <tuple>
 
@@ -153,11 +154,12 @@ void Define(torch::Library& m) {
 // Registered at load and never unregistered (TORCH_LIBRARY would at exit):
 // by then LibTorch's dispatcher may be half gone, and ThreadSanitizer saw
 // the deregistration unlock a dispatcher mutex it no longer knew as locked.
-// The pointer is kept so that the library is reachable, not a leak.
-torch::Library* const kLibrary = [] {
-  auto* library = new torch::Library(torch::Library::DEF, "mp", c10::nullopt, __FILE__, __LINE__);
-  Define(*library);
-  return library;
+// The library lives in static storage and is never destroyed; what it
+// allocates stays reachable from there (a heap copy was a leak to LSan).
+alignas(torch::Library) unsigned char library_storage[sizeof(torch::Library)];
+const bool kRegistered = [] {
+  Define(*new (library_storage) torch::Library(torch::Library::DEF, "mp", c10::nullopt, __FILE__, __LINE__));
+  return true;
 }();
 
 // --- the rewrite -----------------------------------------------------------
