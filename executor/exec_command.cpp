@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "executor/chrome_trace.h"
 #include "executor/distribution.h"
+#include "executor/drift.h"
 #include "executor/reference_training.h"
 #include "executor/tensor_file.h"
 #include "executor/verify.h"
@@ -22,6 +23,8 @@
 
 namespace mp {
 namespace {
+
+constexpr int kDriftSamplesBefore = 5;  // and one after every step
 
 double ErrorPct(double measured, double predicted) { return predicted > 0 ? (measured / predicted - 1) * 100 : 0.0; }
 
@@ -124,11 +127,15 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
     if (training) stage_groups = MakeStageGroups(dist);  // inference all-reduces nothing
   }
 
+  DriftProbe probe(plan);
+  probe.Sample(kDriftSamplesBefore);
   const int64_t heap_before = HeapBytesInUse();
   std::vector<PipelineRun> all;
   for (int i = 0; i < request.warmup + request.steps; ++i) {
     all.push_back(training ? exec.TrainStep(inputs, labels) : exec.Infer(inputs));
+    probe.Sample();
   }
+  const Drift drift = probe.Result();
   if (group) {
     GatherRuns(*group, dist, all);
     if (training && (request.verify || !request.save.empty())) GatherState(*group, dist, loaded);
@@ -149,7 +156,12 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   const double median = run.step_ms;
   std::vector<double> steps_ms;  // every timed step, in order
   for (const auto& r : runs) steps_ms.push_back(r.step_ms);
-  const double predicted = plan.predicted.step_ms;
+  // --rescale: the plan's figures at the machine's speed now. Not by
+  // default: on this machine the reference read up to 1.7x slower in runs
+  // whose steps were not (docs/executor.md).
+  const double scale = request.rescale ? drift.factor : 1.0;
+  const double predicted = plan.predicted.step_ms * scale;
+  const double low = plan.predicted.step_low_ms * scale, high = plan.predicted.step_high_ms * scale;
 
   nlohmann::json stages = nlohmann::json::array();
   int64_t predicted_peak = 0;
@@ -186,6 +198,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                         {"step_ms", median},
                         {"steps_ms", steps_ms},
                         {"predicted_step_ms", predicted},
+                        {"planned_step_ms", plan.predicted.step_ms},
                         {"step_error_pct", ErrorPct(median, predicted)},
                         {"measured_vs_predicted", predicted > 0 ? median / predicted : 0.0},
                         {"samples_per_s", median > 0 ? double(plan.batch) * 1000.0 / median : 0.0},
@@ -196,6 +209,16 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                           {"peak_bytes", peak_heap},
                           {"before_steps_bytes", heap_before},
                           {"predicted_peak_bytes", predicted_peak}}}};
+  if (high > 0) {
+    out["predicted_band_ms"] = {low, high};
+    out["in_band"] = low <= median && median <= high;
+  }
+  if (drift.measured) {
+    out["drift"] = {{"reference_ms", drift.now_ms},
+                    {"profiled_reference_ms", plan.profile.reference_ms},
+                    {"factor", drift.factor},
+                    {"rescaled", request.rescale}};
+  }
   if (training) {
     out["loss"] = losses.back();
     out["losses"] = losses;
@@ -276,7 +299,25 @@ std::string FormatExecReport(const nlohmann::json& r) {
     out << "\n";
   }
   out << "step        " << r["step_ms"].get<double>() << " ms measured, " << r["predicted_step_ms"].get<double>()
-      << " ms predicted (" << std::showpos << r["step_error_pct"].get<double>() << std::noshowpos << "%)\n";
+      << " ms predicted";
+  if (r.contains("predicted_band_ms")) {
+    out << " [" << r["predicted_band_ms"][0].get<double>() << ", " << r["predicted_band_ms"][1].get<double>() << "]";
+  }
+  out << " (" << std::showpos << r["step_error_pct"].get<double>() << std::noshowpos << "%";
+  if (r.contains("in_band")) out << (r["in_band"].get<bool>() ? ", inside the band" : ", outside the band");
+  out << ")\n";
+  if (r.contains("drift")) {
+    const auto& d = r["drift"];
+    out.precision(3);
+    out << "machine     drift reference " << d["reference_ms"].get<double>() << " ms now, "
+        << d["profiled_reference_ms"].get<double>() << " ms when profiled: " << d["factor"].get<double>() << "x";
+    out.precision(1);
+    if (d["rescaled"].get<bool>()) {
+      out << ", predictions scaled by it (planned step " << r["planned_step_ms"].get<double>() << " ms)\n";
+    } else {
+      out << " (--rescale scales the predictions by it)\n";
+    }
+  }
   out << "throughput  " << r["samples_per_s"].get<double>() << " samples/s measured, "
       << r["predicted_samples_per_s"].get<double>() << " predicted\n";
   for (const auto& s : r["stages"]) {

@@ -18,6 +18,7 @@ struct ExecCommandRequest {
   int steps = 1;
   int warmup = 0;
   bool verify = false;
+  bool rescale = false;  // --rescale: scale the predictions by the drift factor
   std::string input;    // --input FILE.pt; "": synthetic
   std::string labels;   // --labels FILE.pt; "": synthetic (training)
   std::string output;   // --output FILE.pt (inference)

@@ -67,6 +67,8 @@ int main(int argc, char** argv) {
                  "intra-op threads per stage (default: what the plan's profile was measured with)");
   app.add_option("--steps", request.steps, "steps to time; the median step is reported")->default_str("1");
   app.add_option("--warmup", request.warmup, "steps run first and not timed (they train, too)")->default_str("0");
+  app.add_flag("--rescale", request.rescale,
+               "scale the plan's predictions by the drift reference's time now over its time when profiled");
   app.add_option("--input", request.input, "model inputs saved with torch.save: a tensor, or a tuple with one per input "
                  "(default: synthetic inputs from the plan's spec)");
   app.add_option("--output", request.output, "inference: write the model's outputs in torch.save format");

@@ -67,6 +67,12 @@ int main(int argc, char** argv) {
       ->default_str("1");
   app.add_option("--stages", stages, "pipeline stages: auto (1 to --gpus / --replicas) or a count")->default_str("auto");
   app.add_option("--microbatches", microbatches, "micro-batches per step: auto or a count")->default_str("auto");
+  double tie_percent = 100 * mp::kDefaultTieTolerance;
+  app.add_option("--tie-tolerance", tie_percent,
+                 "plans predicted within this many percent of the fastest (or within the profile's noise, if "
+                 "wider) are ties; the simplest is chosen: fewer stages, fewer micro-batches, 1f1b")
+      ->check(CLI::Range(0.0, 99.0))
+      ->default_str("5");
   app.add_option("--schedule", schedule, "gpipe, 1f1b or auto (training); inference always runs forward-only")
       ->check(CLI::IsMember({"gpipe", "1f1b", "auto"}))
       ->default_str("auto");
@@ -135,6 +141,7 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
+    request.tie_tolerance = tie_percent / 100;
     request.stages = AutoOrCount(stages, "--stages");
     request.microbatches = AutoOrCount(microbatches, "--microbatches");
     if (schedule != "auto") request.schedule = mp::ParseScheduleKind(schedule);

@@ -148,6 +148,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   plan_request.microbatches = request.microbatches;
   plan_request.schedule = request.schedule;
   plan_request.method = request.partitioner;
+  plan_request.tie_tolerance = request.tie_tolerance;
   plan_request.layer_split = request.split;
   const auto search_start = std::chrono::steady_clock::now();
   const SearchResult search = SearchPlan(profiled.graph, profiled.profile, devices.cluster, plan_request);

@@ -2,8 +2,8 @@
 // order's costs are computed once; with identical devices one suffix DP
 // table (BottleneckDp) answers every K, and when no device has a memory
 // limit gpipe and 1f1b share it (only in-flight counts differ between them).
-// Each partition is simulated; the lowest step time wins, ties going to
-// fewer stages, then fewer micro-batches.
+// Each partition is simulated; of the alternatives predicted within the
+// tie window of the fastest, the simplest wins (Simpler).
 #include "planner/partition/search.h"
 
 #include <algorithm>
@@ -101,13 +101,22 @@ bool MemoryCanBind(const StageCostModel& model) {
   return false;
 }
 
-bool Better(const Alternative& a, const Alternative& b) {
-  if (a.step_ms != b.step_ms) return a.step_ms < b.step_ms;
-  if (a.stages != b.stages) return a.stages < b.stages;
-  return a.microbatches < b.microbatches;
-}
+// A simulated alternative that may yet be chosen.
+struct Candidate {
+  int index = 0;  // into SearchResult::alternatives
+  Partition partition;
+  SimResult sim;
+};
 
 }  // namespace
+
+bool Simpler(const Alternative& a, const Alternative& b) {
+  if (a.stages != b.stages) return a.stages < b.stages;
+  if (a.microbatches != b.microbatches) return a.microbatches < b.microbatches;
+  const bool a_1f1b = a.schedule == ScheduleKind::kOneFOneB, b_1f1b = b.schedule == ScheduleKind::kOneFOneB;
+  if (a_1f1b != b_1f1b) return a_1f1b;
+  return a.step_ms < b.step_ms;
+}
 
 int64_t MicrobatchSize(int64_t batch, int microbatches) {
   return batch / microbatches + (batch % microbatches != 0);
@@ -164,9 +173,16 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   const auto order = PipelineOrder(graph);
   const bool shared_table = request.method == "dp" && IsHomogeneous(cluster);
 
+  if (!(request.tie_tolerance >= 0 && request.tie_tolerance < 1)) {
+    throw InputError(Concat("tie tolerance ", request.tie_tolerance, "; expected a fraction in [0, 1)"));
+  }
+  // Ties: predicted within [fastest, fastest * window]. A profile without
+  // samples (a device profile's estimates) ties only equal times.
+  const Band ranking = RankingBand(profile);
+  const Band band{1.0, ranking.Empty() ? 1.0 : std::max(ranking.high, 1 + request.tie_tolerance)};
   SearchResult result;
-  std::optional<Partition> best;
-  int best_index = -1;
+  std::vector<Candidate> ties;  // simulated, overlapping the fastest so far
+  double fastest_ms = 0;
   for (int M : counts) {
     const int64_t size = MicrobatchSize(batch, M);
     const OrderCosts costs = ComputeOrderCosts(graph, profile, order, size, request.training);
@@ -203,19 +219,27 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
           for (const Stage& st : p.stages) alt.peak_memory_bytes = std::max(alt.peak_memory_bytes, st.peak_memory_bytes);
           if (!p.fits) {
             alt.why_not = MemoryProblem(p);
-          } else if (best && (alt.step_ms = StepLowerBound(p)) > result.alternatives[best_index].step_ms) {
+          } else if (result.fastest >= 0 && (alt.step_ms = StepLowerBound(p)) > fastest_ms * band.high) {
             alt.feasible = true;
           } else {
-            const SimResult sim = SimulatePartition(p);
+            SimResult sim = SimulatePartition(p);
             alt.feasible = true;
             alt.simulated = true;
             alt.step_ms = sim.step_ms;
             alt.bubble_fraction = sim.bubble_fraction;
-            if (!best || Better(alt, result.alternatives[best_index])) {
+            const int index = int(result.alternatives.size());
+            if (result.fastest < 0 || alt.step_ms < fastest_ms) {
+              result.fastest = index;
+              fastest_ms = alt.step_ms;
+              ties.erase(std::remove_if(ties.begin(), ties.end(),
+                                        [&](const Candidate& c) {
+                                          return !Within(result.alternatives[c.index].step_ms, fastest_ms, band);
+                                        }),
+                         ties.end());
+            }
+            if (Within(alt.step_ms, fastest_ms, band)) {
               ListCutTensors(p, costs);
-              best = std::move(p);
-              best_index = int(result.alternatives.size());
-              result.predicted = sim;
+              ties.push_back({index, std::move(p), std::move(sim)});
             }
           }
         } catch (const PlanError& e) {
@@ -225,7 +249,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
       }
     }
   }
-  if (!best) {
+  if (ties.empty()) {
     const Alternative* closest = nullptr;
     for (const auto& alt : result.alternatives) {
       if (!closest || alt.stages > closest->stages) closest = &alt;
@@ -233,7 +257,14 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     throw PlanError(Concat("no feasible plan among ", result.alternatives.size(), " alternatives; with ",
                            closest ? closest->stages : 0, " stages: ", closest ? closest->why_not : "none tried"));
   }
-  result.partition = std::move(*best);
+  auto chosen = ties.begin();
+  for (auto c = ties.begin(); c != ties.end(); ++c) {
+    result.alternatives[c->index].tie = ties.size() > 1;
+    if (Simpler(result.alternatives[c->index], result.alternatives[chosen->index])) chosen = c;
+  }
+  result.chosen = chosen->index;
+  result.predicted = std::move(chosen->sim);
+  result.partition = std::move(chosen->partition);
   result.schedule = BuildSchedule(result.partition.schedule, int(result.partition.stages.size()),
                                   result.partition.microbatches);
   return result;

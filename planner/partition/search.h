@@ -1,10 +1,15 @@
 // The plan search: over stage counts K, micro-batch counts M and schedules,
 // partition the pipeline order (with the DP or a baseline), simulate one
-// step, and keep the fastest. Every combination tried is kept, with its step
-// time or why it is infeasible, for the report's table of alternatives. An
-// alternative that cannot win (its step-time lower bound, the fill time of
-// its slowest stage plus M times that stage's work, exceeds the best step so
-// far) is not simulated; stage counts are tried from the most down, so good
+// step, and keep the fastest. Alternatives predicted within the tie window
+// of the fastest (the request's tie tolerance, or the profile's ranking
+// band where wider: band.h) are ties, and the simplest of them is chosen
+// (Simpler), so noise in the profile does not move the choice between
+// plans it cannot tell apart.
+// Every combination tried is kept, with its step time or why it is
+// infeasible, for the report's table of alternatives. An alternative that
+// cannot tie (its step-time lower bound, the fill time of its slowest stage
+// plus M times that stage's work, is beyond the tie window) is not
+// simulated; stage counts are tried from the most down, so good
 // alternatives come early.
 #pragma once
 
@@ -20,6 +25,8 @@
 
 namespace mp {
 
+constexpr double kDefaultTieTolerance = 0.05;
+
 struct PlanRequest {
   bool training = true;
   int64_t batch = 0;                      // 0: the profile's batch
@@ -29,6 +36,10 @@ struct PlanRequest {
   std::string method = "dp";              // dp | uniform | params | block | layers
   std::string layer_split;                // method layers: "layer1,layer2 | layer3,layer4,fc"
   double optimizer_state_factor = 2;      // Adam keeps two moments per parameter
+  // With a measured profile, alternatives predicted within this fraction
+  // of the fastest, or within the profile's ranking band if that is wider,
+  // are ties (--tie-tolerance); otherwise only equal times tie.
+  double tie_tolerance = kDefaultTieTolerance;
 };
 
 struct Alternative {
@@ -44,14 +55,24 @@ struct Alternative {
   double bubble_fraction = 0;
   double bottleneck_ms = 0;
   int64_t peak_memory_bytes = 0;          // the largest stage's
+  // Simulated, and predicted within the tie window of the fastest: the two
+  // cannot be told apart, and the simplest of the ties is chosen.
+  bool tie = false;
 };
 
 struct SearchResult {
-  Partition partition;                    // the fastest feasible alternative
+  Partition partition;                    // the chosen alternative
   Schedule schedule;
   SimResult predicted;
   std::vector<Alternative> alternatives;  // in the order tried
+  int fastest = -1;                       // index of the fastest feasible alternative
+  int chosen = -1;                        // of the chosen one: the simplest tie
 };
+
+// Among alternatives that tie, a is simpler than b:
+// fewer stages, then fewer micro-batches, then 1F1B over GPipe (the same
+// time with fewer activations held), then the faster.
+bool Simpler(const Alternative& a, const Alternative& b);
 
 // ceil(batch / microbatches): the size of every micro-batch but the last.
 int64_t MicrobatchSize(int64_t batch, int microbatches);

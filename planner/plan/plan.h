@@ -83,6 +83,10 @@ struct PlanPrediction {
   double one_device_step_ms = 0;  // the whole batch on one device (K = 1, M = 1)
   double speedup_vs_one_device = 0;
   double allreduce_ms = 0;        // with replicas: the slowest stage's gradient all-reduce
+  // The error band of step_ms (band.h): [low, high] ms; both 0 when the
+  // profile carries none (a device profile's estimates).
+  double step_low_ms = 0;
+  double step_high_ms = 0;
 };
 
 struct PlanProfile {
@@ -99,6 +103,9 @@ struct PlanProfile {
   // overlap it, the stage times above are each stage alone). Empty for
   // separate devices.
   std::vector<double> shared_slowdown;
+  // Measured profiles: the drift reference's median time when profiled
+  // (drift_reference.h); mpexec times it again to rescale the prediction.
+  double reference_ms = 0;
 };
 
 // One row of --explain's comparison: a baseline or a user split at a given

@@ -216,6 +216,10 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
     plan.stages.push_back(std::move(ps));
   }
   plan.predicted.step_ms = sim.step_ms;
+  if (const Band band = PredictionBand(profile); !band.Empty()) {
+    plan.predicted.step_low_ms = band.low * sim.step_ms;
+    plan.predicted.step_high_ms = band.high * sim.step_ms;
+  }
   plan.predicted.bottleneck_ms = partition.bottleneck_ms;
   plan.predicted.bubble_fraction = sim.bubble_fraction;
   plan.predicted.samples_per_s = sim.step_ms > 0 ? double(plan.batch) * 1000.0 / sim.step_ms : 0;
@@ -232,6 +236,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
   plan.profile.backward_coverage = profile.backward_coverage;
   plan.profile.calibration = source.calibration;
   plan.profile.shared_slowdown = cluster.shared_slowdown;
+  plan.profile.reference_ms = profile.reference_ms;
   plan.alternatives = result.alternatives;
   plan.warnings = Warnings(graph, profile, plan);
   return plan;

@@ -187,7 +187,7 @@ PlanStage ReadStage(const YamlCursor& c, int index, const Plan& plan, int stages
 Alternative ReadAlternative(const YamlCursor& c) {
   c.ExpectMap({"stages", "microbatches", "schedule"},
               {"microbatch_size", "feasible", "simulated", "step_ms", "bottleneck_ms", "bubble_fraction",
-               "peak_memory_bytes", "why_not"});
+               "peak_memory_bytes", "why_not", "tie"});
   Alternative a;
   a.stages = c["stages"].IntIn(1, kMaxInt);
   a.microbatches = c["microbatches"].IntIn(1, kMaxInt);
@@ -200,6 +200,7 @@ Alternative ReadAlternative(const YamlCursor& c) {
   if (c.Has("bubble_fraction")) a.bubble_fraction = c["bubble_fraction"].Number();
   if (c.Has("peak_memory_bytes")) a.peak_memory_bytes = c["peak_memory_bytes"].Int();
   if (c.Has("why_not")) a.why_not = c["why_not"].String();
+  if (c.Has("tie")) a.tie = c["tie"].Bool();
   return a;
 }
 
@@ -382,7 +383,7 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
   if (root.Has("predicted")) {
     const YamlCursor p = root["predicted"];
     p.ExpectMap({"step_ms"}, {"bottleneck_ms", "bubble_fraction", "samples_per_s", "one_device_step_ms",
-                              "speedup_vs_one_device", "allreduce_ms"});
+                              "speedup_vs_one_device", "allreduce_ms", "step_band_ms"});
     if (p.Has("allreduce_ms")) {
       plan.predicted.allreduce_ms = p["allreduce_ms"].Number();
       if (plan.replicas == 1) p["allreduce_ms"].Fail("only a plan with replicas all-reduces between them");
@@ -393,11 +394,22 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
     if (p.Has("samples_per_s")) plan.predicted.samples_per_s = p["samples_per_s"].Number();
     if (p.Has("one_device_step_ms")) plan.predicted.one_device_step_ms = p["one_device_step_ms"].Number();
     if (p.Has("speedup_vs_one_device")) plan.predicted.speedup_vs_one_device = p["speedup_vs_one_device"].Number();
+    if (p.Has("step_band_ms")) {
+      const YamlCursor band = p["step_band_ms"];
+      band.ExpectList(2);
+      plan.predicted.step_low_ms = band[0].Number();
+      plan.predicted.step_high_ms = band[1].Number();
+      if (!(plan.predicted.step_low_ms > 0 && plan.predicted.step_low_ms <= plan.predicted.step_ms &&
+            plan.predicted.step_ms <= plan.predicted.step_high_ms)) {
+        band.Fail(Concat("expected [low, high] around step_ms ", plan.predicted.step_ms, ", found [",
+                         plan.predicted.step_low_ms, ", ", plan.predicted.step_high_ms, "]"));
+      }
+    }
   }
   if (root.Has("profile")) {
     const YamlCursor p = root["profile"];
     p.ExpectMap({"source"}, {"device", "file", "threads", "microbatch_sizes", "coverage", "backward_coverage",
-                             "calibration", "shared_slowdown"});
+                             "calibration", "shared_slowdown", "reference_ms"});
     plan.profile.source = p["source"].String();
     if (p.Has("device")) plan.profile.device = p["device"].String();
     if (p.Has("file")) plan.profile.file = p["file"].String();
@@ -406,6 +418,10 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
     if (p.Has("coverage")) plan.profile.coverage = p["coverage"].Number();
     if (p.Has("backward_coverage")) plan.profile.backward_coverage = p["backward_coverage"].Number();
     if (p.Has("calibration")) plan.profile.calibration = p["calibration"].String();
+    if (p.Has("reference_ms")) {
+      plan.profile.reference_ms = p["reference_ms"].Number();
+      if (!(plan.profile.reference_ms > 0)) p["reference_ms"].Fail("expected a time > 0");
+    }
     if (p.Has("shared_slowdown")) {
       const YamlCursor list = p["shared_slowdown"];
       const int n = list.ExpectList();

@@ -86,6 +86,7 @@ void WriteAlternative(YAML::Emitter& out, const Alternative& a) {
   KeyValue(out, "bubble_fraction", a.bubble_fraction);
   KeyValue(out, "peak_memory_bytes", a.peak_memory_bytes);
   if (!a.why_not.empty()) KeyValue(out, "why_not", a.why_not);
+  if (a.tie) KeyValue(out, "tie", true);
   out << YAML::EndMap;
 }
 
@@ -183,6 +184,10 @@ std::string PlanToYaml(const Plan& p) {
   KeyValue(out, "one_device_step_ms", p.predicted.one_device_step_ms);
   KeyValue(out, "speedup_vs_one_device", p.predicted.speedup_vs_one_device);
   if (p.replicas > 1) KeyValue(out, "allreduce_ms", p.predicted.allreduce_ms);
+  if (p.predicted.step_high_ms > 0) {
+    out << YAML::Key << "step_band_ms" << YAML::Value;
+    EmitFlowSeq(out, std::vector<double>{p.predicted.step_low_ms, p.predicted.step_high_ms});
+  }
   out << YAML::EndMap;
   out << YAML::Key << "profile" << YAML::Value << YAML::BeginMap;
   KeyValue(out, "source", p.profile.source);
@@ -198,6 +203,7 @@ std::string PlanToYaml(const Plan& p) {
     out << YAML::Key << "shared_slowdown" << YAML::Value;
     EmitFlowSeq(out, p.profile.shared_slowdown);
   }
+  if (p.profile.reference_ms > 0) KeyValue(out, "reference_ms", p.profile.reference_ms);
   out << YAML::EndMap;
   out << YAML::Key << "alternatives" << YAML::Value << YAML::BeginSeq;
   for (const Alternative& a : p.alternatives) WriteAlternative(out, a);

@@ -10,10 +10,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "common/error.h"
 #include "planner/graph/run_graph.h"
 #include "planner/profile/contention.h"
+#include "planner/profile/drift_reference.h"
 #include "planner/profile/handoff.h"
 #include "planner/profile/node_by_node.h"
 
@@ -109,7 +111,10 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     profile.nodes[n].layer = canonical.layers[n];
   }
 
+  std::unique_ptr<DriftReference> reference;
+  if (options.timed) reference = std::make_unique<DriftReference>(device);
   PassOptions pass;
+  pass.reference = reference.get();
   pass.training = options.training;
   pass.timed = options.timed;
   pass.timing = options.timing;
@@ -127,6 +132,7 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   };
 
   std::vector<std::vector<int64_t>> value_bytes;  // [run size][value]
+  std::vector<double> reference_ms, pass_ratios;
   double node_forward = 0, node_backward = 0;
   for (const int64_t m : run_sizes) {
     const auto model_inputs = SyntheticInputs(WithBatch(inputs, m), options.seed);
@@ -147,6 +153,9 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     if (options.timed) {
       profile.whole_forward_ms = result.whole_forward.median_ms;
       profile.whole_backward_ms = result.whole_backward.median_ms;
+      const double median = Quantile(result.pass_ms, 0.5);
+      for (double ms : result.pass_ms) pass_ratios.push_back(median > 0 ? ms / median : 1.0);
+      reference_ms.insert(reference_ms.end(), result.reference_ms.begin(), result.reference_ms.end());
     }
     node_forward = node_backward = 0;
     for (size_t n = 0; n < num_nodes; ++n) {
@@ -164,6 +173,11 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     value_bytes.push_back(std::move(result.value_bytes));
   }
   if (run_sizes != sizes) ExtrapolateWork(run_sizes, sizes, profile);
+  profile.pass_band = SampleBand(pass_ratios);
+  if (!reference_ms.empty()) {
+    profile.reference_ms = Quantile(reference_ms, 0.5);
+    profile.reference_band = SampleBand(reference_ms);
+  }
   if (options.timed && options.workers > 1 && device.is_cpu()) {
     // At the second-largest size: nearer the micro-batches a pipeline runs
     // than the full batch, and cheaper.

@@ -16,7 +16,6 @@
 
 #include <torch/csrc/autograd/autograd.h>
 
-#include <chrono>
 #include <climits>
 #include <memory>
 #include <utility>
@@ -119,11 +118,14 @@ class Engine {
         const double backward_ms = options_.training ? whole->Backward() : 0;
         if (keep) whole_forward.push_back(forward_ms), whole_backward.push_back(backward_ms);
       }
+      if (keep && options_.reference) result_.reference_ms.push_back(options_.reference->TimeMs());
+      double pass_ms = 0;
       LoadInputs(model_inputs);
       records_.assign(n, Recorded());
       for (size_t i = 0; i < n; ++i) {
         const double ms = Forward(static_cast<int>(i), pass == 0);
         if (keep) forward[i].push_back(ms);
+        pass_ms += ms;
         if (options_.progress) options_.progress();
       }
       if (pass + 1 == passes) {
@@ -135,9 +137,11 @@ class Engine {
         for (int i = static_cast<int>(n) - 1; i >= 0; --i) {
           const double ms = Backward(i);
           if (keep) backward[i].push_back(ms);
+          pass_ms += ms;
           if (options_.progress) options_.progress();
         }
       }
+      if (keep && options_.timed) result_.pass_ms.push_back(pass_ms);
       // Release this pass's activations and gradients before the whole
       // graph runs again: holding them made its next run pay for fresh
       // memory, ~10% on ResNet-50.
@@ -380,22 +384,6 @@ class Engine {
 
 int PassCount(const PassOptions& options) {
   return options.timed ? std::max(1, options.timing.warmup) + std::max(1, options.timing.repeats) : 1;
-}
-
-std::function<void()> DeviceSync(c10::Device device) {
-  if (device.is_cpu()) return {};
-  return [device] {
-    const auto* impl = c10::impl::getDeviceGuardImpl(device.type());
-    impl->getStream(device).synchronize();
-  };
-}
-
-double SyncedMs(const std::function<void()>& work, const std::function<void()>& sync) {
-  if (sync) sync();
-  const auto start = std::chrono::steady_clock::now();
-  work();
-  if (sync) sync();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 PassResult RunNodeByNode(const CanonicalGraph& canonical, const std::vector<IValue>& model_inputs,

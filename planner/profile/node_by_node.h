@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "planner/graph/canonical_graph.h"
+#include "planner/profile/device_sync.h"
+#include "planner/profile/drift_reference.h"
 #include "planner/profile/flops.h"
 #include "planner/profile/timer.h"
 
@@ -21,6 +23,9 @@ struct PassOptions {
   TimingOptions timing;
   c10::Device device = c10::Device(c10::kCPU);
   std::function<void()> progress;  // called after each node's forward and backward, every pass
+  // Timed: the drift reference to time before every kept pass (not owned;
+  // null: none).
+  DriftReference* reference = nullptr;
 };
 
 // Passes RunNodeByNode makes (forward; training makes as many backward):
@@ -48,6 +53,10 @@ struct PassResult {
   // pass, so both medians come from the same stretch of a noisy machine.
   Timing whole_forward;
   Timing whole_backward;
+  // Timed passes only, one per kept pass: the sum of its nodes' forward and
+  // backward times, and the drift reference timed just before it.
+  std::vector<double> pass_ms;
+  std::vector<double> reference_ms;
 };
 
 // `model_inputs` are the model's inputs (not the parameters); they and the
@@ -60,12 +69,5 @@ struct PassResult {
 // outputs, so the pass as a whole is a real backward.
 PassResult RunNodeByNode(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs,
                          const PassOptions& options);
-
-// Waits for the device's queued work; nothing to wait for on CPU.
-std::function<void()> DeviceSync(c10::Device device);
-
-// Milliseconds of `work` between two calls of `sync` (a DeviceSync; empty
-// on CPU), so queued device work is inside the interval and nothing before.
-double SyncedMs(const std::function<void()>& work, const std::function<void()>& sync);
 
 }  // namespace mp

@@ -41,6 +41,10 @@ int64_t OutputBytes(const Profile& profile, int node, int64_t microbatch) {
   return cost.output_bytes_fixed + cost.output_bytes_per_sample * microbatch;
 }
 
+Band RankingBand(const Profile& profile) { return MedianBand(profile.pass_band, std::max(1, profile.repeats)); }
+
+Band PredictionBand(const Profile& profile) { return Combine(RankingBand(profile), MedianBand(profile.reference_band, 1)); }
+
 int64_t ValueBytesAt(const Profile& profile, int value, int64_t microbatch) {
   const auto& bytes = profile.values.at(value);
   return bytes.fixed + bytes.per_sample * microbatch;

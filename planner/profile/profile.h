@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "planner/graph/input_spec.h"
+#include "planner/profile/band.h"
 
 namespace mp {
 
@@ -65,7 +66,28 @@ struct Profile {
   // the next, queued and its sleeping receiver woken (see handoff.h). The
   // planner's latency for links between CPU workers. 0 when not measured.
   double handoff_ms = 0;
+  // Measured profiles: the noise they were taken in. pass_band: [p25, p75]
+  // of the kept passes' totals (every node's forward and backward), each
+  // over the median at its size, pooled over the sizes. reference_ms: the
+  // median of the drift reference (drift_reference.h), timed before every
+  // kept pass; reference_band its samples' band. 0 and empty when not
+  // measured.
+  Band pass_band;
+  double reference_ms = 0;
+  Band reference_band;
 };
+
+// The band of every prediction made from `profile` (band.h): the pass band
+// narrowed to a median of `repeats` passes (the profile's own noise), and
+// the reference band as one draw (the machine's speed at the run is one
+// moment of it, not a median: how much it moves between the profile and
+// the run), combined. Empty for profiles not measured here.
+Band PredictionBand(const Profile& profile);
+
+// The part of that band that can reorder two alternatives planned from one
+// profile: the pass band narrowed to a median of `repeats` passes. (The
+// machine's speed at the run moves every alternative alike.)
+Band RankingBand(const Profile& profile);
 
 // Piecewise-linear interpolation of ys (one per `sizes`, ascending) at m.
 // m must lie within [sizes.front(), sizes.back()]: a profile does not

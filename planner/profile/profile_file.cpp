@@ -76,6 +76,15 @@ std::string ProfileToYaml(const Profile& p) {
     out << YAML::Key << "shared_slowdown_microbatch" << YAML::Value << p.shared_slowdown_microbatch;
   }
   if (p.handoff_ms > 0) out << YAML::Key << "handoff_ms" << YAML::Value << p.handoff_ms;
+  if (!p.pass_band.Empty()) {
+    out << YAML::Key << "pass_band" << YAML::Value;
+    EmitFlowSeq(out, std::vector<double>{p.pass_band.low, p.pass_band.high});
+  }
+  if (p.reference_ms > 0) {
+    out << YAML::Key << "reference_ms" << YAML::Value << p.reference_ms;
+    out << YAML::Key << "reference_band" << YAML::Value;
+    EmitFlowSeq(out, std::vector<double>{p.reference_band.low, p.reference_band.high});
+  }
   out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
   for (const auto& n : p.nodes) {
     out << YAML::Flow << YAML::BeginMap;
@@ -153,6 +162,20 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
     p.handoff_ms = r.Get<double>(root, "handoff_ms");
     if (!(p.handoff_ms >= 0) || !std::isfinite(p.handoff_ms))
       throw InputError(Concat(source, ": handoff_ms: expected a time >= 0, got ", p.handoff_ms));
+  }
+  const auto band = [&](const char* key) {
+    const auto pair = r.Get<std::vector<double>>(root, key);
+    if (pair.size() != 2) throw InputError(Concat(source, ": ", key, ": expected [low, high]"));
+    const Band b{pair[0], pair[1]};
+    CheckBand(b, Concat(source, ": ", key));
+    return b;
+  };
+  if (root["pass_band"]) p.pass_band = band("pass_band");
+  if (root["reference_ms"]) {
+    p.reference_ms = r.Get<double>(root, "reference_ms");
+    if (!(p.reference_ms > 0) || !std::isfinite(p.reference_ms))
+      throw InputError(Concat(source, ": reference_ms: expected a time > 0, got ", p.reference_ms));
+    p.reference_band = band("reference_band");
   }
   const size_t sizes = p.microbatch_sizes.size();
   if (sizes == 0) throw InputError(Concat(source, ": microbatch_sizes: empty"));

@@ -98,6 +98,14 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
     out << "\n";
   }
   if (p.handoff_ms > 0) out << "hand-off between CPU workers: " << Format("%.3f", p.handoff_ms) << " ms per message\n";
+  if (p.reference_ms > 0) {
+    const Band band = PredictionBand(p);
+    out << "noise: passes " << Format("%+.1f", 100 * (p.pass_band.low - 1)) << "% to "
+        << Format("%+.1f", 100 * (p.pass_band.high - 1)) << "%, drift reference " << Format("%.3f", p.reference_ms)
+        << " ms (" << Format("%+.1f", 100 * (p.reference_band.low - 1)) << "% to "
+        << Format("%+.1f", 100 * (p.reference_band.high - 1)) << "%): predictions carry a band of "
+        << Format("%+.1f", 100 * (band.low - 1)) << "% to " << Format("%+.1f", 100 * (band.high - 1)) << "%\n";
+  }
   if (profiling_s > 0) out << "profiling took " << Format("%.1f", profiling_s) << " s\n";
   out << "\n";
   char line[256];
@@ -131,6 +139,9 @@ nlohmann::json ProfileSummaryJson(const Profile& p, const std::string& calibrati
   j["backward_coverage"] = p.backward_coverage;
   j["whole_forward_ms"] = p.whole_forward_ms;
   j["whole_backward_ms"] = p.whole_backward_ms;
+  j["pass_band"] = {p.pass_band.low, p.pass_band.high};
+  j["reference_ms"] = p.reference_ms;
+  j["reference_band"] = {p.reference_band.low, p.reference_band.high};
   j["node_forward_ms"] = NodeSums(p, false);
   j["node_backward_ms"] = NodeSums(p, true);
   std::vector<double> flops(p.microbatch_sizes.size(), 0);

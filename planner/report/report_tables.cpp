@@ -1,8 +1,10 @@
 // The rows behind every plan report. The "why" line replays the search's
-// rule (lowest simulated step time; ties go to fewer stages, then fewer
-// micro-batches) over plan.alternatives: how many were tried, simulated,
-// ruled out by their lower bound or infeasible, and the runner-up with its
-// distance from the winner. Ratios are to plan.predicted.step_ms.
+// rule (the fastest simulated step, or the simplest of the alternatives
+// predicted within the tie window of the fastest: fewer stages, then fewer
+// micro-batches, then 1F1B) over plan.alternatives: how many were tried,
+// simulated, ruled out by their lower bound or infeasible, and the
+// runner-up with its distance from the winner. Ratios are to
+// plan.predicted.step_ms.
 #include "planner/report/report_tables.h"
 
 #include <algorithm>
@@ -69,6 +71,11 @@ std::string WhyChosen(const Plan& plan, const Alternative* chosen, bool beaten) 
   if (beaten) return "not the fastest of " + tried;
   if (alts.size() == 1) return "the only alternative tried";
   if (simulated == 1) return "the only feasible one of " + tried;
+  if (chosen->tie) {
+    const int ties = int(std::count_if(alts.begin(), alts.end(), [](const Alternative& a) { return a.tie; }));
+    return "simplest of " + std::to_string(ties) + " ties (predicted within the tie window of the fastest) among " +
+           tried;
+  }
   return "fastest of " + tried;
 }
 
@@ -170,7 +177,9 @@ const Alternative* ChosenAlternative(const Plan& plan) {
 std::vector<SummaryLine> PlanSummary(const Plan& plan) {
   const PlanPrediction& p = plan.predicted;
   std::vector<SummaryLine> lines;
-  lines.push_back({"predicted step", FormatMs(p.step_ms) + " ms, " + FormatRate(p.samples_per_s) +
+  std::string band;
+  if (p.step_high_ms > 0) band = " [" + FormatMs(p.step_low_ms) + ", " + FormatMs(p.step_high_ms) + "]";
+  lines.push_back({"predicted step", FormatMs(p.step_ms) + " ms" + band + ", " + FormatRate(p.samples_per_s) +
                                          " samples/s (batch " + std::to_string(plan.batch) + ")"});
   if (p.one_device_step_ms > 0) {
     lines.push_back({"one device", FormatMs(p.one_device_step_ms) + " ms (pipeline speedup " +
@@ -205,11 +214,15 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
   const Alternative* chosen = ChosenAlternative(plan);
   const Alternative* other = chosen ? RunnerUp(plan, chosen) : nullptr;
   const double delta = other && chosen->step_ms > 0 ? other->step_ms / chosen->step_ms - 1 : 0;
-  lines.push_back({"why", WhyChosen(plan, chosen, delta <= -kTieFraction)});
+  const bool tied = other && other->tie && chosen->tie;
+  lines.push_back({"why", WhyChosen(plan, chosen, delta <= -kTieFraction && !tied)});
   if (other) {
     std::string text = Candidate(other->stages, other->microbatches, other->schedule) + " at " +
                        FormatMs(other->step_ms) + " ms (" + FormatDelta(delta) + ")";
-    if (std::fabs(delta) < kTieFraction) text += "; ties go to fewer stages, then fewer micro-batches";
+    if (tied || std::fabs(delta) < kTieFraction) {
+      text += tied ? ", a tie: within the tie window, so" : ";";
+      text += " ties go to fewer stages, then fewer micro-batches, then 1f1b";
+    }
     lines.push_back({delta <= -kTieFraction ? "faster" : "runner-up", text});
   }
   if (!plan.profile.source.empty()) lines.push_back({"profile", ProfileText(plan.profile)});
@@ -236,10 +249,13 @@ ReportTable AlternativesTable(const Plan& plan) {
       row.insert(row.end(), {"-", "-", "-", peak, "infeasible: " + a->why_not});
     } else if (!a->simulated) {
       row.insert(row.end(), {FormatMs(a->step_ms), ">= " + RatioToChosen(plan, a->step_ms), "-", peak,
-                             "(bound) not simulated: its lower bound exceeds the best"});
+                             "(bound) not simulated: its lower bound is beyond the tie window"});
     } else {
+      const std::string note = a == chosen ? (a->tie ? "chosen: the simplest tie" : "chosen")
+                               : a->tie    ? "tie: within the tie window of the fastest"
+                                           : "";
       row.insert(row.end(), {FormatMs(a->step_ms), RatioToChosen(plan, a->step_ms), FormatPercent(a->bubble_fraction),
-                             peak, a == chosen ? "chosen" : ""});
+                             peak, note});
     }
     t.rows.push_back(std::move(row));
   }

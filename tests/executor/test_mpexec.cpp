@@ -87,6 +87,36 @@ TEST_CASE("a plan measured here reports measured against predicted") {
   std::sort(steps.begin(), steps.end());
   CHECK(j["step_ms"].get<double>() == steps[1]);
   CHECK(j["predicted_step_ms"].get<double>() > 0);
+  // The machine's speed now against when profiled is reported, and with
+  // --rescale scales the prediction and its band; the text report says both.
+  REQUIRE(j.contains("drift"));
+  const double factor = j["drift"]["factor"].get<double>();
+  CHECK(factor > 0);
+  CHECK(j["drift"]["reference_ms"].get<double>() == doctest::Approx(factor * j["drift"]["profiled_reference_ms"].get<double>()));
+  CHECK(j["predicted_step_ms"] == j["planned_step_ms"]);
+  const auto rescaled = Mpexec(plan + " --steps 1 --rescale --json");
+  REQUIRE(rescaled.status == 0);
+  const auto r = nlohmann::json::parse(rescaled.out);
+  CHECK(r["predicted_step_ms"].get<double>() ==
+        doctest::Approx(r["drift"]["factor"].get<double>() * r["planned_step_ms"].get<double>()));
+  CHECK(r["predicted_band_ms"][1].get<double>() ==
+        doctest::Approx(r["drift"]["factor"].get<double>() * j["predicted_band_ms"][1].get<double>()));
+  REQUIRE(j.contains("predicted_band_ms"));
+  const double low = j["predicted_band_ms"][0], high = j["predicted_band_ms"][1], step = j["step_ms"];
+  CHECK(low <= j["predicted_step_ms"].get<double>());
+  CHECK(j["predicted_step_ms"].get<double>() <= high);
+  CHECK(j["in_band"] == (low <= step && step <= high));
+  const auto text = Mpexec(plan + " --steps 1");
+  REQUIRE(text.status == 0);
+  CHECK(text.out.find("ms now") != std::string::npos);
+  CHECK((text.out.find(", inside the band)") != std::string::npos || text.out.find(", outside the band)") != std::string::npos));
+  // A device profile's plan has no samples: no band, nothing to rescale.
+  const auto a100 = Mpexec(Plan(ZooPath("mlp.script.pt"), "mlp.a100", "--mode infer --gpus 2") + " --steps 1 --json");
+  REQUIRE(a100.status == 0);
+  const auto k = nlohmann::json::parse(a100.out);
+  CHECK_FALSE(k.contains("drift"));
+  CHECK_FALSE(k.contains("predicted_band_ms"));
+  CHECK(k["predicted_step_ms"] == k["planned_step_ms"]);
   MESSAGE("mlp, measured plan: " << j["stages"].size() << " stages x " << j["microbatches"] << ", step " << j["step_ms"]
                                  << " ms, predicted " << j["predicted_step_ms"] << " ms");
 }

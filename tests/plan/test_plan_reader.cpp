@@ -45,6 +45,10 @@ TEST_CASE("a plan round-trips through the reader exactly") {
     // The predictions replay: the simulator gives the step time back.
     CHECK(mp::SimulatePlan(f.plan).step_ms == doctest::Approx(f.plan.predicted.step_ms).epsilon(1e-6));
     f.plan.profile.shared_slowdown = {1, 1.125, 1.5};  // CPU workers
+    f.plan.profile.reference_ms = 0.8125;               // a measured profile's noise
+    f.plan.predicted.step_low_ms = 0.96875 * f.plan.predicted.step_ms;
+    f.plan.predicted.step_high_ms = 1.0625 * f.plan.predicted.step_ms;
+    f.plan.alternatives.front().tie = true;
     REQUIRE(f.plan.stages.size() == 3);
     const std::string yaml = mp::PlanToYaml(f.plan);
     const mp::Plan back = mp::ParsePlan(yaml, "plan.yaml");
@@ -60,6 +64,10 @@ TEST_CASE("a plan round-trips through the reader exactly") {
     }
     CHECK(back.alternatives.size() == f.plan.alternatives.size());
     CHECK(back.profile.shared_slowdown == f.plan.profile.shared_slowdown);
+    CHECK(back.profile.reference_ms == f.plan.profile.reference_ms);
+    CHECK(back.predicted.step_low_ms == doctest::Approx(f.plan.predicted.step_low_ms));
+    CHECK(back.predicted.step_high_ms == doctest::Approx(f.plan.predicted.step_high_ms));
+    CHECK(back.alternatives.front().tie);
     mp::CheckPlanAgainstGraph(back, f.builder.graph, "plan.yaml");
     // ... with the contention the plan records, read back.
     const double slowed = mp::SimulatePlan(f.plan).step_ms;
@@ -148,6 +156,14 @@ TEST_CASE("validation errors name the key path") {
                          r["profile"]["shared_slowdown"].push_back(0.5);
                        }),
                "profile.shared_slowdown[1]: expected a slowdown factor >= 1, found 0.5");
+  }
+  SUBCASE("a band that does not hold the prediction") {
+    CheckError(Mutated(yaml,
+                       [](YAML::Node& r) {
+                         r["predicted"]["step_band_ms"].push_back(1e9);
+                         r["predicted"]["step_band_ms"].push_back(2e9);
+                       }),
+               "predicted.step_band_ms: expected [low, high] around step_ms");
   }
   SUBCASE("unknown key at the top") {
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["colour"] = 1; }), "colour: unknown key");

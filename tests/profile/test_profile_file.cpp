@@ -31,6 +31,9 @@ mp::Profile Sample() {
   p.shared_slowdown = {1, 1.25};
   p.shared_slowdown_microbatch = 2;
   p.handoff_ms = 0.0425;
+  p.pass_band = {0.98, 1.03};
+  p.reference_ms = 0.8125;
+  p.reference_band = {0.97, 1.05};
   for (int i = 0; i < 3; ++i) {
     mp::NodeCost n;
     n.id = i;
@@ -67,6 +70,10 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.shared_slowdown == p.shared_slowdown);
   CHECK(q.shared_slowdown_microbatch == 2);
   CHECK(q.handoff_ms == doctest::Approx(p.handoff_ms));
+  CHECK(q.pass_band.low == doctest::Approx(0.98));
+  CHECK(q.pass_band.high == doctest::Approx(1.03));
+  CHECK(q.reference_ms == doctest::Approx(0.8125));
+  CHECK(q.reference_band.high == doctest::Approx(1.05));
   REQUIRE(q.nodes.size() == p.nodes.size());
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     CHECK(q.nodes[i].kind == p.nodes[i].kind);
@@ -119,6 +126,35 @@ TEST_CASE("malformed profile files name the problem") {
   early.replace(early.find("handoff_ms: 0.0425"), 18, "handoff_ms: -1");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(early, "p.yaml"), "p.yaml: handoff_ms: expected a time >= 0, got -1",
                        mp::InputError);
+  std::string inverted = mp::ProfileToYaml(Sample());
+  inverted.replace(inverted.find("pass_band: [0.98, 1.03]"), 23, "pass_band: [1.03, 0.98]");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(inverted, "p.yaml"),
+                       "p.yaml: pass_band: expected [low, high] with 0 < low <= 1 <= high, got [1.03, 0.98]",
+                       mp::InputError);
+}
+
+TEST_CASE("a profile's noise becomes the band of its predictions") {
+  // Quartiles, so one sample from a slow stretch does not set the band.
+  const mp::Band b = mp::SampleBand({0.9, 1.0, 1.0, 1.0, 1.0, 1.02, 1.04, 1.1, 5.0});
+  CHECK(b.low == doctest::Approx(1.0));
+  CHECK(b.high == doctest::Approx(1.04));
+  CHECK(mp::SampleBand({1.0, 2.0}).Empty());  // too few to say
+  // The median of n samples: each side 2.383 / sqrt(n) of the quartile's distance.
+  const mp::Band median = mp::MedianBand({0.96, 1.08}, 4);
+  CHECK(median.low == doctest::Approx(1 - 0.04 * 2.383 / 2));
+  CHECK(median.high == doctest::Approx(1 + 0.08 * 2.383 / 2));
+  const mp::Band both = mp::Combine({0.97, 1.03}, {0.96, 1.04});
+  CHECK(both.low == doctest::Approx(0.95));
+  CHECK(both.high == doctest::Approx(1.05));
+  CHECK(mp::Within(104, 100, both));
+  CHECK_FALSE(mp::Within(106, 100, both));
+  CHECK_FALSE(mp::Within(94, 100, both));
+  // A profile without samples (a device profile's estimates) has none.
+  CHECK(mp::PredictionBand(mp::Profile{}).Empty());
+  mp::Profile p = Sample();
+  const mp::Band band = mp::PredictionBand(p);
+  CHECK(band.low < 1);
+  CHECK(band.high > 1.03);  // wider than the passes alone: the reference adds to it
 }
 
 TEST_CASE("times interpolate between measured sizes and never extrapolate") {

@@ -197,6 +197,27 @@ TEST_CASE("a tie with the runner-up names the tie-break") {
   CHECK(Contains(mp::FormatPlanReport(plan, false), "(+0.0%); ties go to fewer stages, then fewer micro-batches"));
 }
 
+TEST_CASE("a tie within the tie window says the simplest was chosen, names the faster one and shows the band") {
+  mp::Plan plan = SamplePlan(2, 8);  // 2 stages x 8 micro-batches, 1f1b
+  plan.predicted.step_low_ms = 0.97 * plan.predicted.step_ms;
+  plan.predicted.step_high_ms = 1.05 * plan.predicted.step_ms;
+  plan.alternatives[0].tie = true;
+  plan.alternatives[1].step_ms = 0.97 * plan.alternatives[0].step_ms;  // more micro-batches, a little faster
+  plan.alternatives[1].tie = true;
+  const std::string report = mp::FormatPlanReport(plan, true);
+  Dump("report_tie_explain.txt", report);
+  CHECK(Contains(report, mp::FormatMs(plan.predicted.step_ms) + " ms [" + mp::FormatMs(plan.predicted.step_low_ms) +
+                             ", " + mp::FormatMs(plan.predicted.step_high_ms) + "]"));
+  CHECK(Contains(report, "why                simplest of 2 ties (predicted within the tie window of the fastest) among 5"));
+  CHECK(Contains(report, "faster             2 stages x 16 micro-batches, 1f1b at "));
+  CHECK(Contains(report, "(-3.0%), a tie: within the tie window, so ties go to fewer stages, then fewer micro-batches, "
+                         "then 1f1b"));
+  CHECK_FALSE(Contains(report, "not the fastest"));
+  const auto rows = SectionLines(report, "alternatives searched");
+  CHECK(std::count_if(rows.begin(), rows.end(), [](const std::string& r) { return Contains(r, "chosen: the simplest tie"); }) == 1);
+  CHECK(std::count_if(rows.begin(), rows.end(), [](const std::string& r) { return Contains(r, "tie: within the tie window of the fastest"); }) == 1);
+}
+
 TEST_CASE("a plan slower than a recorded alternative does not claim to be the fastest") {
   mp::Plan plan = SamplePlan();
   plan.alternatives[1].step_ms = 0.8 * plan.alternatives[0].step_ms;
