@@ -102,7 +102,7 @@ mp::Profile Noisy(const mp::Profile& fixed, uint64_t seed, double noise, bool ba
 
 constexpr double kNoise = 0.03;  // either way, per size and per node
 
-TEST_CASE("a noisy profile gives the same plan every time; without bands the fastest moves") {
+TEST_CASE("a noisy profile gives the same plan every time, where without bands the fastest moves") {
   for (const auto& [name, batch] : {std::pair<const char*, int64_t>{"mlp.script.pt", 256}, {"gpt.script.pt", 16}}) {
     CAPTURE(name);
     const Measured m = Estimated(name, batch);
