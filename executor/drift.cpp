@@ -1,9 +1,9 @@
 #include "executor/drift.h"
 
-#include <ATen/Parallel.h>
 #include <c10/core/Device.h>
 #include <torch/cuda.h>
 
+#include "executor/scoped_threads.h"
 #include "planner/profile/timer.h"
 
 namespace mp {
@@ -25,10 +25,8 @@ DriftProbe::~DriftProbe() = default;
 
 void DriftProbe::Sample(int samples) {
   if (!reference_) return;
-  const int threads = at::get_num_threads();
-  if (plan_.profile.threads > 0 && plan_.profile.threads != threads) at::set_num_threads(plan_.profile.threads);
+  const ScopedThreads profiled(plan_.profile.threads);
   for (int i = 0; i < samples; ++i) samples_.push_back(reference_->TimeMs());
-  if (at::get_num_threads() != threads) at::set_num_threads(threads);
 }
 
 Drift DriftProbe::Result() const {

@@ -46,28 +46,13 @@
 #include "common/worker_pool.h"
 #include "executor/heap_sampler.h"
 #include "executor/process_group.h"
+#include "executor/scoped_threads.h"
 #include "executor/wire.h"
 #include "planner/graph/rng_scope.h"
 #include "planner/graph/run_graph.h"
 
 namespace mp {
 namespace {
-
-// Sets this thread's intra-op thread count for a scope.
-class ScopedThreads {
- public:
-  explicit ScopedThreads(int threads) : before_(at::get_num_threads()) {
-    if (threads != before_) at::set_num_threads(threads);
-  }
-  ~ScopedThreads() {
-    if (at::get_num_threads() != before_) at::set_num_threads(before_);
-  }
-  ScopedThreads(const ScopedThreads&) = delete;
-  ScopedThreads& operator=(const ScopedThreads&) = delete;
-
- private:
-  int before_;
-};
 
 using Bundle = std::map<BoundaryValue, c10::IValue>;
 using Clock = std::chrono::steady_clock;

@@ -181,7 +181,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   const Band ranking = RankingBand(profile);
   const Band band{1.0, ranking.Empty() ? 1.0 : std::max(ranking.high, 1 + request.tie_tolerance)};
   SearchResult result;
-  std::vector<Candidate> ties;  // simulated, overlapping the fastest so far
+  std::vector<Candidate> ties;  // simulated, within the tie window of the fastest so far
   double fastest_ms = 0;
   for (int M : counts) {
     const int64_t size = MicrobatchSize(batch, M);
