@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <cstdint>
 #include <exception>
-#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "common/error.h"
@@ -15,75 +17,150 @@
 namespace mp {
 namespace {
 
-constexpr double kSpanMs = 300;
-constexpr int kMaxTurns = 10;
+constexpr double kSpanMs = 400;
+constexpr int kMaxTurns = 40;
+constexpr double kShareOfProfile = 0.1;
 
 double RunOnce(WholeGraph& graph) {
   const double forward = graph.Forward();
   return forward + graph.Backward();
 }
 
-// One run of each of the first `copies` graphs, all running together: a
-// copy that finishes first runs again (untimed) until every copy has its
-// sample.
-std::vector<double> RunTogether(std::vector<std::unique_ptr<WholeGraph>>& graphs, int copies, int threads) {
-  std::vector<double> samples(copies, 0.0);
-  std::vector<std::exception_ptr> errors(copies);
-  std::atomic<int> ready{0}, done{0};
-  std::vector<std::thread> workers;
-  for (int w = 0; w < copies; ++w) {
-    workers.emplace_back([&, w] {
-      bool counted = false;
-      ready.fetch_add(1);
-      while (ready.load() < copies) std::this_thread::yield();  // start together
-      try {
-        at::set_num_threads(threads);
-        while (done.load() < copies) {
-          const double ms = RunOnce(*graphs[w]);
-          if (!counted) samples[w] = ms, counted = true, done.fetch_add(1);
-        }
-      } catch (...) {
-        errors[w] = std::current_exception();
-        if (!counted) done.fetch_add(1);
-      }
-    });
-  }
-  for (auto& t : workers) t.join();
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
-  return samples;
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace
 
-std::vector<double> MeasureSharedSlowdown(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs,
-                                          const PassOptions& options, int workers, int threads, int repeats) {
-  if (workers < 1 || threads < 1 || repeats < 1)
-    throw InternalError(Concat("contention probe: workers ", workers, ", threads ", threads, ", repeats ", repeats));
-  // Each copy on its own inputs, in case the graph writes to them.
-  const auto copy = [&] {
+// One thread per graph, kept for the probe's life: a thread made per turn
+// starts on a cold allocator arena and its first runs paid for it.
+class SharedSlowdownProbe::Workers {
+ public:
+  Workers(std::vector<std::unique_ptr<WholeGraph>> graphs, int threads)
+      : graphs_(std::move(graphs)), samples_(graphs_.size(), 0.0), errors_(graphs_.size()) {
+    for (size_t w = 0; w < graphs_.size(); ++w)
+      threads_.emplace_back([this, w, threads] { Loop(static_cast<int>(w), threads); });
+  }
+
+  ~Workers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+  // One sample of each of the first `copies` graphs, all running together.
+  std::vector<double> Together(int copies) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      copies_ = copies;
+      ready_ = 0;
+      counted_ = 0;
+      finished_ = 0;
+      std::fill(errors_.begin(), errors_.end(), nullptr);
+      ++generation_;
+    }
+    wake_.notify_all();
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return finished_ == copies_; });
+    for (int w = 0; w < copies; ++w)
+      if (errors_[w]) std::rethrow_exception(errors_[w]);
+    return std::vector<double>(samples_.begin(), samples_.begin() + copies);
+  }
+
+ private:
+  void Loop(int w, int threads) {
+    at::set_num_threads(threads);
+    uint64_t seen = 0;
+    for (;;) {
+      int copies = 0;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+        copies = copies_;
+      }
+      if (w >= copies) continue;
+      ready_.fetch_add(1);
+      while (ready_.load() < copies) std::this_thread::yield();  // start together
+      bool counted = false;
+      try {
+        // A copy that finishes first runs again, untimed, until every copy
+        // has its sample.
+        while (counted_.load() < copies) {
+          const double ms = RunOnce(*graphs_[w]);
+          if (!counted) samples_[w] = ms, counted = true, counted_.fetch_add(1);
+        }
+      } catch (...) {
+        errors_[w] = std::current_exception();
+        if (!counted) counted_.fetch_add(1);
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++finished_;
+      }
+      done_.notify_one();
+    }
+  }
+
+  std::vector<std::unique_ptr<WholeGraph>> graphs_;
+  std::vector<double> samples_;
+  std::vector<std::exception_ptr> errors_;
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  uint64_t generation_ = 0;
+  int copies_ = 0;
+  int finished_ = 0;
+  bool stop_ = false;
+  std::atomic<int> ready_{0}, counted_{0};
+};
+
+SharedSlowdownProbe::SharedSlowdownProbe(const CanonicalGraph& canonical,
+                                         const std::vector<c10::IValue>& model_inputs, const PassOptions& options,
+                                         int workers, int threads)
+    : count_(workers), ratios_(std::max(workers, 1)) {
+  if (workers < 2 || threads < 1)
+    throw InternalError(Concat("contention probe: workers ", workers, ", threads ", threads));
+  std::vector<std::unique_ptr<WholeGraph>> graphs;
+  for (int w = 0; w < workers; ++w) {
+    // Each copy on its own inputs, in case the graph writes to them.
     std::vector<c10::IValue> inputs;
     for (const auto& v : model_inputs) inputs.push_back(MapTensors(v, [](const at::Tensor& t) { return t.clone(); }));
-    return std::make_unique<WholeGraph>(canonical, inputs, options);
-  };
-  std::vector<std::unique_ptr<WholeGraph>> graphs;
-  graphs.push_back(copy());
-  std::vector<double> slowdown{1.0};
-  for (int k = 2; k <= workers; ++k) {
-    graphs.push_back(copy());
-    // Alone and together in turns, so a neighbour's load on this shared
-    // machine falls on both sides of the ratio; small graphs take more
-    // turns, up to kMaxTurns, until the samples span kSpanMs: three turns
-    // of a 35 ms graph gave 1.02 and 1.37 in two runs minutes apart.
-    std::vector<double> alone, together;
-    double spent = 0;
-    for (int r = 0; r < repeats || (spent < kSpanMs && r < kMaxTurns); ++r) {
-      for (double ms : RunTogether(graphs, 1, threads)) alone.push_back(ms), spent += ms;
-      for (double ms : RunTogether(graphs, k, threads)) together.push_back(ms), spent += ms;
-    }
-    const double base = Quantile(alone, 0.5);
-    slowdown.push_back(base > 0 ? std::max(1.0, Quantile(together, 0.5) / base) : 1.0);
+    graphs.push_back(std::make_unique<WholeGraph>(canonical, inputs, options));
   }
+  workers_ = std::make_unique<Workers>(std::move(graphs), threads);
+  start_ = std::chrono::steady_clock::now();
+}
+
+SharedSlowdownProbe::~SharedSlowdownProbe() = default;
+
+void SharedSlowdownProbe::Turn() {
+  const auto start = std::chrono::steady_clock::now();
+  // Alone and together in the same turn, so a neighbour's load on this
+  // shared machine falls on both sides of the ratio.
+  const double alone = workers_->Together(1)[0];
+  for (int k = 2; k <= count_; ++k) {
+    const double together = Quantile(workers_->Together(k), 0.5);
+    ratios_[k - 1].push_back(alone > 0 ? together / alone : 1.0);
+  }
+  spent_ms_ += MsSince(start);
+  ++turns_;
+}
+
+void SharedSlowdownProbe::MaybeTurn() {
+  if (spent_ms_ < kShareOfProfile * MsSince(start_)) Turn();
+}
+
+std::vector<double> SharedSlowdownProbe::Finish(int min_turns) {
+  // Small graphs take more turns: three turns of a 35 ms graph gave 1.02
+  // and 1.37 in two runs minutes apart.
+  while (turns_ < min_turns || (spent_ms_ < kSpanMs && turns_ < kMaxTurns)) Turn();
+  std::vector<double> slowdown{1.0};
+  for (int k = 2; k <= count_; ++k) slowdown.push_back(std::max(1.0, Quantile(ratios_[k - 1], 0.5)));
   return slowdown;
 }
 

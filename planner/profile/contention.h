@@ -5,10 +5,19 @@
 // with more workers than cores, the cores themselves. The probe measures
 // that once per model instead of guessing it, and the simulator slows an
 // action by slowdown[k - 1] while k stages compute at once.
+//
+// On a shared virtual machine the second core is not always all there: for
+// tens of milliseconds at a time, two copies at once ran 1.75x slower where
+// a minute later they ran 1.03x slower. One block of turns (80 ms for the
+// ConvNet) caught either, and the plan inherited it (a 2-stage ConvNet plan
+// predicted 13.4 ms, measured 9.4). So the probe's turns are spread over
+// the whole profile, between its passes, and each turn is a paired ratio.
 #pragma once
 
 #include <torch/script.h>
 
+#include <chrono>
+#include <memory>
 #include <vector>
 
 #include "planner/graph/canonical_graph.h"
@@ -16,14 +25,39 @@
 
 namespace mp {
 
-// Runs the whole graph (forward, and backward in training) on
-// `model_inputs`, for each k = 2, ..., `workers`: `repeats` times alone and
-// as k copies in as many threads at once, in turns (more turns, up to 10,
-// until the samples span 0.3 s), each thread with
-// `threads` intra-op threads. Returns slowdown[k - 1] = median time with k
-// running / median time alone, at least 1; slowdown[0] = 1. Every copy
-// keeps running until each has its sample, so every sample saw k at work.
-std::vector<double> MeasureSharedSlowdown(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs,
-                                          const PassOptions& options, int workers, int threads, int repeats);
+class SharedSlowdownProbe {
+ public:
+  // Copies of the whole graph (forward, and backward in training) on
+  // `model_inputs`, one per worker, each run by a thread of its own with
+  // `threads` intra-op threads; the threads live as long as the probe.
+  SharedSlowdownProbe(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs,
+                      const PassOptions& options, int workers, int threads);
+  ~SharedSlowdownProbe();
+  SharedSlowdownProbe(const SharedSlowdownProbe&) = delete;
+  SharedSlowdownProbe& operator=(const SharedSlowdownProbe&) = delete;
+
+  // One turn: the graph alone, then k copies at once for each k = 2..workers
+  // (every copy keeps running until each has its sample, so every sample
+  // saw k at work).
+  void Turn();
+  // A turn if the probe has spent under a tenth of the time since it was
+  // built: called between the profiler's passes, this spreads the turns
+  // over the profile at a tenth of its cost.
+  void MaybeTurn();
+  // More turns, until at least `min_turns` and (up to 10 in all) the samples
+  // span 0.3 s. Returns slowdown[k - 1] = the median over the turns of
+  // (median time of the k copies / time alone in the same turn), at least
+  // 1; slowdown[0] = 1.
+  std::vector<double> Finish(int min_turns);
+
+ private:
+  class Workers;
+  std::unique_ptr<Workers> workers_;
+  int count_;
+  std::vector<std::vector<double>> ratios_;  // [k - 1][turn]
+  double spent_ms_ = 0;
+  int turns_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
 
 }  // namespace mp

@@ -70,6 +70,13 @@ void ExtrapolateWork(const std::vector<int64_t>& probed, const std::vector<int64
   }
 }
 
+// The shape probe ran the batch; a smaller size can still fail, e.g.
+// BatchNorm in training refuses one value per channel.
+InputError ModelFails(int64_t size, const std::exception& e) {
+  return InputError(Concat("profiling at micro-batch size ", size, ": the model fails: ", ErrorLine(e.what()),
+                           " (choose other --microbatch-sizes)"));
+}
+
 }  // namespace
 
 std::vector<int64_t> DefaultMicrobatchSizes(int64_t batch) {
@@ -131,6 +138,24 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     if (options.progress) options.progress(++done, total);
   };
 
+  // The contention probe at the second-largest size: nearer the
+  // micro-batches a pipeline runs than the full batch, and cheaper. Its
+  // turns run between the passes (contention.h).
+  std::unique_ptr<SharedSlowdownProbe> probe;
+  const int64_t probe_size = sizes.size() > 1 ? sizes[sizes.size() - 2] : sizes.back();
+  if (options.timed && options.workers > 1 && device.is_cpu()) {
+    try {
+      probe = std::make_unique<SharedSlowdownProbe>(
+          canonical, SyntheticInputs(WithBatch(inputs, probe_size), options.seed), pass, options.workers,
+          profile.threads);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw ModelFails(probe_size, e);
+    }
+    pass.between_passes = [&] { probe->MaybeTurn(); };
+  }
+
   std::vector<std::vector<int64_t>> value_bytes;  // [run size][value]
   std::vector<double> reference_ms, pass_ratios;
   double node_forward = 0, node_backward = 0;
@@ -145,10 +170,7 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
-      // The shape probe ran the batch; a smaller size can still fail, e.g.
-      // BatchNorm in training refuses one value per channel.
-      throw InputError(Concat("profiling at micro-batch size ", m, ": the model fails: ", ErrorLine(e.what()),
-                              " (choose other --microbatch-sizes)"));
+      throw ModelFails(m, e);
     }
     if (options.timed) {
       profile.whole_forward_ms = result.whole_forward.median_ms;
@@ -178,14 +200,10 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     profile.reference_ms = Quantile(reference_ms, 0.5);
     profile.reference_band = SampleBand(reference_ms);
   }
-  if (options.timed && options.workers > 1 && device.is_cpu()) {
-    // At the second-largest size: nearer the micro-batches a pipeline runs
-    // than the full batch, and cheaper.
-    const int64_t m = sizes.size() > 1 ? sizes[sizes.size() - 2] : sizes.back();
-    profile.shared_slowdown =
-        MeasureSharedSlowdown(canonical, SyntheticInputs(WithBatch(inputs, m), options.seed), pass, options.workers,
-                              profile.threads, std::clamp(options.timing.repeats, 1, 3));
-    profile.shared_slowdown_microbatch = m;
+  if (probe) {
+    profile.shared_slowdown = probe->Finish(std::clamp(options.timing.repeats, 1, 3));
+    profile.shared_slowdown_microbatch = probe_size;
+    probe.reset();  // its threads stop before the hand-off is timed
     profile.handoff_ms = MeasureHandoffMs(kHandoffMessages);
   }
   // Coverage at the largest size, where the planner's times matter most.

@@ -110,6 +110,7 @@ class Engine {
     std::vector<std::vector<double>> forward(n), backward(n);
     for (int pass = 0; pass < passes; ++pass) {
       const bool keep = pass >= warmup;
+      if (keep && options_.timed && options_.between_passes) options_.between_passes();
       // Each backward runs on the graph its own pass's forward just built,
       // as a training step does: a backward repeated on one retained graph
       // finds its buffers warm and ran up to 1.7x faster (ConvNet at 8).

@@ -26,6 +26,9 @@ struct PassOptions {
   // Timed: the drift reference to time before every kept pass (not owned;
   // null: none).
   DriftReference* reference = nullptr;
+  // Timed: called before every kept pass, untimed (the contention probe's
+  // turns, spread over the profile).
+  std::function<void()> between_passes;
 };
 
 // Passes RunNodeByNode makes (forward; training makes as many backward):
