@@ -178,7 +178,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   }
   // Ties: predicted within [fastest, fastest * window]. A profile without
   // samples (a device profile's estimates) ties only equal times.
-  const Band ranking = RankingBand(profile);
+  const Band ranking = RankingBand(profile, k_max);
   const Band band{1.0, ranking.Empty() ? 1.0 : std::max(ranking.high, 1 + request.tie_tolerance)};
   SearchResult result;
   std::vector<Candidate> ties;  // simulated, within the tie window of the fastest so far

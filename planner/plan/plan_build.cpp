@@ -216,7 +216,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
     plan.stages.push_back(std::move(ps));
   }
   plan.predicted.step_ms = sim.step_ms;
-  if (const Band band = PredictionBand(profile); !band.Empty()) {
+  if (const Band band = PredictionBand(profile, static_cast<int>(partition.stages.size())); !band.Empty()) {
     plan.predicted.step_low_ms = band.low * sim.step_ms;
     plan.predicted.step_high_ms = band.high * sim.step_ms;
   }

@@ -155,13 +155,21 @@ void SharedSlowdownProbe::MaybeTurn() {
   if (spent_ms_ < kShareOfProfile * MsSince(start_)) Turn();
 }
 
-std::vector<double> SharedSlowdownProbe::Finish(int min_turns) {
+SharedSlowdown SharedSlowdownProbe::Finish(int min_turns) {
   // Small graphs take more turns: three turns of a 35 ms graph gave 1.02
   // and 1.37 in two runs minutes apart.
   while (turns_ < min_turns || (spent_ms_ < kSpanMs && turns_ < kMaxTurns)) Turn();
-  std::vector<double> slowdown{1.0};
-  for (int k = 2; k <= count_; ++k) slowdown.push_back(std::max(1.0, Quantile(ratios_[k - 1], 0.5)));
-  return slowdown;
+  SharedSlowdown result;
+  result.factors.push_back(1.0);
+  result.turns = turns_;
+  std::vector<double> relative;
+  for (int k = 2; k <= count_; ++k) {
+    const double median = Quantile(ratios_[k - 1], 0.5);
+    result.factors.push_back(std::max(1.0, median));
+    for (double r : ratios_[k - 1]) relative.push_back(median > 0 ? r / median : 1.0);
+  }
+  result.band = SampleBand(relative);
+  return result;
 }
 
 }  // namespace mp

@@ -21,9 +21,18 @@
 #include <vector>
 
 #include "planner/graph/canonical_graph.h"
+#include "planner/profile/band.h"
 #include "planner/profile/node_by_node.h"
 
 namespace mp {
+
+struct SharedSlowdown {
+  std::vector<double> factors;  // [k - 1]: at least 1; factors[0] = 1
+  // The turns' ratios, each over the median of its k, pooled over k
+  // (SampleBand): how much one turn's ratio strays from the factor.
+  Band band;
+  int turns = 0;
+};
 
 class SharedSlowdownProbe {
  public:
@@ -44,11 +53,11 @@ class SharedSlowdownProbe {
   // built: called between the profiler's passes, this spreads the turns
   // over the profile at a tenth of its cost.
   void MaybeTurn();
-  // More turns, until at least `min_turns` and (up to 10 in all) the samples
-  // span 0.3 s. Returns slowdown[k - 1] = the median over the turns of
-  // (median time of the k copies / time alone in the same turn), at least
-  // 1; slowdown[0] = 1.
-  std::vector<double> Finish(int min_turns);
+  // More turns, until at least `min_turns` and (up to 40 in all) the
+  // samples span 0.4 s. Returns factors[k - 1] = the median over the turns
+  // of (median time of the k copies / time alone in the same turn), at
+  // least 1, with the band of the turns' ratios.
+  SharedSlowdown Finish(int min_turns);
 
  private:
   class Workers;

@@ -201,7 +201,10 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     profile.reference_band = SampleBand(reference_ms);
   }
   if (probe) {
-    profile.shared_slowdown = probe->Finish(std::clamp(options.timing.repeats, 1, 3));
+    const SharedSlowdown shared = probe->Finish(std::clamp(options.timing.repeats, 1, 3));
+    profile.shared_slowdown = shared.factors;
+    profile.shared_slowdown_band = shared.band;
+    profile.shared_slowdown_turns = shared.turns;
     profile.shared_slowdown_microbatch = probe_size;
     probe.reset();  // its threads stop before the hand-off is timed
     profile.handoff_ms = MeasureHandoffMs(kHandoffMessages);

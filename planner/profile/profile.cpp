@@ -41,9 +41,15 @@ int64_t OutputBytes(const Profile& profile, int node, int64_t microbatch) {
   return cost.output_bytes_fixed + cost.output_bytes_per_sample * microbatch;
 }
 
-Band RankingBand(const Profile& profile) { return MedianBand(profile.pass_band, std::max(1, profile.repeats)); }
+Band RankingBand(const Profile& profile, int stages) {
+  const Band passes = MedianBand(profile.pass_band, std::max(1, profile.repeats));
+  if (stages < 2 || profile.shared_slowdown_turns < 1) return passes;
+  return Combine(passes, MedianBand(profile.shared_slowdown_band, profile.shared_slowdown_turns));
+}
 
-Band PredictionBand(const Profile& profile) { return Combine(RankingBand(profile), MedianBand(profile.reference_band, 1)); }
+Band PredictionBand(const Profile& profile, int stages) {
+  return Combine(RankingBand(profile, stages), MedianBand(profile.reference_band, 1));
+}
 
 int64_t ValueBytesAt(const Profile& profile, int value, int64_t microbatch) {
   const auto& bytes = profile.values.at(value);

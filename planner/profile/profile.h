@@ -62,6 +62,11 @@ struct Profile {
   // shared_slowdown_microbatch. Empty when not measured.
   std::vector<double> shared_slowdown;
   int64_t shared_slowdown_microbatch = 0;
+  // How far the probe's turns strayed from their factor (SharedSlowdown),
+  // and how many turns the factor is the median of. Empty and 0 in
+  // profiles from before 2026-11-24.
+  Band shared_slowdown_band;
+  int shared_slowdown_turns = 0;
   // Measured with shared_slowdown: one message from a CPU-worker stage to
   // the next, queued and its sleeping receiver woken (see handoff.h). The
   // planner's latency for links between CPU workers. 0 when not measured.
@@ -77,17 +82,21 @@ struct Profile {
   Band reference_band;
 };
 
-// The band of every prediction made from `profile` (band.h): the pass band
-// narrowed to a median of `repeats` passes (the profile's own noise), and
-// the reference band as one draw (the machine's speed at the run is one
-// moment of it, not a median: how much it moves between the profile and
-// the run), combined. Empty for profiles not measured here.
-Band PredictionBand(const Profile& profile);
+// The band of every prediction of a plan of `stages` stages made from
+// `profile` (band.h): the ranking band below, and the reference band as
+// one draw (the machine's speed at the run is one moment of it, not a
+// median: how much it moves between the profile and the run), combined.
+// Empty for profiles not measured here.
+Band PredictionBand(const Profile& profile, int stages);
 
 // The part of that band that can reorder two alternatives planned from one
-// profile: the pass band narrowed to a median of `repeats` passes. (The
-// machine's speed at the run moves every alternative alike.)
-Band RankingBand(const Profile& profile);
+// profile: the pass band narrowed to a median of `repeats` passes and, for
+// plans of several stages, the contention band narrowed to a median of its
+// turns (the factor that slows stages computing at once is that median).
+// The whole band is charged, though only the time stages overlap pays the
+// factor: an upper bound. (The machine's speed at the run moves every
+// alternative alike.)
+Band RankingBand(const Profile& profile, int stages);
 
 // Piecewise-linear interpolation of ys (one per `sizes`, ascending) at m.
 // m must lie within [sizes.front(), sizes.back()]: a profile does not

@@ -74,6 +74,11 @@ std::string ProfileToYaml(const Profile& p) {
     out << YAML::Key << "shared_slowdown" << YAML::Value;
     EmitFlowSeq(out, p.shared_slowdown);
     out << YAML::Key << "shared_slowdown_microbatch" << YAML::Value << p.shared_slowdown_microbatch;
+    if (p.shared_slowdown_turns > 0) {
+      out << YAML::Key << "shared_slowdown_band" << YAML::Value;
+      EmitFlowSeq(out, std::vector<double>{p.shared_slowdown_band.low, p.shared_slowdown_band.high});
+      out << YAML::Key << "shared_slowdown_turns" << YAML::Value << p.shared_slowdown_turns;
+    }
   }
   if (p.handoff_ms > 0) out << YAML::Key << "handoff_ms" << YAML::Value << p.handoff_ms;
   if (!p.pass_band.Empty()) {
@@ -171,6 +176,14 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
     return b;
   };
   if (root["pass_band"]) p.pass_band = band("pass_band");
+  if (root["shared_slowdown_turns"]) {
+    if (p.shared_slowdown.empty())
+      throw InputError(Concat(source, ": shared_slowdown_turns: given without shared_slowdown"));
+    p.shared_slowdown_turns = r.Get<int>(root, "shared_slowdown_turns");
+    if (p.shared_slowdown_turns < 1)
+      throw InputError(Concat(source, ": shared_slowdown_turns: expected a count >= 1, got ", p.shared_slowdown_turns));
+    p.shared_slowdown_band = band("shared_slowdown_band");
+  }
   if (root["reference_ms"]) {
     p.reference_ms = r.Get<double>(root, "reference_ms");
     if (!(p.reference_ms > 0) || !std::isfinite(p.reference_ms))

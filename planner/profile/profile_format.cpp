@@ -99,7 +99,7 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
   }
   if (p.handoff_ms > 0) out << "hand-off between CPU workers: " << Format("%.3f", p.handoff_ms) << " ms per message\n";
   if (p.reference_ms > 0) {
-    const Band band = PredictionBand(p);
+    const Band band = PredictionBand(p, std::max<int>(1, p.shared_slowdown.size()));
     out << "noise: passes " << Format("%+.1f", 100 * (p.pass_band.low - 1)) << "% to "
         << Format("%+.1f", 100 * (p.pass_band.high - 1)) << "%, drift reference " << Format("%.3f", p.reference_ms)
         << " ms (" << Format("%+.1f", 100 * (p.reference_band.low - 1)) << "% to "

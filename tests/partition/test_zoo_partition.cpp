@@ -120,7 +120,7 @@ TEST_CASE("a noisy profile gives the same plan every time, where without bands t
       CHECK(banded.predicted.step_ms == a.step_ms);
       // The choice is the simplest of the ties, never slower than the band allows.
       const mp::Alternative& f = banded.alternatives.at(banded.fastest);
-      CHECK(a.step_ms <= f.step_ms * mp::PredictionBand(Noisy(m.profile, seed, kNoise, true)).high);
+      CHECK(a.step_ms <= f.step_ms * mp::PredictionBand(Noisy(m.profile, seed, kNoise, true), a.stages).high);
       const mp::SearchResult bare = mp::SearchPlan(m.graph, Noisy(m.profile, seed, kNoise, false), cluster, request);
       // Without bands only equal times tie (gpipe and 1f1b often do).
       const mp::Alternative& b = bare.alternatives.at(bare.chosen);

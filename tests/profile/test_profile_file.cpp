@@ -2,6 +2,8 @@
 // keys; interpolation between measured micro-batch sizes.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "common/error.h"
 #include "planner/profile/profile.h"
 #include "planner/profile/profile_file.h"
@@ -30,6 +32,8 @@ mp::Profile Sample() {
   p.backward_coverage = 1.02;
   p.shared_slowdown = {1, 1.25};
   p.shared_slowdown_microbatch = 2;
+  p.shared_slowdown_band = {0.75, 1.5};
+  p.shared_slowdown_turns = 25;
   p.handoff_ms = 0.0425;
   p.pass_band = {0.98, 1.03};
   p.reference_ms = 0.8125;
@@ -69,6 +73,9 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.coverage == doctest::Approx(p.coverage));
   CHECK(q.shared_slowdown == p.shared_slowdown);
   CHECK(q.shared_slowdown_microbatch == 2);
+  CHECK(q.shared_slowdown_band.low == doctest::Approx(0.75));
+  CHECK(q.shared_slowdown_band.high == doctest::Approx(1.5));
+  CHECK(q.shared_slowdown_turns == 25);
   CHECK(q.handoff_ms == doctest::Approx(p.handoff_ms));
   CHECK(q.pass_band.low == doctest::Approx(0.98));
   CHECK(q.pass_band.high == doctest::Approx(1.03));
@@ -131,6 +138,14 @@ TEST_CASE("malformed profile files name the problem") {
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(inverted, "p.yaml"),
                        "p.yaml: pass_band: expected [low, high] with 0 < low <= 1 <= high, got [1.03, 0.98]",
                        mp::InputError);
+  std::string no_turns = mp::ProfileToYaml(Sample());
+  no_turns.replace(no_turns.find("shared_slowdown_turns: 25"), 25, "shared_slowdown_turns: 0");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_turns, "p.yaml"),
+                       "p.yaml: shared_slowdown_turns: expected a count >= 1, got 0", mp::InputError);
+  std::string no_band = mp::ProfileToYaml(Sample());
+  no_band.replace(no_band.find("shared_slowdown_band: [0.75, 1.5]"), 33, "shared_slowdown_band: [1.5]");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_band, "p.yaml"), "p.yaml: shared_slowdown_band: expected [low, high]",
+                       mp::InputError);
 }
 
 TEST_CASE("a profile's noise becomes the band of its predictions") {
@@ -150,11 +165,20 @@ TEST_CASE("a profile's noise becomes the band of its predictions") {
   CHECK_FALSE(mp::Within(106, 100, both));
   CHECK_FALSE(mp::Within(94, 100, both));
   // A profile without samples (a device profile's estimates) has none.
-  CHECK(mp::PredictionBand(mp::Profile{}).Empty());
+  CHECK(mp::PredictionBand(mp::Profile{}, 2).Empty());
   mp::Profile p = Sample();
-  const mp::Band band = mp::PredictionBand(p);
-  CHECK(band.low < 1);
-  CHECK(band.high > 1.03);  // wider than the passes alone: the reference adds to it
+  const mp::Band one = mp::PredictionBand(p, 1);
+  CHECK(one.low < 1);
+  CHECK(one.high > 1.03);  // wider than the passes alone: the reference adds to it
+  // Stages that compute at once pay the contention factor, the median of
+  // 25 turns whose quartiles lay at 0.75 and 1.5 of it: each side widens by
+  // 2.383 / 5 of that, in quadrature. One stage pays no factor.
+  const mp::Band passes = mp::MedianBand(p.pass_band, 5);
+  const mp::Band ranking = mp::RankingBand(p, 2);
+  CHECK(ranking.high == doctest::Approx(1 + std::hypot(passes.high - 1, 0.5 * 2.383 / 5)));
+  CHECK(ranking.low == doctest::Approx(1 - std::hypot(1 - passes.low, 0.25 * 2.383 / 5)));
+  CHECK(mp::RankingBand(p, 1).high == doctest::Approx(passes.high));
+  CHECK(mp::PredictionBand(p, 2).high > one.high);
 }
 
 TEST_CASE("times interpolate between measured sizes and never extrapolate") {
