@@ -48,6 +48,7 @@ text { font-family: 'DejaVu Sans', Helvetica, Arial, sans-serif; fill: #222222; 
 .grid { stroke: #d9dbdf; stroke-width: 1; }
 .axis { stroke: #666666; stroke-width: 1; }
 .end { stroke: #c0392b; stroke-width: 1.2; stroke-dasharray: 4 3; }
+.stepband { fill: #c0392b; fill-opacity: 0.12; }
 .endlabel { font-size: 11px; fill: #c0392b; }
 </style>
 )";
@@ -140,7 +141,11 @@ std::string GanttSvg(const Plan& plan, const SimResult& sim) {
   }
   const double left = std::max(110.0, 24 + kCharW * double(label_chars));
   const double plot_w = kWidth - left - kRightMargin;
-  const double span = sim.step_ms > 0 ? sim.step_ms : 1;
+  // The plan's error band around the step's end, scaled to this replay.
+  const bool banded = plan.predicted.step_ms > 0 && plan.predicted.step_high_ms > 0 && sim.step_ms > 0;
+  const double band_low = banded ? sim.step_ms * plan.predicted.step_low_ms / plan.predicted.step_ms : 0;
+  const double band_high = banded ? sim.step_ms * plan.predicted.step_high_ms / plan.predicted.step_ms : 0;
+  const double span = sim.step_ms > 0 ? std::max(sim.step_ms, band_high) : 1;
   const double scale = plot_w / span;
   const double pitch = kRowH + kLaneH + kRowGap;
   const double axis_y = kTop + K * pitch - kRowGap + 6;
@@ -184,11 +189,12 @@ std::string GanttSvg(const Plan& plan, const SimResult& sim) {
                 {"act", "activations sent \xE2\x86\x92 next stage", true},
                 {"grad", "gradients sent \xE2\x86\x90 previous stage", true},
                 {"allreduce", "gradient all-reduce over the replicas", false},
-                {"band", "idle", false}};
+                {"band", "idle", false},
+                {"stepband", "error band of the step", false}};
   double lx = 20;
   const double ly = 62;
-  for (int i = 0; i < 6; ++i) {
-    if (i < 5 && !has[i]) continue;
+  for (int i = 0; i < 7; ++i) {
+    if ((i < 5 && !has[i]) || (i == 6 && !banded)) continue;
     svg << Rect(std::string(legend[i].cls) + " swatch", lx, legend[i].thin ? ly + 3 : ly, 16, legend[i].thin ? 5 : 11);
     svg << Text("legend", lx + 21, ly + 10, legend[i].text);
     lx += 21 + 6.1 * double(DisplayWidth(legend[i].text)) + 18;
@@ -210,9 +216,16 @@ std::string GanttSvg(const Plan& plan, const SimResult& sim) {
 
   for (int s = 0; s < K; ++s) {
     const double y = kTop + s * pitch;
+    svg << Rect("band", left, y, plot_w, kRowH) << Rect("laneband", left, y + kRowH + 1, plot_w, kLaneH - 1);
+  }
+  if (banded) {
+    svg << Rect("stepband", X(band_low), kTop - 14, X(band_high) - X(band_low), axis_y - kTop + 14,
+                "error band of the step: " + Span(band_low, band_high));
+  }
+  for (int s = 0; s < K; ++s) {
+    const double y = kTop + s * pitch;
     const double lane_y = y + kRowH + 1;
     svg << "<g id=\"stage-" << s << "\">\n";
-    svg << Rect("band", left, y, plot_w, kRowH) << Rect("laneband", left, lane_y, plot_w, kLaneH - 1);
     svg << Text("label", left - 10, y + kRowH / 2 + 4, labels[s], "end");
     svg << Text("lanelabel", left - 10, lane_y + kLaneH - 3, "transfers", "end");
     for (const TimedAction& t : sim.timeline[s]) {
@@ -245,9 +258,12 @@ std::string GanttSvg(const Plan& plan, const SimResult& sim) {
   }
 
   // The end of the step.
-  svg << "<line class=\"end\" x1=\"" << Num(left + plot_w) << "\" y1=\"" << Num(kTop - 14) << "\" x2=\""
-      << Num(left + plot_w) << "\" y2=\"" << Num(axis_y) << "\"/>\n";
-  svg << Text("endlabel", left + plot_w, kTop - 18, "step " + FormatMs(sim.step_ms) + " ms", "end");
+  const double end_x = X(sim.step_ms);
+  svg << "<line class=\"end\" x1=\"" << Num(end_x) << "\" y1=\"" << Num(kTop - 14) << "\" x2=\"" << Num(end_x)
+      << "\" y2=\"" << Num(axis_y) << "\"/>\n";
+  const std::string band_text =
+      banded ? " [" + FormatMs(band_low) + ", " + FormatMs(band_high) + "]" : std::string();
+  svg << Text("endlabel", left + plot_w, kTop - 18, "step " + FormatMs(sim.step_ms) + " ms" + band_text, "end");
   svg << "</svg>\n";
   return svg.str();
 }

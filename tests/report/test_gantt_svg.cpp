@@ -183,3 +183,36 @@ TEST_CASE("replicas: each stage's gradient all-reduce is a box after its last ac
   CHECK(sim.step_ms > mp::SimulatePlan(SamplePlan(3, 4)).step_ms);
   CHECK(!Contains(mp::GanttSvg(SamplePlan(3, 4), mp::SimulatePlan(SamplePlan(3, 4))), "all-reduce"));
 }
+
+TEST_CASE("the plan's error band is shaded around the step's end, and the axis reaches its top") {
+  mp::Plan plan = SamplePlan(3, 4);
+  const mp::SimResult sim = mp::SimulatePlan(plan);
+  plan.predicted.step_ms = sim.step_ms;
+  plan.predicted.step_low_ms = 0.9 * sim.step_ms;
+  plan.predicted.step_high_ms = 1.2 * sim.step_ms;
+  CheckChart(plan, "gantt_3x4_band");
+  const std::string svg = mp::GanttSvg(plan, sim);
+  CHECK(Contains(svg, ">error band of the step</text>"));  // the legend
+  CHECK(Contains(svg, "step " + mp::FormatMs(sim.step_ms) + " ms [" + mp::FormatMs(0.9 * sim.step_ms) + ", " +
+                          mp::FormatMs(1.2 * sim.step_ms) + "]</text>"));
+  std::vector<Box> shaded, compute;
+  for (const Box& b : Boxes(svg)) {
+    if (b.cls == "stepband") shaded.push_back(b);
+    if (StartsWith(b.cls, "box ")) compute.push_back(b);
+  }
+  REQUIRE(shaded.size() == 1);
+  REQUIRE(!compute.empty());
+  // The axis spans 0..1.2 step: the band is 0.3 / 1.2 of the plot, and the
+  // last box ends at 1 / 1.2 of it, inside the band.
+  double left = 1e9, last = 0;
+  for (const Box& b : compute) left = std::min(left, b.x), last = std::max(last, b.x + b.w);
+  const double plot = shaded[0].x + shaded[0].w - left;
+  CHECK(shaded[0].w / plot == doctest::Approx(0.3 / 1.2).epsilon(0.01));
+  CHECK(last > shaded[0].x);
+  CHECK(last < shaded[0].x + shaded[0].w);
+  CHECK(Contains(shaded[0].title, "error band of the step: "));
+  // Without a band, nothing is shaded and the step ends at the right edge.
+  const std::string bare = mp::GanttSvg(SamplePlan(3, 4), sim);
+  CHECK_FALSE(Contains(bare, "class=\"stepband\""));
+  CHECK_FALSE(Contains(bare, "error band"));
+}
