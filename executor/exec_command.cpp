@@ -16,6 +16,7 @@
 #include "executor/chrome_trace.h"
 #include "executor/distribution.h"
 #include "executor/drift.h"
+#include "executor/planned_devices.h"
 #include "executor/reference_training.h"
 #include "executor/tensor_file.h"
 #include "executor/verify.h"
@@ -74,6 +75,12 @@ ReferenceResult TrainReference(const Executor& exec, const std::vector<at::Tenso
   return result;
 }
 
+// A figure that compares the run with the plan's prediction, or null where
+// the plan predicts for other devices than the ones that ran it.
+nlohmann::json Comparable(const PlannedDevices& planned, double value) {
+  return planned.here ? nlohmann::json(value) : nlohmann::json(nullptr);
+}
+
 }  // namespace
 
 nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
@@ -89,6 +96,8 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   if (rank_env) options.pipeline.distribution = &dist;
   Executor exec(request.plan, options);
   const Plan& plan = exec.plan();
+  const PlannedDevices planned = PlannedFor(plan);
+  if (!planned.here && !request.cpu_workers) throw InputError(NotHereMessage(request.plan, planned, plan));
   const LoadedPlan& loaded = exec.loaded();
   const bool training = plan.training;
   const std::vector<std::string> inputs_read = {request.plan, loaded.model_path, request.input, request.labels};
@@ -141,6 +150,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
     if (training && (request.verify || !request.save.empty())) GatherState(*group, dist, loaded);
     if (group->rank() != 0) return nullptr;  // rank 0 reports for every rank
   }
+  const double first_step_ms = all.front().step_ms;  // the cold one
   std::vector<PipelineRun> runs;
   std::vector<double> losses;
   for (size_t i = 0; i < all.size(); ++i) {
@@ -171,7 +181,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                       {"busy_ms", run.busy_ms[s]},
                       {"idle_ms", std::max(0.0, median - run.busy_ms[s])},
                       {"predicted_busy_ms", predicted_busy},
-                      {"busy_error_pct", ErrorPct(run.busy_ms[s], predicted_busy)},
+                      {"busy_error_pct", Comparable(planned, ErrorPct(run.busy_ms[s], predicted_busy))},
                       {"predicted_busy_fraction", plan.stages[s].busy_fraction},
                       {"predicted_peak_memory_bytes", plan.stages[s].peak_memory_bytes}});
     if (plan.replicas > 1 && training) {
@@ -197,10 +207,11 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                         {"seed", request.options.pipeline.seed},
                         {"step_ms", median},
                         {"steps_ms", steps_ms},
+                        {"first_step_ms", first_step_ms},
                         {"predicted_step_ms", predicted},
                         {"planned_step_ms", plan.predicted.step_ms},
-                        {"step_error_pct", ErrorPct(median, predicted)},
-                        {"measured_vs_predicted", predicted > 0 ? median / predicted : 0.0},
+                        {"step_error_pct", Comparable(planned, ErrorPct(median, predicted))},
+                        {"measured_vs_predicted", Comparable(planned, predicted > 0 ? median / predicted : 0.0)},
                         {"samples_per_s", median > 0 ? double(plan.batch) * 1000.0 / median : 0.0},
                         {"predicted_samples_per_s", plan.predicted.samples_per_s},
                         // CPU workers share one device: the process's heap.
@@ -212,6 +223,10 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   if (high > 0) {
     out["predicted_band_ms"] = {low, high};
     out["in_band"] = low <= median && median <= high;
+  }
+  if (!planned.here) {
+    out["predicted_for"] = planned.what;
+    out["predicted_from"] = planned.estimate;
   }
   if (drift.measured) {
     out["drift"] = {{"reference_ms", drift.now_ms},
@@ -278,26 +293,11 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   return out;
 }
 
-std::string FormatExecReport(const nlohmann::json& r) {
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  out.precision(1);
-  out << "ran " << r["plan"].get<std::string>() << " (" << r["mode"].get<std::string>() << "): " << r["stages"].size()
-      << " stages x " << r["microbatches"] << " micro-batches of " << r["microbatch_size"] << ", "
-      << r["schedule"].get<std::string>() << ", " << r["threads_per_stage"] << " thread(s) per stage; median of "
-      << r["steps"] << " step(s) after " << r["warmup"] << " warm-up\n";
-  if (r.value("ranks", 1) > 1) {
-    // stage_ranks are replica 0's; replica k's are k * ranks / replicas further on.
-    const int replicas = r.value("replicas", 1), per_replica = r["ranks"].get<int>() / replicas;
-    out << "ranks       " << r["ranks"] << " processes over " << r["transport"].get<std::string>();
-    if (replicas > 1) out << ", " << replicas << " replicas";
-    out << ":";
-    for (size_t s = 0; s < r["stage_ranks"].size(); ++s) {
-      out << (s ? (replicas > 1 ? ";" : ",") : "") << " stage " << s << " on rank" << (replicas > 1 ? "s" : "");
-      for (int k = 0; k < replicas; ++k) out << (k ? ", " : " ") << r["stage_ranks"][s].get<int>() + k * per_replica;
-    }
-    out << "\n";
-  }
+namespace {
+
+// The step against the plan's prediction, the drift, and each stage's busy
+// time against its predicted.
+void FormatTiming(const nlohmann::json& r, std::ostringstream& out) {
   out << "step        " << r["step_ms"].get<double>() << " ms measured, " << r["predicted_step_ms"].get<double>()
       << " ms predicted";
   if (r.contains("predicted_band_ms")) {
@@ -329,6 +329,52 @@ std::string FormatExecReport(const nlohmann::json& r) {
           << s["predicted_allreduce_ms"].get<double>() << ")";
     }
     out << "\n";
+  }
+}
+
+// A plan for other devices, run on CPU workers as a check: its times are
+// not this machine's, so nothing is compared with them.
+void FormatUncompared(const nlohmann::json& r, std::ostringstream& out) {
+  out << "step        " << r["step_ms"].get<double>() << " ms measured on CPU workers; the plan predicts "
+      << r["predicted_step_ms"].get<double>() << " ms for " << r["predicted_for"].get<std::string>() << ", "
+      << r["predicted_from"].get<std::string>() << ": not comparable\n";
+  out << "throughput  " << r["samples_per_s"].get<double>() << " samples/s measured\n";
+  for (const auto& s : r["stages"]) {
+    out << "stage " << s["id"] << "     busy " << s["busy_ms"].get<double>() << " ms, idle "
+        << s["idle_ms"].get<double>() << " ms\n";
+  }
+}
+
+}  // namespace
+
+std::string FormatExecReport(const nlohmann::json& r) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(1);
+  out << "ran " << r["plan"].get<std::string>() << " (" << r["mode"].get<std::string>() << "): " << r["stages"].size()
+      << " stages x " << r["microbatches"] << " micro-batches of " << r["microbatch_size"] << ", "
+      << r["schedule"].get<std::string>() << ", " << r["threads_per_stage"] << " thread(s) per stage; median of "
+      << r["steps"] << " step(s) after " << r["warmup"] << " warm-up";
+  if (r["warmup"].get<int>() > 0 && r.contains("first_step_ms")) {
+    out << " (the first, cold, took " << r["first_step_ms"].get<double>() << " ms; --warmup 0 times it)";
+  }
+  out << "\n";
+  if (r.value("ranks", 1) > 1) {
+    // stage_ranks are replica 0's; replica k's are k * ranks / replicas further on.
+    const int replicas = r.value("replicas", 1), per_replica = r["ranks"].get<int>() / replicas;
+    out << "ranks       " << r["ranks"] << " processes over " << r["transport"].get<std::string>();
+    if (replicas > 1) out << ", " << replicas << " replicas";
+    out << ":";
+    for (size_t s = 0; s < r["stage_ranks"].size(); ++s) {
+      out << (s ? (replicas > 1 ? ";" : ",") : "") << " stage " << s << " on rank" << (replicas > 1 ? "s" : "");
+      for (int k = 0; k < replicas; ++k) out << (k ? ", " : " ") << r["stage_ranks"][s].get<int>() + k * per_replica;
+    }
+    out << "\n";
+  }
+  if (r.contains("predicted_for")) {
+    FormatUncompared(r, out);
+  } else {
+    FormatTiming(r, out);
   }
   const auto& memory = r["memory"];
   if (memory["peak_bytes"].get<int64_t>() >= 0) {

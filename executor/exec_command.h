@@ -12,13 +12,23 @@
 
 namespace mp {
 
+// torch.utils.benchmark's Timer warms up with at least 2 runs; here the
+// first step builds the heap, oneDNN's primitives and the stage graphs'
+// optimised forms, and the second still finds some of them missing.
+constexpr int kDefaultWarmup = 2;
+
 struct ExecCommandRequest {
   std::string plan;
   ExecutorOptions options;
   int steps = 1;
-  int warmup = 0;
+  // Untimed steps first (they train too): the first steps pay one-time
+  // costs the plan does not predict (docs/executor.md, "Measuring").
+  int warmup = kDefaultWarmup;
   bool verify = false;
   bool rescale = false;  // --rescale: scale the predictions by the drift factor
+  // --device cpu: run a plan made for other devices on CPU workers anyway
+  // (planned_devices.h); without it such a plan is refused.
+  bool cpu_workers = false;
   std::string input;    // --input FILE.pt; "": synthetic
   std::string labels;   // --labels FILE.pt; "": synthetic (training)
   std::string output;   // --output FILE.pt (inference)

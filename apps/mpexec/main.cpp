@@ -56,17 +56,19 @@ int main(int argc, char** argv) {
       "  mpexec mlp.train.yaml --launch-local 2 --verify   (one process per stage, over c10d Gloo)\n"
       "  torchrun --nproc_per_node 2 --no_python mpexec mlp.train.yaml   (the same, torchrun's environment)");
   mp::ExecCommandRequest request;
-  std::string device = "cpu", loss = "mse";
+  std::string device = "auto", loss = "mse";
   bool json = false;
   int launch_local = 0;
   app.add_option("plan", request.plan, "plan file written by mpplan (.yaml)")->required();
-  app.add_option("--device", device, "where the stages run: cpu worker threads (auto: the same here)")
+  app.add_option("--device", device, "where the stages run: auto (the plan's devices, which must be this machine's "
+                 "CPU workers) or cpu (CPU worker threads, also for a plan made for other devices, as a check)")
       ->check(CLI::IsMember({"cpu", "auto"}))
-      ->default_str("cpu");
+      ->default_str("auto");
   app.add_option("--threads-per-stage", request.options.pipeline.threads_per_stage,
                  "intra-op threads per stage (default: what the plan's profile was measured with)");
   app.add_option("--steps", request.steps, "steps to time; the median step is reported")->default_str("1");
-  app.add_option("--warmup", request.warmup, "steps run first and not timed (they train, too)")->default_str("0");
+  app.add_option("--warmup", request.warmup, "steps run first and not timed (they train, too); 0 times the cold "
+                 "first step")->default_str(std::to_string(mp::kDefaultWarmup));
   app.add_flag("--rescale", request.rescale,
                "scale the plan's predictions by the drift reference's time now over its time when profiled");
   app.add_option("--input", request.input, "model inputs saved with torch.save: a tensor, or a tuple with one per input "
@@ -93,6 +95,7 @@ int main(int argc, char** argv) {
   if (const auto status = mp::ParseCommandLine(app, argc, argv, "mpexec")) return *status;
   try {
     request.options.training.loss = mp::ParseLoss(loss);
+    request.cpu_workers = device == "cpu";
     if (app.count("--launch-local") > 0) {
       mp::LaunchRequest launch{"/proc/self/exe", {}, launch_local, request.timeout_s, json};
       for (int i = 1; i < argc; ++i) {

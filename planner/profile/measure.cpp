@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 
 #include "common/error.h"
@@ -18,6 +19,7 @@
 #include "planner/profile/drift_reference.h"
 #include "planner/profile/handoff.h"
 #include "planner/profile/node_by_node.h"
+#include "planner/profile/whole_graph.h"
 
 namespace mp {
 namespace {
@@ -70,11 +72,27 @@ void ExtrapolateWork(const std::vector<int64_t>& probed, const std::vector<int64
   }
 }
 
-// The shape probe ran the batch; a smaller size can still fail, e.g.
-// BatchNorm in training refuses one value per channel.
-InputError ModelFails(int64_t size, const std::exception& e) {
-  return InputError(Concat("profiling at micro-batch size ", size, ": the model fails: ", ErrorLine(e.what()),
-                           " (choose other --microbatch-sizes)"));
+// The model failed at micro-batch `size`. The shape probe ran the batch,
+// but a smaller size can still fail (BatchNorm in training refuses one
+// value per channel), and so can training at any size. So another size is
+// suggested only where the graph runs at it (`run_at`, forward and backward
+// in training); where it fails there too, the error stands alone, or the
+// clearer one from that run (e.g. an in-place write autograd refuses).
+[[noreturn]] void ThrowModelFails(int64_t size, const std::exception& e, const std::vector<int64_t>& sizes,
+                                  const std::function<void(int64_t)>& run_at) {
+  const std::string failed = Concat("profiling at micro-batch size ", size, ": the model fails: ", ErrorLine(e.what()));
+  int64_t other = 0;
+  for (auto it = sizes.rbegin(); it != sizes.rend() && other == 0; ++it)
+    if (*it != size) other = *it;
+  if (other == 0) throw InputError(failed);
+  try {
+    run_at(other);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception&) {
+    throw InputError(Concat(failed, " (and at size ", other, ")"));
+  }
+  throw InputError(Concat(failed, " (it runs at size ", other, ": choose other --microbatch-sizes)"));
 }
 
 }  // namespace
@@ -138,6 +156,9 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     if (options.progress) options.progress(++done, total);
   };
 
+  const auto run_at = [&](int64_t m) {
+    const WholeGraph once(canonical, SyntheticInputs(WithBatch(inputs, m), options.seed), pass);  // runs it
+  };
   // The contention probe at the second-largest size: nearer the
   // micro-batches a pipeline runs than the full batch, and cheaper. Its
   // turns run between the passes (contention.h).
@@ -151,7 +172,7 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
-      throw ModelFails(probe_size, e);
+      ThrowModelFails(probe_size, e, sizes, run_at);
     }
     pass.between_passes = [&] { probe->MaybeTurn(); };
   }
@@ -170,7 +191,7 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
-      throw ModelFails(m, e);
+      ThrowModelFails(m, e, sizes, run_at);
     }
     if (options.timed) {
       profile.whole_forward_ms = result.whole_forward.median_ms;

@@ -335,6 +335,12 @@ ERROR_CASE("profile-size-fails", "a micro-batch size the model cannot run (like 
   };
 }
 
+ERROR_CASE("profile-every-size-fails", "micro-batch sizes the model runs at none of (no hint to choose others)") {
+  c.command = "mpplan model.pt --gpus 2 --input 'float32[4,3]' --microbatch-sizes 1,3";
+  c.names = "(and at size 3)";
+  c.setup = [](const fs::path& dir) { CopyZoo("fixtures/sample_pairs.pt", dir / "model.pt"); };
+}
+
 ERROR_CASE("replicas-too-many", "`--replicas` above `--gpus`") {
   c.command = "mpplan toy.pt --gpus 2 --replicas 3";
   c.names = "--replicas 3";
@@ -587,6 +593,16 @@ ERROR_CASE("model-changed-graph", "model graph changed since planning (fingerpri
 }
 
 // ---- mpexec's flags and outputs -------------------------------------------
+
+ERROR_CASE("exec-other-devices", "plan made for devices that are not here, without `--device cpu`") {
+  c.command = "mpexec toy.a100.yaml";
+  c.names = "--device cpu";
+  c.setup = [](const fs::path& dir) {
+    ToyModel(dir);
+    const std::string command = std::string(MP_MPPLAN) + " toy.pt --gpus 2 --device-profile a100-80gb --quiet -o toy.a100.yaml";
+    REQUIRE(Run(command, dir, dir.parent_path() / "plan.out", dir.parent_path() / "plan.err") == 0);
+  };
+}
 
 ERROR_CASE("exec-output-is-plan", "inference output that would overwrite the plan") {
   c.command = "mpexec toy.infer.yaml --output toy.infer.yaml";

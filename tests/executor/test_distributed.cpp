@@ -22,13 +22,18 @@
 #include "../run_tool.h"
 #include "common/atomic_file.h"
 
+// The plans here are made for A100s (no profiling: fast) and run on CPU
+// workers, as a check: mpexec refuses them without --device cpu. No
+// warm-up: these tests check numbers, not times.
+#define MP_MPEXEC_CPU MP_MPEXEC " --device cpu --warmup 0"
+
 using mp::test::TempPath;
 using mp::test::ZooPath;
 
 namespace {
 
 mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::RunTool(MP_MPPLAN, args); }
-mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::RunTool(MP_MPEXEC, args); }
+mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::RunTool(MP_MPEXEC_CPU, args); }
 
 // A plan of `file` for `batch` samples (ResNet-50 at 64x64) with mpplan's
 // `flags`, written to a file named after `test` and the flags: ctest runs
@@ -168,7 +173,7 @@ Ended WaitFor(pid_t pid) {
 // that the ranks meet within seconds even under a sanitizer (ResNet-50 took
 // over 8 s to load there).
 std::string LongRun(const std::string& test) {
-  return std::string("exec ") + MP_MPEXEC + " " +
+  return std::string("exec ") + MP_MPEXEC_CPU + " " +
          MakePlan(test, "mlp.script.pt", 256, "--gpus 2 --stages 2 --microbatches 2") + " --steps 100";
 }
 
@@ -280,7 +285,7 @@ TEST_CASE("torchrun's environment: each process runs its rank's stages and rank 
   const std::string plan = Plan("env", "mlp.script.pt", 2, "--schedule 1f1b");
   const std::string out0 = TempPath("dist.env.rank0.out"), out1 = TempPath("dist.env.rank1.out");
   const std::string env = "MASTER_ADDR=127.0.0.1 MASTER_PORT=29731 WORLD_SIZE=2 ";
-  const std::string args = std::string(" ") + MP_MPEXEC + " " + plan + " --steps 2 --verify --json --timeout 60";
+  const std::string args = std::string(" ") + MP_MPEXEC_CPU + " " + plan + " --steps 2 --verify --json --timeout 60";
   const pid_t rank1 = Start(env + "RANK=1" + args, out1);
   const pid_t rank0 = Start(env + "RANK=0" + args, out0);
   CHECK(WaitFor(rank0).status == 0);
@@ -348,13 +353,13 @@ TEST_CASE("a rank that hangs is named by its peer after --timeout") {
 
 TEST_CASE("a rank that never arrives is named after --timeout") {
   const auto run = mp::test::RunTool("MASTER_ADDR=127.0.0.1 MASTER_PORT=29733 WORLD_SIZE=3 RANK=0 " +
-                                         std::string(MP_MPEXEC),
+                                         std::string(MP_MPEXEC_CPU),
                                      Plan("missing", "mlp.script.pt", 3, "") + " --timeout 2");
   INFO(run.out);
   CHECK(run.status == 1);
   CHECK(run.out == "mpexec: rank 0: ranks 1, 2 of 3 never joined within 2 s (--timeout)\n");
   const auto alone = mp::test::RunTool("MASTER_ADDR=127.0.0.1 MASTER_PORT=29734 WORLD_SIZE=2 RANK=1 " +
-                                           std::string(MP_MPEXEC),
+                                           std::string(MP_MPEXEC_CPU),
                                        Plan("missing", "mlp.script.pt", 2, "") + " --timeout 2");
   INFO(alone.out);
   CHECK(alone.status == 1);
@@ -380,7 +385,7 @@ TEST_CASE("Ctrl-C on the launcher stops every rank") {
 TEST_CASE("bad input over processes is still one line") {
   const std::string plan = Plan("bad", "mlp.script.pt", 2, "");
   const auto more = mp::test::RunTool("MASTER_ADDR=127.0.0.1 MASTER_PORT=29735 WORLD_SIZE=3 RANK=0 " +
-                                          std::string(MP_MPEXEC), plan);
+                                          std::string(MP_MPEXEC_CPU), plan);
   CHECK(more.status == 1);
   CHECK(more.out == "mpexec: rank 0: WORLD_SIZE=3: the plan has 2 stages, so at most 2 ranks can run it\n");
   const auto same = Mpexec(plan + " --launch-local 2 --steps 0");
@@ -390,7 +395,7 @@ TEST_CASE("bad input over processes is still one line") {
   CHECK(zero.status == 1);
   CHECK(zero.out == "mpexec: --launch-local must be at least 1, got 0\n");
   const auto rank = mp::test::RunTool("MASTER_ADDR=127.0.0.1 MASTER_PORT=29736 WORLD_SIZE=2 RANK=2 " +
-                                          std::string(MP_MPEXEC), plan);
+                                          std::string(MP_MPEXEC_CPU), plan);
   CHECK(rank.status == 1);
   CHECK(rank.out == "mpexec: RANK=2: expected a whole number from 0 to 1\n");
 }

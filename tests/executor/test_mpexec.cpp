@@ -19,7 +19,12 @@ using mp::test::ZooPath;
 namespace {
 
 mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::RunTool(MP_MPPLAN, args); }
-mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::RunTool(MP_MPEXEC, args); }
+// Most plans here are made for A100s (no profiling: fast) and run on CPU
+// workers, as a check: mpexec refuses them without --device cpu. No
+// warm-up unless a test asks: most check numbers, not times.
+mp::test::ToolRun Mpexec(const std::string& args) {
+  return mp::test::RunTool(MP_MPEXEC, "--device cpu --warmup 0 " + args);
+}
 
 std::string Plan(const std::string& model, const std::string& name, const std::string& flags) {
   const std::string out = TempPath(name + ".plan.yaml");
@@ -110,15 +115,63 @@ TEST_CASE("a plan measured here reports measured against predicted") {
   REQUIRE(text.status == 0);
   CHECK(text.out.find("ms now") != std::string::npos);
   CHECK((text.out.find(", inside the band)") != std::string::npos || text.out.find(", outside the band)") != std::string::npos));
-  // A device profile's plan has no samples: no band, nothing to rescale.
-  const auto a100 = Mpexec(Plan(ZooPath("mlp.script.pt"), "mlp.a100", "--mode infer --gpus 2") + " --steps 1 --json");
-  REQUIRE(a100.status == 0);
-  const auto k = nlohmann::json::parse(a100.out);
-  CHECK_FALSE(k.contains("drift"));
-  CHECK_FALSE(k.contains("predicted_band_ms"));
-  CHECK(k["predicted_step_ms"] == k["planned_step_ms"]);
+  // The plan is this machine's: it runs without --device.
+  const auto plain = mp::test::RunTool(MP_MPEXEC, plan + " --steps 1 --json");
+  REQUIRE(plain.status == 0);
+  CHECK(nlohmann::json::parse(plain.out)["step_error_pct"].is_number());
   MESSAGE("mlp, measured plan: " << j["stages"].size() << " stages x " << j["microbatches"] << ", step " << j["step_ms"]
                                  << " ms, predicted " << j["predicted_step_ms"] << " ms");
+}
+
+TEST_CASE("a plan for devices that are not here is refused, and runs on CPU workers with --device cpu without an "
+          "error figure") {
+  const std::string plan = Plan(ZooPath("mlp.script.pt"), "mlp.a100", "--mode infer --gpus 2 --stages 2");
+  const auto refused = mp::test::RunTool(MP_MPEXEC, plan + " --steps 1");
+  CHECK(refused.status == 1);
+  CHECK(refused.out == "mpexec: " + plan + ": devices: planned for 2 \xC3\x97 A100-80GB (cuda) with times analytic on A100-80GB, "
+                       "not for this machine's CPU workers: run it on CPU workers for checking with --device cpu, or "
+                       "plan for them here (mpplan MODEL --gpus 2, without --device-profile)\n");
+  const auto auto_device = mp::test::RunTool(MP_MPEXEC, "--device auto " + plan);
+  CHECK(auto_device.status == 1);
+  CHECK(auto_device.out == refused.out);
+  // With --device cpu it runs and checks (bit for bit), but compares no time
+  // with the A100 prediction.
+  const auto run = Mpexec(plan + " --steps 1 --verify --json");
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  const auto j = nlohmann::json::parse(run.out);
+  CHECK(j["verify"] == true);
+  CHECK(j["predicted_for"] == "2 \xC3\x97 A100-80GB (cuda)");
+  CHECK(j["predicted_from"] == "analytic on A100-80GB");
+  CHECK(j["step_error_pct"].is_null());
+  CHECK(j["measured_vs_predicted"].is_null());
+  for (const auto& stage : j["stages"]) CHECK(stage["busy_error_pct"].is_null());
+  CHECK(j["predicted_step_ms"].get<double>() > 0);  // the plan's own figure, for the devices it names
+  CHECK_FALSE(j.contains("drift"));                 // a device profile has no samples: no band, no drift
+  CHECK_FALSE(j.contains("predicted_band_ms"));
+  const auto text = Mpexec(plan + " --steps 1");
+  REQUIRE(text.status == 0);
+  CHECK(text.out.find("ms measured on CPU workers; the plan predicts ") != std::string::npos);
+  CHECK(text.out.find(" for 2 \xC3\x97 A100-80GB (cuda), analytic on A100-80GB: not comparable\n") != std::string::npos);
+  CHECK(text.out.find('%') == std::string::npos);  // no error percentage anywhere
+}
+
+TEST_CASE("by default two warm-up steps run first, and the cold first step is reported apart") {
+  const std::string plan = Plan(ZooPath("mlp.script.pt"), "mlp.warm", "--gpus 2 --stages 2 --microbatches 2");
+  const auto run = mp::test::RunTool(MP_MPEXEC, "--device cpu " + plan + " --json");
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  const auto j = nlohmann::json::parse(run.out);
+  CHECK(j["warmup"] == 2);
+  CHECK(j["steps_ms"].size() == 1);
+  CHECK(j["losses"].size() == 3);  // the warm-up steps train too
+  CHECK(j["first_step_ms"].get<double>() > 0);
+  const auto text = mp::test::RunTool(MP_MPEXEC, "--device cpu " + plan);
+  REQUIRE(text.status == 0);
+  CHECK(text.out.find("median of 1 step(s) after 2 warm-up (the first, cold, took ") != std::string::npos);
+  const auto cold = mp::test::RunTool(MP_MPEXEC, "--device cpu " + plan + " --warmup 0");
+  REQUIRE(cold.status == 0);
+  CHECK(cold.out.find("after 0 warm-up\n") != std::string::npos);
 }
 
 TEST_CASE("the first failing stage ends the run with its stage and micro-batch, without hanging") {

@@ -18,13 +18,18 @@
 #include "common/atomic_file.h"
 #include "common/sha256.h"
 
+// The plans here are made for A100s (no profiling: fast) and run on CPU
+// workers, as a check: mpexec refuses them without --device cpu. No
+// warm-up: these tests check numbers, not times.
+#define MP_MPEXEC_CPU MP_MPEXEC " --device cpu --warmup 0"
+
 using mp::test::TempPath;
 using mp::test::ZooPath;
 
 namespace {
 
 mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::RunTool(MP_MPPLAN, args); }
-mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::RunTool(MP_MPEXEC, args); }
+mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::RunTool(MP_MPEXEC_CPU, args); }
 
 // A small plan: batch 4 in 2 micro-batches (ResNet-50 at 64x64); training
 // unless `extra` says otherwise (then `schedule` is "").
