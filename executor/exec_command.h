@@ -13,8 +13,8 @@
 namespace mp {
 
 // torch.utils.benchmark's Timer warms up with at least 2 runs; here the
-// first step builds the heap, oneDNN's primitives and the stage graphs'
-// optimised forms, and the second still finds some of them missing.
+// first steps grow the heap to its working size and create oneDNN's
+// primitives for each new shape.
 constexpr int kDefaultWarmup = 2;
 
 struct ExecCommandRequest {

@@ -185,15 +185,20 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   double fastest_ms = 0;
   for (int M : counts) {
     const int64_t size = MicrobatchSize(batch, M);
+    // CPU workers slow each other more at small micro-batches: the factors
+    // measured nearest this size (profile.h).
+    Cluster sized = cluster;
+    if (!cluster.shared_slowdown.empty() && !profile.shared_slowdown_sizes.empty())
+      sized.shared_slowdown = SharedSlowdownAt(profile, size);
     const OrderCosts costs = ComputeOrderCosts(graph, profile, order, size, request.training);
-    const StageCostModel base(costs, StageSpecs(cluster, schedules.front(), 1, M), request.optimizer_state_factor);
+    const StageCostModel base(costs, StageSpecs(sized, schedules.front(), 1, M), request.optimizer_state_factor);
     const int k_top = std::min(k_max, request.stages > 0 ? k_max : std::max(1, base.UsefulNodes()));
     std::optional<BottleneckDp> table;
     std::optional<StageCostModel> table_model;
     for (ScheduleKind kind : schedules) {
       if (shared_table) {
         // Schedules differ only in memory; where it binds no stage, one table serves both.
-        StageCostModel top = base.WithStages(StageSpecs(cluster, kind, k_top, M));
+        StageCostModel top = base.WithStages(StageSpecs(sized, kind, k_top, M));
         if (!table || MemoryCanBind(top) || MemoryCanBind(*table_model)) {
           table_model.emplace(std::move(top));
           table.emplace(*table_model);
@@ -205,7 +210,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
         alt.microbatches = M;
         alt.microbatch_size = size;
         alt.schedule = kind;
-        const StageCostModel model = base.WithStages(StageSpecs(cluster, kind, K, M));
+        const StageCostModel model = base.WithStages(StageSpecs(sized, kind, K, M));
         try {
           std::vector<int> bounds;
           if (shared_table && K <= base.UsefulNodes()) {

@@ -19,7 +19,6 @@ namespace {
 
 constexpr double kSpanMs = 400;
 constexpr int kMaxTurns = 40;
-constexpr double kShareOfProfile = 0.1;
 
 double RunOnce(WholeGraph& graph) {
   const double forward = graph.Forward();
@@ -121,8 +120,8 @@ class SharedSlowdownProbe::Workers {
 
 SharedSlowdownProbe::SharedSlowdownProbe(const CanonicalGraph& canonical,
                                          const std::vector<c10::IValue>& model_inputs, const PassOptions& options,
-                                         int workers, int threads)
-    : count_(workers), ratios_(std::max(workers, 1)) {
+                                         int workers, int threads, double share)
+    : count_(workers), share_(share), ratios_(std::max(workers, 1)) {
   if (workers < 2 || threads < 1)
     throw InternalError(Concat("contention probe: workers ", workers, ", threads ", threads));
   std::vector<std::unique_ptr<WholeGraph>> graphs;
@@ -152,7 +151,7 @@ void SharedSlowdownProbe::Turn() {
 }
 
 void SharedSlowdownProbe::MaybeTurn() {
-  if (spent_ms_ < kShareOfProfile * MsSince(start_)) Turn();
+  if (spent_ms_ < share_ * MsSince(start_)) Turn();
 }
 
 SharedSlowdown SharedSlowdownProbe::Finish(int min_turns) {

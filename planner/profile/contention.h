@@ -39,8 +39,10 @@ class SharedSlowdownProbe {
   // Copies of the whole graph (forward, and backward in training) on
   // `model_inputs`, one per worker, each run by a thread of its own with
   // `threads` intra-op threads; the threads live as long as the probe.
+  // `share`: the fraction of the time since it was built that MaybeTurn
+  // may spend.
   SharedSlowdownProbe(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs,
-                      const PassOptions& options, int workers, int threads);
+                      const PassOptions& options, int workers, int threads, double share);
   ~SharedSlowdownProbe();
   SharedSlowdownProbe(const SharedSlowdownProbe&) = delete;
   SharedSlowdownProbe& operator=(const SharedSlowdownProbe&) = delete;
@@ -49,20 +51,22 @@ class SharedSlowdownProbe {
   // (every copy keeps running until each has its sample, so every sample
   // saw k at work).
   void Turn();
-  // A turn if the probe has spent under a tenth of the time since it was
+  // A turn if the probe has spent under its share of the time since it was
   // built: called between the profiler's passes, this spreads the turns
-  // over the profile at a tenth of its cost.
+  // over the profile at that share of its cost.
   void MaybeTurn();
   // More turns, until at least `min_turns` and (up to 40 in all) the
   // samples span 0.4 s. Returns factors[k - 1] = the median over the turns
   // of (median time of the k copies / time alone in the same turn), at
   // least 1, with the band of the turns' ratios.
   SharedSlowdown Finish(int min_turns);
+  int Turns() const { return turns_; }
 
  private:
   class Workers;
   std::unique_ptr<Workers> workers_;
   int count_;
+  double share_;
   std::vector<std::vector<double>> ratios_;  // [k - 1][turn]
   double spent_ms_ = 0;
   int turns_ = 0;

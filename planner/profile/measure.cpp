@@ -9,6 +9,7 @@
 #include <torch/cuda.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -25,6 +26,7 @@ namespace mp {
 namespace {
 
 constexpr int kHandoffMessages = 100;  // 0.1 s
+constexpr double kProbeShare = 0.1;     // of the profile's time, for the contention probes' spread turns
 
 c10::Device ParseDevice(const std::string& name) {
   c10::Device device(c10::kCPU);
@@ -159,22 +161,33 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   const auto run_at = [&](int64_t m) {
     const WholeGraph once(canonical, SyntheticInputs(WithBatch(inputs, m), options.seed), pass);  // runs it
   };
-  // The contention probe at the second-largest size: nearer the
-  // micro-batches a pipeline runs than the full batch, and cheaper. Its
-  // turns run between the passes (contention.h).
-  std::unique_ptr<SharedSlowdownProbe> probe;
-  const int64_t probe_size = sizes.size() > 1 ? sizes[sizes.size() - 2] : sizes.back();
+  // Contention probes at the smallest size and the second-largest
+  // (contention grows as micro-batches shrink; the full batch's copies would
+  // double the memory the profile needs), or at the batch where it is the
+  // only size; the planner interpolates between them. Two sizes, not every
+  // one: the factor is noisy here, and more turns each beat more sizes.
+  // Their turns run between the passes, the probe with the fewest turns
+  // first, both together spending a tenth of the profile (contention.h).
+  std::vector<int64_t> probe_sizes{sizes.size() > 1 ? sizes[sizes.size() - 2] : sizes.back()};
+  if (sizes.front() < probe_sizes.front()) probe_sizes.insert(probe_sizes.begin(), sizes.front());
+  std::vector<std::unique_ptr<SharedSlowdownProbe>> probes;
   if (options.timed && options.workers > 1 && device.is_cpu()) {
-    try {
-      probe = std::make_unique<SharedSlowdownProbe>(
-          canonical, SyntheticInputs(WithBatch(inputs, probe_size), options.seed), pass, options.workers,
-          profile.threads);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      ThrowModelFails(probe_size, e, sizes, run_at);
+    for (int64_t m : probe_sizes) {
+      try {
+        probes.push_back(std::make_unique<SharedSlowdownProbe>(
+            canonical, SyntheticInputs(WithBatch(inputs, m), options.seed), pass, options.workers, profile.threads,
+            kProbeShare / double(probe_sizes.size())));
+      } catch (const Error&) {
+        throw;
+      } catch (const std::exception& e) {
+        ThrowModelFails(m, e, sizes, run_at);
+      }
     }
-    pass.between_passes = [&] { probe->MaybeTurn(); };
+    pass.between_passes = [&] {
+      auto fewest = std::min_element(probes.begin(), probes.end(),
+                                     [](const auto& a, const auto& b) { return a->Turns() < b->Turns(); });
+      (*fewest)->MaybeTurn();
+    };
   }
 
   std::vector<std::vector<int64_t>> value_bytes;  // [run size][value]
@@ -221,13 +234,20 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     profile.reference_ms = Quantile(reference_ms, 0.5);
     profile.reference_band = SampleBand(reference_ms);
   }
-  if (probe) {
-    const SharedSlowdown shared = probe->Finish(std::clamp(options.timing.repeats, 1, 3));
-    profile.shared_slowdown = shared.factors;
-    profile.shared_slowdown_band = shared.band;
-    profile.shared_slowdown_turns = shared.turns;
-    profile.shared_slowdown_microbatch = probe_size;
-    probe.reset();  // its threads stop before the hand-off is timed
+  if (!probes.empty()) {
+    // The band: the widest of the probes', over the fewest turns.
+    profile.shared_slowdown_turns = INT_MAX;
+    for (size_t i = 0; i < probes.size(); ++i) {
+      const SharedSlowdown shared = probes[i]->Finish(std::clamp(options.timing.repeats, 1, 3));
+      profile.shared_slowdown_sizes.push_back(probe_sizes[i]);
+      profile.shared_slowdown_by_size.push_back(shared.factors);
+      profile.shared_slowdown_band.low = std::min(profile.shared_slowdown_band.low, shared.band.low);
+      profile.shared_slowdown_band.high = std::max(profile.shared_slowdown_band.high, shared.band.high);
+      profile.shared_slowdown_turns = std::min(profile.shared_slowdown_turns, shared.turns);
+    }
+    profile.shared_slowdown = profile.shared_slowdown_by_size.back();
+    profile.shared_slowdown_microbatch = probe_sizes.back();
+    probes.clear();  // their threads stop before the hand-off is timed
     profile.handoff_ms = MeasureHandoffMs(kHandoffMessages);
   }
   // Coverage at the largest size, where the planner's times matter most.

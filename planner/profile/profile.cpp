@@ -41,6 +41,19 @@ int64_t OutputBytes(const Profile& profile, int node, int64_t microbatch) {
   return cost.output_bytes_fixed + cost.output_bytes_per_sample * microbatch;
 }
 
+std::vector<double> SharedSlowdownAt(const Profile& profile, int64_t microbatch) {
+  const auto& sizes = profile.shared_slowdown_sizes;
+  const auto& rows = profile.shared_slowdown_by_size;
+  if (sizes.empty() || rows.size() != sizes.size()) return profile.shared_slowdown;
+  if (microbatch <= sizes.front()) return rows.front();
+  if (microbatch >= sizes.back()) return rows.back();
+  const size_t hi = std::upper_bound(sizes.begin(), sizes.end(), microbatch) - sizes.begin();
+  const double t = double(microbatch - sizes[hi - 1]) / double(sizes[hi] - sizes[hi - 1]);
+  std::vector<double> factors(std::min(rows[hi - 1].size(), rows[hi].size()));
+  for (size_t k = 0; k < factors.size(); ++k) factors[k] = rows[hi - 1][k] + t * (rows[hi][k] - rows[hi - 1][k]);
+  return factors;
+}
+
 Band RankingBand(const Profile& profile, int stages) {
   const Band passes = MedianBand(profile.pass_band, std::max(1, profile.repeats));
   if (stages < 2 || profile.shared_slowdown_turns < 1) return passes;

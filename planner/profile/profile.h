@@ -62,6 +62,14 @@ struct Profile {
   // shared_slowdown_microbatch. Empty when not measured.
   std::vector<double> shared_slowdown;
   int64_t shared_slowdown_microbatch = 0;
+  // The same at each of shared_slowdown_sizes (ascending: every profiled
+  // size below the batch, or the batch alone), one row of factors per size:
+  // contention grows as micro-batches shrink (MobileNetV3 at 1: 1.12-1.25x,
+  // at 4: 1.00-1.01x). shared_slowdown is the row at
+  // shared_slowdown_microbatch, the largest of them. Empty in profiles from
+  // before 2026-11-24: shared_slowdown serves every size.
+  std::vector<int64_t> shared_slowdown_sizes;
+  std::vector<std::vector<double>> shared_slowdown_by_size;
   // How far the probe's turns strayed from their factor (SharedSlowdown),
   // and how many turns the factor is the median of. Empty and 0 in
   // profiles from before 2026-11-24.
@@ -81,6 +89,11 @@ struct Profile {
   double reference_ms = 0;
   Band reference_band;
 };
+
+// shared_slowdown[k - 1] for micro-batches of `microbatch` samples:
+// interpolated linearly between the sizes it was measured at, the nearest
+// row beyond them; shared_slowdown itself where no sizes were measured.
+std::vector<double> SharedSlowdownAt(const Profile& profile, int64_t microbatch);
 
 // The band of every prediction of a plan of `stages` stages made from
 // `profile` (band.h): the ranking band below, and the reference band as

@@ -74,6 +74,13 @@ std::string ProfileToYaml(const Profile& p) {
     out << YAML::Key << "shared_slowdown" << YAML::Value;
     EmitFlowSeq(out, p.shared_slowdown);
     out << YAML::Key << "shared_slowdown_microbatch" << YAML::Value << p.shared_slowdown_microbatch;
+    if (!p.shared_slowdown_sizes.empty()) {
+      out << YAML::Key << "shared_slowdown_sizes" << YAML::Value;
+      EmitFlowSeq(out, p.shared_slowdown_sizes);
+      out << YAML::Key << "shared_slowdown_by_size" << YAML::Value << YAML::BeginSeq;
+      for (const auto& row : p.shared_slowdown_by_size) EmitFlowSeq(out, row);
+      out << YAML::EndSeq;
+    }
     if (p.shared_slowdown_turns > 0) {
       out << YAML::Key << "shared_slowdown_band" << YAML::Value;
       EmitFlowSeq(out, std::vector<double>{p.shared_slowdown_band.low, p.shared_slowdown_band.high});
@@ -162,6 +169,24 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
     for (double f : p.shared_slowdown)
       if (!(f >= 1) || !std::isfinite(f))
         throw InputError(Concat(source, ": shared_slowdown: expected factors >= 1, got ", f));
+    if (root["shared_slowdown_sizes"]) {
+      p.shared_slowdown_sizes = r.Get<std::vector<int64_t>>(root, "shared_slowdown_sizes");
+      p.shared_slowdown_by_size = r.Get<std::vector<std::vector<double>>>(root, "shared_slowdown_by_size");
+      const auto& sizes = p.shared_slowdown_sizes;
+      if (p.shared_slowdown_by_size.size() != sizes.size())
+        throw InputError(Concat(source, ": shared_slowdown_by_size: ", p.shared_slowdown_by_size.size(), " rows for ",
+                                sizes.size(), " shared_slowdown_sizes"));
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        if (sizes[i] < 1 || (i > 0 && sizes[i] <= sizes[i - 1]))
+          throw InputError(Concat(source, ": shared_slowdown_sizes: expected ascending sizes >= 1"));
+        if (p.shared_slowdown_by_size[i].size() != p.shared_slowdown.size())
+          throw InputError(Concat(source, ": shared_slowdown_by_size[", i, "]: ", p.shared_slowdown_by_size[i].size(),
+                                  " factors, shared_slowdown has ", p.shared_slowdown.size()));
+        for (double f : p.shared_slowdown_by_size[i])
+          if (!(f >= 1) || !std::isfinite(f))
+            throw InputError(Concat(source, ": shared_slowdown_by_size[", i, "]: expected factors >= 1, got ", f));
+      }
+    }
   }
   if (root["handoff_ms"]) {
     p.handoff_ms = r.Get<double>(root, "handoff_ms");

@@ -92,10 +92,16 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
     out << " (sum of per-node times / whole-graph time)\n";
   }
   if (p.shared_slowdown.size() > 1) {
-    out << "CPU workers at once (micro-batch " << p.shared_slowdown_microbatch << "):";
-    for (size_t k = 1; k < p.shared_slowdown.size(); ++k)
-      out << (k > 1 ? "," : "") << " " << k + 1 << " run " << Format("%.2f", p.shared_slowdown[k]) << "x slower";
-    out << "\n";
+    // One line per measured size (older profiles: the one size).
+    std::vector<int64_t> sizes = p.shared_slowdown_sizes;
+    if (sizes.empty()) sizes.push_back(p.shared_slowdown_microbatch);
+    for (int64_t m : sizes) {
+      const std::vector<double> factors = p.shared_slowdown_sizes.empty() ? p.shared_slowdown : SharedSlowdownAt(p, m);
+      out << "CPU workers at once (micro-batch " << m << "):";
+      for (size_t k = 1; k < factors.size(); ++k)
+        out << (k > 1 ? "," : "") << " " << k + 1 << " run " << Format("%.2f", factors[k]) << "x slower";
+      out << "\n";
+    }
   }
   if (p.handoff_ms > 0) out << "hand-off between CPU workers: " << Format("%.3f", p.handoff_ms) << " ms per message\n";
   if (p.reference_ms > 0) {

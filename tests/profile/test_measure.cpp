@@ -208,6 +208,20 @@ TEST_CASE("the contention probe measures CPU workers running at once") {
   }
   CHECK(std::find(p.microbatch_sizes.begin(), p.microbatch_sizes.end(), p.shared_slowdown_microbatch) !=
         p.microbatch_sizes.end());
+  // Measured at the smallest size and the second-largest, the planner's
+  // row at the latter.
+  REQUIRE(p.microbatch_sizes.size() >= 3);
+  CHECK(p.shared_slowdown_sizes ==
+        std::vector<int64_t>{p.microbatch_sizes.front(), p.microbatch_sizes[p.microbatch_sizes.size() - 2]});
+  REQUIRE(p.shared_slowdown_by_size.size() == 2);
+  CHECK(p.shared_slowdown_by_size.back() == p.shared_slowdown);
+  CHECK(p.shared_slowdown_microbatch == p.shared_slowdown_sizes.back());
+  for (const auto& row : p.shared_slowdown_by_size) {
+    REQUIRE(row.size() == 3);
+    CHECK(row[0] == 1);
+    for (double f : row) CHECK(f >= 1);
+  }
+  CHECK(p.shared_slowdown_turns >= 1);  // at least --repeats (here 1), up to 3
   // Handing a message to a sleeping thread costs something, and far less
   // than a step: 0.04 ms on this VM when idle; under 10 ms even while other
   // tests keep both cores busy and the wake-up waits for a time slice.

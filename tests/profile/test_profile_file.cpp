@@ -32,6 +32,8 @@ mp::Profile Sample() {
   p.backward_coverage = 1.02;
   p.shared_slowdown = {1, 1.25};
   p.shared_slowdown_microbatch = 2;
+  p.shared_slowdown_sizes = {1, 2};
+  p.shared_slowdown_by_size = {{1, 1.5}, {1, 1.25}};
   p.shared_slowdown_band = {0.75, 1.5};
   p.shared_slowdown_turns = 25;
   p.handoff_ms = 0.0425;
@@ -76,6 +78,8 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.shared_slowdown_band.low == doctest::Approx(0.75));
   CHECK(q.shared_slowdown_band.high == doctest::Approx(1.5));
   CHECK(q.shared_slowdown_turns == 25);
+  CHECK(q.shared_slowdown_sizes == p.shared_slowdown_sizes);
+  CHECK(q.shared_slowdown_by_size == p.shared_slowdown_by_size);
   CHECK(q.handoff_ms == doctest::Approx(p.handoff_ms));
   CHECK(q.pass_band.low == doctest::Approx(0.98));
   CHECK(q.pass_band.high == doctest::Approx(1.03));
@@ -138,6 +142,10 @@ TEST_CASE("malformed profile files name the problem") {
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(inverted, "p.yaml"),
                        "p.yaml: pass_band: expected [low, high] with 0 < low <= 1 <= high, got [1.03, 0.98]",
                        mp::InputError);
+  std::string short_row = mp::ProfileToYaml(Sample());
+  short_row.replace(short_row.find("  - [1, 1.5]"), 12, "  - [1.5]");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(short_row, "p.yaml"),
+                       "p.yaml: shared_slowdown_by_size[0]: 1 factors, shared_slowdown has 2", mp::InputError);
   std::string no_turns = mp::ProfileToYaml(Sample());
   no_turns.replace(no_turns.find("shared_slowdown_turns: 25"), 25, "shared_slowdown_turns: 0");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_turns, "p.yaml"),
@@ -179,6 +187,19 @@ TEST_CASE("a profile's noise becomes the band of its predictions") {
   CHECK(ranking.low == doctest::Approx(1 - std::hypot(1 - passes.low, 0.25 * 2.383 / 5)));
   CHECK(mp::RankingBand(p, 1).high == doctest::Approx(passes.high));
   CHECK(mp::PredictionBand(p, 2).high > one.high);
+}
+
+TEST_CASE("the contention factor at a micro-batch size interpolates between the sizes it was measured at") {
+  mp::Profile p = Sample();  // 1.5 at micro-batch 1, 1.25 at 2
+  CHECK(mp::SharedSlowdownAt(p, 1)[1] == doctest::Approx(1.5));
+  CHECK(mp::SharedSlowdownAt(p, 2)[1] == doctest::Approx(1.25));
+  CHECK(mp::SharedSlowdownAt(p, 8)[1] == doctest::Approx(1.25));  // the nearest row beyond
+  p.shared_slowdown_sizes = {1, 5};
+  CHECK(mp::SharedSlowdownAt(p, 2)[1] == doctest::Approx(1.5 - 0.25 / 4));
+  // Profiles from before sizes were measured: the one row serves every size.
+  p.shared_slowdown_sizes.clear();
+  p.shared_slowdown_by_size.clear();
+  CHECK(mp::SharedSlowdownAt(p, 1) == p.shared_slowdown);
 }
 
 TEST_CASE("times interpolate between measured sizes and never extrapolate") {
