@@ -14,6 +14,11 @@
 //               turns for all models but one; the measured step inside
 //               the predicted band in 5/6 of the turns; at most 2/3 of
 //               the errors positive.
+//   held out    torchvision classifiers nothing was tuned on
+//               (MODELS_DIR/heldout), the same way, each turn's profile
+//               planned twice: at the M the planner chooses (target: the
+//               median turn within 10%) and at micro-batch size 1 (within
+//               15%).
 //
 // Plans are made by the mpplan binary (build/apps/mpplan) under OUT_DIR, and
 // fidelity is measured by the mpexec binary, each in its own process: what
@@ -61,7 +66,8 @@ double TimeMs(const std::function<void()>& work) {
 // `measured`: from a profile measured here (1 thread per stage), else from
 // the A100 profile (its timing is not used then).
 std::string MakePlan(const std::string& mpplan, const std::string& model, const std::string& out, bool training,
-                     int stages, int microbatches, int64_t batch, bool measured, const std::string& input = "") {
+                     int stages, int microbatches, int64_t batch, bool measured, const std::string& input = "",
+                     const std::string& extra = "") {
   std::string command = mpplan + " " + model + " --quiet --threads 1 --gpus " + std::to_string(stages) +
                         " --stages " + std::to_string(stages) + " --mode " + (training ? "train" : "infer") +
                         " -o " + out;
@@ -69,6 +75,7 @@ std::string MakePlan(const std::string& mpplan, const std::string& model, const 
   if (batch > 0) command += " --batch " + std::to_string(batch);
   if (!input.empty()) command += " --input " + input;
   if (!measured) command += " --device-profile a100-80gb";
+  if (!extra.empty()) command += " " + extra;
   if (std::system((command + " > " + out + ".log 2>&1").c_str()) != 0) {
     throw std::runtime_error("mpplan failed: " + command + " (see " + out + ".log)");
   }
@@ -112,6 +119,24 @@ Measured RunMpexec(const std::string& mpexec, const std::string& plan, double pr
   }
   m.busy_error = predicted_busy > 0 ? busy / predicted_busy - 1 : 0;
   return m;
+}
+
+// "M x size schedule" of a plan, and one turn's line: measured / predicted
+// [band] error, drift, busy error.
+std::string Shape(const mp::Plan& plan) {
+  char shape[64];
+  std::snprintf(shape, sizeof shape, "%d x %lld %s", plan.microbatches, static_cast<long long>(plan.microbatch_size),
+                mp::ScheduleName(plan.schedule).c_str());
+  return shape;
+}
+
+std::string Describe(const std::string& shape, const Measured& m) {
+  const bool in_band = m.low_ms <= m.step_ms && m.step_ms <= m.high_ms;
+  char run[256];
+  std::snprintf(run, sizeof run, "%s: %.2f / %.2f ms [%.2f, %.2f] %+.1f%%%s, drift %.2fx, busy %+.1f%%", shape.c_str(),
+                m.step_ms, m.predicted_ms, m.low_ms, m.high_ms, 100 * (m.step_ms / m.predicted_ms - 1),
+                m.high_ms > 0 ? (in_band ? " in" : " OUT") : "", m.drift, 100 * m.busy_error);
+  return run;
 }
 
 mp::ExecutorOptions OneThread() {
@@ -220,15 +245,9 @@ int main(int argc, char** argv) {
         (errors[i].back() > 0 ? above : below) += 1;
         const bool in_band = m.low_ms <= m.step_ms && m.step_ms <= m.high_ms;
         if (m.high_ms > 0) banded += 1, inside += in_band;
-        char shape[64], run[256];
-        std::snprintf(shape, sizeof shape, "%d x %lld %s", read.microbatches,
-                      static_cast<long long>(read.microbatch_size), mp::ScheduleName(read.schedule).c_str());
-        std::snprintf(run, sizeof run, "%s: %.2f / %.2f ms [%.2f, %.2f] %+.1f%%%s, drift %.2fx, busy %+.1f%%", shape,
-                      m.step_ms, m.predicted_ms, m.low_ms, m.high_ms, 100 * errors[i].back(),
-                      m.high_ms > 0 ? (in_band ? " in" : " OUT") : "", m.drift, 100 * m.busy_error);
-        shapes[i].push_back(shape);
-        runs[i].push_back(run);
-        std::fprintf(stderr, "fidelity turn %d: %s %s\n", turn, c.file.c_str(), run);
+        shapes[i].push_back(Shape(read));
+        runs[i].push_back(Describe(shapes[i].back(), m));
+        std::fprintf(stderr, "fidelity turn %d: %s %s\n", turn, c.file.c_str(), runs[i].back().c_str());
       }
     }
     int same = 0;
@@ -256,6 +275,36 @@ int main(int argc, char** argv) {
       std::printf("sign        measured above the prediction in %d of %d turns, below in %d (target: at most 2/3 "
                   "above) %s\n",
                   above, all, below, sign_ok ? "ok" : "MISSED");
+    }
+    // --- held out: torchvision classifiers, the planner's M and size 1.
+    const std::vector<std::string> heldout = {"mobilenet_v2.script.pt", "resnet18.script.pt", "shufflenet.script.pt",
+                                              "squeezenet.script.pt"};
+    for (size_t i = 0; i < (quick ? 1 : heldout.size()); ++i) {
+      std::vector<double> chosen_errors, single_errors;
+      std::string list;
+      for (int turn = 1; turn <= turns; ++turn) {
+        const std::string base = out + "/" + heldout[i] + ".heldout" + std::to_string(turn);
+        const std::string model = models + "/heldout/" + heldout[i];
+        const std::string chosen =
+            MakePlan(mpplan, model, base + ".plan.yaml", true, 2, 0, 0, true, "", "--profile-out " + base + ".profile.yaml");
+        const std::string single =
+            MakePlan(mpplan, model, base + ".size1.plan.yaml", true, 2, int(mp::ReadPlan(chosen).batch), 0, true, "",
+                     "--profile-in " + base + ".profile.yaml");
+        for (const std::string& plan : {chosen, single}) {
+          const mp::Plan read = mp::ReadPlan(plan);
+          const Measured m = RunMpexec(mpexec, plan, read.predicted.step_ms, quick);
+          (plan == chosen ? chosen_errors : single_errors).push_back(m.step_ms / m.predicted_ms - 1);
+          const std::string run = Describe(Shape(read), m);
+          list += (list.empty() ? "" : "; ") + run;
+          std::fprintf(stderr, "held out turn %d: %s %s\n", turn, heldout[i].c_str(), run.c_str());
+        }
+      }
+      const double chosen_error = Median(chosen_errors), single_error = Median(single_errors);
+      const bool ok = std::abs(chosen_error) <= 0.10 && std::abs(single_error) <= 0.15;
+      all_ok = all_ok && ok;
+      std::printf("held out    %-22s 2 stages, median error %+.1f%% at the planner's M (target within 10%%), %+.1f%% at "
+                  "micro-batch size 1 (within 15%%) %s  [per turn: %s]\n",
+                  heldout[i].c_str(), 100 * chosen_error, 100 * single_error, ok ? "ok" : "MISSED", list.c_str());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_exec: %s\n", e.what());

@@ -355,6 +355,37 @@ ZOO = {
     "mobilenet": (mobilenet, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
 }
 
+def mobilenet_v2():
+    from torchvision.models import mobilenet_v2 as make
+    return make(num_classes=10)
+
+
+def resnet18():
+    from torchvision.models import resnet18 as make
+    return make(num_classes=10)
+
+
+def shufflenet():
+    from torchvision.models import shufflenet_v2_x0_5 as make
+    return make(num_classes=10)
+
+
+def squeezenet():
+    from torchvision.models import squeezenet1_1 as make
+    return make(num_classes=10)
+
+
+# heldout/NAME.script.pt: torchvision classifiers at small inputs that the
+# fidelity benchmark (bench_exec) plans and runs as a user would; nothing
+# was tuned on them. Kept out of the folder the tests sweep, for CI time;
+# one test trains each over 2 stages (tests/executor/test_training.cpp).
+HELDOUT = {
+    "mobilenet_v2": (mobilenet_v2, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
+    "resnet18": (resnet18, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
+    "shufflenet": (shufflenet, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
+    "squeezenet": (squeezenet, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
+}
+
 # fixtures/NAME.pt: a TorchScript module with only this source.
 ERROR_FIXTURES = {
     "no_forward": "def run(self, x):\n    return x\n",
@@ -391,8 +422,8 @@ def example_inputs(specs, batch=2):
 warnings.filterwarnings("ignore", message="'batch_first' was found in ScriptModule constants")
 
 
-def export(name, out_dir):
-    make, specs, variants = ZOO[name]
+def export(name, out_dir, table=ZOO):
+    make, specs, variants = table[name]
     torch.manual_seed(0)
     model = make().eval()
     extra = {SPEC_FILE: json.dumps({"inputs": specs})}
@@ -425,6 +456,12 @@ def main():
     for name in names:
         for path in export(name, args.out):
             print(f"wrote {path}")
+    if not args.only:
+        heldout = os.path.join(args.out, "heldout")
+        os.makedirs(heldout, exist_ok=True)
+        for name in HELDOUT:
+            for path in export(name, heldout, HELDOUT):
+                print(f"wrote {path}")
     # A common mistake, for the loader's error tests: torch.save of a
     # state dict is a zip archive but not a TorchScript program.
     fixtures = os.path.join(args.out, "fixtures")

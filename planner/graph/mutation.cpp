@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "planner/graph/canonical_graph.h"
+#include "planner/graph/storage_roots.h"
 
 namespace mp {
 namespace {
@@ -41,6 +42,13 @@ void CollectNodes(Node* node, std::vector<Node*>& out) {
 torch::jit::Value* AliasRoot(torch::jit::Value* v) {
   for (;;) {
     torch::jit::Node* node = v->node();
+    // A piece of a chunk or split: the list it came out of, and on to the
+    // tensor that list views (the op's schema says whether it does). Not
+    // a list built of several tensors, nor a list the graph was given.
+    if (node->kind() == c10::prim::ListUnpack && node->input(0)->node()->maybeSchema()) {
+      v = node->input(0);
+      continue;
+    }
     const auto* schema = node->maybeSchema();
     if (!schema || node->outputs().size() != 1 || schema->returns().empty() ||
         !schema->returns()[0].alias_info() || schema->arguments().empty() ||
@@ -108,6 +116,7 @@ MutationInfo AnalyzeMutation(const CanonicalGraph& canonical) {
 
   if (!writer_ids.empty()) {
     torch::jit::AliasDb alias_db(canonical.graph);
+    const StorageRoots structure(*canonical.graph);
     for (int id : writer_ids) {
       std::vector<Node*> subtree;
       CollectNodes(canonical.nodes[id], subtree);
@@ -117,7 +126,12 @@ MutationInfo AnalyzeMutation(const CanonicalGraph& canonical) {
         const bool input = value->node() == graph.param_node();
         if (!input && canonical.NodeId(value->node()) >= id) continue;
         for (Node* inner : subtree) {
-          if (input ? WritesInput(inner, value, alias_db) : alias_db.writesToAlias(inner, {value})) {
+          // Where the structure shows the write cannot reach the value,
+          // AliasDb's wildcard answer is overruled (storage_roots.h).
+          const bool writes = input ? WritesInput(inner, value, alias_db)
+                                    : alias_db.writesToAlias(inner, {value}) &&
+                                          !(inner == canonical.nodes[id] && structure.WritesMiss(inner, value));
+          if (writes) {
             info.writers[value].push_back(id);
             break;
           }

@@ -27,8 +27,8 @@ struct MutationInfo {
   int FinalVersion(const torch::jit::Value* value) const;
 };
 
-// Follows outputs that alias an input (views, in-place results) back to the
-// value that owns the storage.
+// Follows outputs that alias an input (views, in-place results, the pieces
+// of a chunk or split) back to the value that owns the storage.
 torch::jit::Value* AliasRoot(torch::jit::Value* v);
 
 // Uses PyTorch's AliasDb, so writes through views count as writes to the

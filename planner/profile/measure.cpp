@@ -9,7 +9,6 @@
 #include <torch/cuda.h>
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -235,15 +234,19 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     profile.reference_band = SampleBand(reference_ms);
   }
   if (!probes.empty()) {
-    // The band: the widest of the probes', over the fewest turns.
-    profile.shared_slowdown_turns = INT_MAX;
+    // The band: the probe whose factor is least sure, its band narrowed to
+    // the median of its own turns being the widest.
+    double widest = -1;
     for (size_t i = 0; i < probes.size(); ++i) {
       const SharedSlowdown shared = probes[i]->Finish(std::clamp(options.timing.repeats, 1, 3));
       profile.shared_slowdown_sizes.push_back(probe_sizes[i]);
       profile.shared_slowdown_by_size.push_back(shared.factors);
-      profile.shared_slowdown_band.low = std::min(profile.shared_slowdown_band.low, shared.band.low);
-      profile.shared_slowdown_band.high = std::max(profile.shared_slowdown_band.high, shared.band.high);
-      profile.shared_slowdown_turns = std::min(profile.shared_slowdown_turns, shared.turns);
+      const Band sure = MedianBand(shared.band, shared.turns);
+      if (sure.high - sure.low > widest) {
+        widest = sure.high - sure.low;
+        profile.shared_slowdown_band = shared.band;
+        profile.shared_slowdown_turns = shared.turns;
+      }
     }
     profile.shared_slowdown = profile.shared_slowdown_by_size.back();
     profile.shared_slowdown_microbatch = probe_sizes.back();

@@ -54,14 +54,13 @@ std::vector<double> SharedSlowdownAt(const Profile& profile, int64_t microbatch)
   return factors;
 }
 
-Band RankingBand(const Profile& profile, int stages) {
-  const Band passes = MedianBand(profile.pass_band, std::max(1, profile.repeats));
-  if (stages < 2 || profile.shared_slowdown_turns < 1) return passes;
-  return Combine(passes, MedianBand(profile.shared_slowdown_band, profile.shared_slowdown_turns));
-}
+Band RankingBand(const Profile& profile) { return MedianBand(profile.pass_band, std::max(1, profile.repeats)); }
 
 Band PredictionBand(const Profile& profile, int stages) {
-  return Combine(RankingBand(profile, stages), MedianBand(profile.reference_band, 1));
+  Band band = Combine(RankingBand(profile), MedianBand(profile.reference_band, 1));
+  if (stages > 1 && profile.shared_slowdown_turns > 0)
+    band = Combine(band, MedianBand(profile.shared_slowdown_band, profile.shared_slowdown_turns));
+  return band;
 }
 
 int64_t ValueBytesAt(const Profile& profile, int value, int64_t microbatch) {

@@ -96,20 +96,21 @@ struct Profile {
 std::vector<double> SharedSlowdownAt(const Profile& profile, int64_t microbatch);
 
 // The band of every prediction of a plan of `stages` stages made from
-// `profile` (band.h): the ranking band below, and the reference band as
-// one draw (the machine's speed at the run is one moment of it, not a
-// median: how much it moves between the profile and the run), combined.
-// Empty for profiles not measured here.
+// `profile` (band.h): the ranking band below; for plans of several stages
+// the contention band narrowed to a median of its turns (the factor that
+// slows stages computing at once is that median; the whole band is
+// charged, though only the time stages overlap pays the factor: an upper
+// bound); and the reference band as one draw (the machine's speed at the
+// run is one moment of it, not a median: how much it moves between the
+// profile and the run); combined. Empty for profiles not measured here.
 Band PredictionBand(const Profile& profile, int stages);
 
-// The part of that band that can reorder two alternatives planned from one
-// profile: the pass band narrowed to a median of `repeats` passes and, for
-// plans of several stages, the contention band narrowed to a median of its
-// turns (the factor that slows stages computing at once is that median).
-// The whole band is charged, though only the time stages overlap pays the
-// factor: an upper bound. (The machine's speed at the run moves every
-// alternative alike.)
-Band RankingBand(const Profile& profile, int stages);
+// The part of that band the search reads as noise between two
+// alternatives planned from one profile: the pass band narrowed to a
+// median of `repeats` passes. (The machine's speed at the run moves every
+// alternative alike; the contention band, charged whole, made tie windows
+// of 20% and plans that gave up as much.)
+Band RankingBand(const Profile& profile);
 
 // Piecewise-linear interpolation of ys (one per `sizes`, ascending) at m.
 // m must lie within [sizes.front(), sizes.back()]: a profile does not

@@ -122,6 +122,54 @@ graph(%x : Tensor, %y : Tensor):
   CHECK(two.cut >= 8);
 }
 
+TEST_CASE("a channel split whose halves meet in torch.cat: a write to one half is not a write to the other") {
+  // ShuffleNetV2's unit: x1, x2 = x.chunk(2, 1); cat(x1, branch(x2)) with
+  // an in-place relu in the branch. AliasDb counts the relu_ as a write to
+  // every tensor torch.cat's list holds, x1 included; the structure shows
+  // it writes the branch's own value (storage_roots.h).
+  auto c = FromIR(R"IR(
+graph(%x : Tensor, %y : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %a : Tensor = aten::mul(%x, %y)
+  %parts : Tensor[] = aten::chunk(%a, %two, %one)
+  %x1 : Tensor, %x2 : Tensor = prim::ListUnpack(%parts)
+  %b : Tensor = aten::sin(%x2)
+  %r : Tensor = aten::relu_(%b)
+  %l : Tensor[] = prim::ListConstruct(%x1, %r)
+  %z : Tensor = aten::cat(%l, %one)
+  return (%z))IR", 2);
+  const torch::jit::Value* x1 = c.nodes[4]->output(0);
+  CHECK(c.mutation.WritersOf(x1).empty());
+  CHECK(c.mutation.WritersOf(c.nodes[2]->output()).empty());  // %a, chunked
+  CHECK((c.mutation.WritersOf(c.nodes[5]->output()) == std::vector<int>{6}));  // %b, written by the relu_
+  CHECK_NOTHROW(mp::CutStages(c, std::vector<int>(c.nodes.size(), 0)));  // one stage: refused before
+  auto two = Exhaustive(c, 2);
+  MESSAGE("2 stages: " << two.cut << " cut, " << two.refused << " refused");
+  CHECK(two.cut >= 8);
+}
+
+TEST_CASE("a write through one half of a chunk is a write to the chunked value, every cut") {
+  auto c = FromIR(R"IR(
+graph(%x : Tensor, %y : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %a : Tensor = aten::mul(%x, %y)
+  %parts : Tensor[] = aten::chunk(%a, %two, %one)
+  %x1 : Tensor, %x2 : Tensor = prim::ListUnpack(%parts)
+  %s : Tensor = aten::sigmoid(%a)
+  %r : Tensor = aten::relu_(%x2)
+  %l : Tensor[] = prim::ListConstruct(%x1, %r)
+  %z : Tensor = aten::cat(%l, %one)
+  %q : Tensor = aten::add(%a, %s, %one)
+  %w : Tensor = aten::add(%q, %z, %one)
+  return (%w))IR", 2);
+  CHECK((c.mutation.WritersOf(c.nodes[2]->output()) == std::vector<int>{6}));  // %a, through %x2
+  auto two = Exhaustive(c, 2);
+  MESSAGE("2 stages: " << two.cut << " cut, " << two.refused << " refused");
+  CHECK(two.cut >= 8);
+}
+
 TEST_CASE("an in-place write on a model input, every cut") {
   auto c = FromIR(R"IR(
 graph(%x : Tensor, %y : Tensor):

@@ -1,0 +1,41 @@
+// Which storages a value may share, read off the graph's structure where
+// the structure tells: a view or an in-place result (an output whose
+// schema alias set is an argument's) shares its argument's storages; a list
+// holds its elements' storages, and what comes out of it (ListUnpack,
+// __getitem__) holds the same; anything else a schema op returns is fresh.
+// Where the structure does not tell (an If, a loop, a tuple, a node without
+// a schema), nothing is claimed and the caller keeps AliasDb's answer.
+//
+// Why: AliasDb puts every tensor that enters a list passed to an op without
+// alias annotations (torch.cat's) into one wildcard set, and a write to any
+// of them counts as a write to all. In torchvision's ShuffleNetV2 the
+// relu_ inside one branch then "writes" the other half of the channel
+// split, both being torch.cat's inputs, and the cutter found that half
+// stale and refused every cut, one stage included.
+#pragma once
+
+#include <torch/script.h>
+
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+namespace mp {
+
+class StorageRoots {
+ public:
+  // Walks the top-level nodes of `graph` in order.
+  explicit StorageRoots(const torch::jit::Graph& graph);
+
+  // True when the structure shows that no argument `node` writes can share
+  // storage with `value`; false where it may, or where it cannot tell.
+  // `node` must be a top-level node of the graph.
+  bool WritesMiss(const torch::jit::Node* node, const torch::jit::Value* value) const;
+
+ private:
+  using Roots = std::optional<std::set<const torch::jit::Value*>>;  // nullopt: cannot tell
+  Roots Of(const torch::jit::Value* value) const;
+  std::unordered_map<const torch::jit::Value*, Roots> roots_;
+};
+
+}  // namespace mp
