@@ -28,3 +28,11 @@ inline ToolRun RunTool(const std::string& binary, const std::string& args) {
 }
 
 }  // namespace mp::test
+
+#ifdef MP_MPEXEC
+// mpexec as the executor tests run it: their plans are mostly made for
+// A100s (no profiling: fast) and run on CPU workers as a check, which
+// mpexec refuses without --device cpu; no warm-up, since they check
+// numbers, not times.
+#define MP_MPEXEC_CPU MP_MPEXEC " --device cpu --warmup 0"
+#endif

@@ -139,6 +139,11 @@ std::vector<int> MicrobatchCandidates(const Profile& profile, int64_t batch) {
   return counts;
 }
 
+std::vector<double> SharedSlowdownFor(const Cluster& cluster, const Profile& profile, int64_t microbatch) {
+  if (cluster.shared_slowdown.empty() || profile.shared_slowdown_sizes.empty()) return cluster.shared_slowdown;
+  return SharedSlowdownAt(profile, microbatch);
+}
+
 // A noisy profile widens the tie window to at most this: past it, a
 // simpler plan gives up too much predicted time (an MLP profile with a
 // band of [-21%, +20%] chose 3 micro-batches, predicted 19% slower than
@@ -194,11 +199,8 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   double fastest_ms = 0;
   for (int M : counts) {
     const int64_t size = MicrobatchSize(batch, M);
-    // CPU workers slow each other more at small micro-batches: the factors
-    // measured nearest this size (profile.h).
     Cluster sized = cluster;
-    if (!cluster.shared_slowdown.empty() && !profile.shared_slowdown_sizes.empty())
-      sized.shared_slowdown = SharedSlowdownAt(profile, size);
+    sized.shared_slowdown = SharedSlowdownFor(cluster, profile, size);
     const OrderCosts costs = ComputeOrderCosts(graph, profile, order, size, request.training);
     const StageCostModel base(costs, StageSpecs(sized, schedules.front(), 1, M), request.optimizer_state_factor);
     const int k_top = std::min(k_max, request.stages > 0 ? k_max : std::max(1, base.UsefulNodes()));

@@ -2,7 +2,7 @@
 // partition the pipeline order (with the DP or a baseline), simulate one
 // step, and keep the fastest. Alternatives predicted within the tie window
 // of the fastest (the request's tie tolerance, or the profile's ranking
-// band where wider: band.h) are ties, and the simplest of them is chosen
+// band, counted up to 10%, where wider: band.h) are ties, and the simplest of them is chosen
 // (Simpler), so noise in the profile does not move the choice between
 // plans it cannot tell apart.
 // Every combination tried is kept, with its step time or why it is
@@ -97,5 +97,11 @@ std::vector<int> MicrobatchCandidates(const Profile& profile, int64_t batch);
 // closest to fitting.
 SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
                         const PlanRequest& request);
+
+// The cluster's contention factors (Cluster::shared_slowdown) for
+// micro-batches of `microbatch` samples: CPU workers slow each other more
+// at small sizes, so where the profile measured several sizes, the factors
+// interpolated at this one (SharedSlowdownAt); else the cluster's own.
+std::vector<double> SharedSlowdownFor(const Cluster& cluster, const Profile& profile, int64_t microbatch);
 
 }  // namespace mp

@@ -235,10 +235,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
   plan.profile.coverage = profile.coverage;
   plan.profile.backward_coverage = profile.backward_coverage;
   plan.profile.calibration = source.calibration;
-  // The contention factors at the plan's micro-batch size, as the search used them.
-  plan.profile.shared_slowdown = cluster.shared_slowdown.empty() || profile.shared_slowdown_sizes.empty()
-                                     ? cluster.shared_slowdown
-                                     : SharedSlowdownAt(profile, plan.microbatch_size);
+  plan.profile.shared_slowdown = SharedSlowdownFor(cluster, profile, plan.microbatch_size);  // as the search used them
   plan.profile.reference_ms = profile.reference_ms;
   plan.alternatives = result.alternatives;
   plan.warnings = Warnings(graph, profile, plan);

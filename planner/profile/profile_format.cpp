@@ -96,7 +96,7 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
     std::vector<int64_t> sizes = p.shared_slowdown_sizes;
     if (sizes.empty()) sizes.push_back(p.shared_slowdown_microbatch);
     for (int64_t m : sizes) {
-      const std::vector<double> factors = p.shared_slowdown_sizes.empty() ? p.shared_slowdown : SharedSlowdownAt(p, m);
+      const std::vector<double> factors = SharedSlowdownAt(p, m);
       out << "CPU workers at once (micro-batch " << m << "):";
       for (size_t k = 1; k < factors.size(); ++k)
         out << (k > 1 ? "," : "") << " " << k + 1 << " run " << Format("%.2f", factors[k]) << "x slower";

@@ -16,8 +16,9 @@ namespace mp {
 // title with K, M, the schedule and the step time, and a legend; below: a
 // time axis in ms. Where the plan has an error band (step_low_ms,
 // step_high_ms), it is shaded (class "stepband") across the rows around the
-// step's end, scaled to this replay's step, and the axis reaches its top. Every box has a <title> tooltip. 1200 px wide; every
-// element lies inside the viewBox; boxes on one row do not overlap.
+// step's end, scaled to this replay's step, and the axis reaches its top.
+// Every box has a <title> tooltip. 1200 px wide; every element lies inside
+// the viewBox; boxes on one row do not overlap.
 // Throws InputError when sim has not one timeline per plan stage.
 std::string GanttSvg(const Plan& plan, const SimResult& sim);
 

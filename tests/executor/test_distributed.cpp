@@ -22,11 +22,6 @@
 #include "../run_tool.h"
 #include "common/atomic_file.h"
 
-// The plans here are made for A100s (no profiling: fast) and run on CPU
-// workers, as a check: mpexec refuses them without --device cpu. No
-// warm-up: these tests check numbers, not times.
-#define MP_MPEXEC_CPU MP_MPEXEC " --device cpu --warmup 0"
-
 using mp::test::TempPath;
 using mp::test::ZooPath;
 

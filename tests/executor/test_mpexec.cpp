@@ -19,12 +19,7 @@ using mp::test::ZooPath;
 namespace {
 
 mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::RunTool(MP_MPPLAN, args); }
-// Most plans here are made for A100s (no profiling: fast) and run on CPU
-// workers, as a check: mpexec refuses them without --device cpu. No
-// warm-up unless a test asks: most check numbers, not times.
-mp::test::ToolRun Mpexec(const std::string& args) {
-  return mp::test::RunTool(MP_MPEXEC, "--device cpu --warmup 0 " + args);
-}
+mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::RunTool(MP_MPEXEC_CPU, args); }
 
 std::string Plan(const std::string& model, const std::string& name, const std::string& flags) {
   const std::string out = TempPath(name + ".plan.yaml");
