@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   double tie_percent = 100 * mp::kDefaultTieTolerance;
   app.add_option("--tie-tolerance", tie_percent,
                  "plans predicted within this many percent of the fastest (or within the profile's noise, if "
-                 "wider) are ties; the simplest is chosen: fewer stages, fewer micro-batches, 1f1b")
+                 "wider) are ties; the simplest is chosen: fewer stages, micro-batches of equal size, fewer micro-batches, 1f1b")
       ->check(CLI::Range(0.0, 99.0))
       ->default_str("5");
   app.add_option("--schedule", schedule, "gpipe, 1f1b or auto (training); inference always runs forward-only")

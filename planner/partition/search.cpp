@@ -110,8 +110,10 @@ struct Candidate {
 
 }  // namespace
 
-bool Simpler(const Alternative& a, const Alternative& b) {
+bool Simpler(const Alternative& a, const Alternative& b, int64_t batch) {
   if (a.stages != b.stages) return a.stages < b.stages;
+  const bool a_even = batch % a.microbatches == 0, b_even = batch % b.microbatches == 0;
+  if (a_even != b_even) return a_even;
   if (a.microbatches != b.microbatches) return a.microbatches < b.microbatches;
   const bool a_1f1b = a.schedule == ScheduleKind::kOneFOneB, b_1f1b = b.schedule == ScheduleKind::kOneFOneB;
   if (a_1f1b != b_1f1b) return a_1f1b;
@@ -276,7 +278,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   auto chosen = ties.begin();
   for (auto c = ties.begin(); c != ties.end(); ++c) {
     result.alternatives[c->index].tie = ties.size() > 1;
-    if (Simpler(result.alternatives[c->index], result.alternatives[chosen->index])) chosen = c;
+    if (Simpler(result.alternatives[c->index], result.alternatives[chosen->index], batch)) chosen = c;
   }
   result.chosen = chosen->index;
   result.predicted = std::move(chosen->sim);

@@ -69,10 +69,13 @@ struct SearchResult {
   int chosen = -1;                        // of the chosen one: the simplest tie
 };
 
-// Among alternatives that tie, a is simpler than b:
-// fewer stages, then fewer micro-batches, then 1F1B over GPipe (the same
-// time with fewer activations held), then the faster.
-bool Simpler(const Alternative& a, const Alternative& b);
+// Among alternatives that tie, a is simpler than b: fewer stages, then
+// micro-batches of equal size (they split `batch` evenly, as users split
+// by hand; they are also few among the counts, so noise moves the choice
+// less than between neighbouring ragged counts), then fewer micro-batches,
+// then 1F1B over GPipe (the same time with fewer activations held), then
+// the faster.
+bool Simpler(const Alternative& a, const Alternative& b, int64_t batch);
 
 // ceil(batch / microbatches): the size of every micro-batch but the last.
 int64_t MicrobatchSize(int64_t batch, int microbatches);

@@ -221,7 +221,7 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
                        FormatMs(other->step_ms) + " ms (" + FormatDelta(delta) + ")";
     if (tied || std::fabs(delta) < kTieFraction) {
       text += tied ? ", a tie: within the tie window, so" : ";";
-      text += " ties go to fewer stages, then fewer micro-batches, then 1f1b";
+      text += " ties go to fewer stages, then equal micro-batches, then fewer, then 1f1b";
     }
     lines.push_back({delta <= -kTieFraction ? "faster" : "runner-up", text});
   }

@@ -33,6 +33,27 @@ TEST_CASE("micro-batch candidates are the profiled sizes") {
   CHECK(mp::MicrobatchCandidates(b.profile, 32) == std::vector<int>{2, 3, 4});
 }
 
+TEST_CASE("among ties, fewer stages win, then micro-batches that split the batch evenly, then fewer") {
+  const auto alt = [](int stages, int microbatches, ScheduleKind schedule, double step_ms) {
+    mp::Alternative a;
+    a.stages = stages;
+    a.microbatches = microbatches;
+    a.microbatch_size = mp::MicrobatchSize(256, microbatches);
+    a.schedule = schedule;
+    a.step_ms = step_ms;
+    return a;
+  };
+  const auto ragged = alt(2, 13, ScheduleKind::kOneFOneB, 858);  // 12 of 20 and one of 16
+  const auto even = alt(2, 16, ScheduleKind::kOneFOneB, 836);
+  CHECK(mp::Simpler(even, ragged, 256));
+  CHECK_FALSE(mp::Simpler(ragged, even, 256));
+  CHECK(mp::Simpler(alt(2, 8, ScheduleKind::kOneFOneB, 877), even, 256));  // both even: fewer
+  CHECK(mp::Simpler(alt(1, 13, ScheduleKind::kGPipe, 900), even, 256));    // fewer stages first
+  CHECK(mp::Simpler(alt(2, 16, ScheduleKind::kOneFOneB, 836), alt(2, 16, ScheduleKind::kGPipe, 836), 256));
+  // At a batch they both split evenly, fewer micro-batches win again.
+  CHECK(mp::Simpler(alt(2, 13, ScheduleKind::kOneFOneB, 858), alt(2, 16, ScheduleKind::kOneFOneB, 836), 208));
+}
+
 TEST_CASE("an even chain with free links uses every device and many micro-batches") {
   auto b = EvenChain(16, 0);
   mp::PlanRequest request;
