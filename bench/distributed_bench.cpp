@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/tool_bench_args.h"
 #include "planner/plan/plan_reader.h"
 
 namespace {
@@ -116,17 +117,12 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_distributed MODELS_DIR OUT_DIR [--quick]\n");
-    return 2;
-  }
-  const std::string models = argv[1], out = argv[2];
-  const bool quick = argc > 3 && std::string(argv[3]) == "--quick";
-  const std::string apps = (std::filesystem::path(argv[0]).parent_path() / ".." / "apps").string();
-  const Tools tools{apps + "/mpplan", apps + "/mpexec"};
+  const auto args = mp::bench::ParseToolBenchArgs(argc, argv, "bench_distributed");
+  if (!args) return 2;
+  const std::string &models = args->models, &out = args->out;
+  const bool quick = args->quick;
+  const Tools tools{args->mpplan, args->mpexec};
   const std::string &mpplan = tools.mpplan, &mpexec = tools.mpexec;
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  std::filesystem::create_directories(out);
   const int repeats = quick ? 1 : 5;
   const std::string steps = quick ? "--warmup 1 --steps 2" : "--warmup 2 --steps 10";
   const std::vector<Case> cases =

@@ -26,7 +26,7 @@
 // ratios are medians of interleaved repeats so a noisy neighbour hits both
 // sides.
 //
-// Usage: bench_exec MODELS_DIR OUT_DIR [--quick]
+// Usage: bench_exec MODELS_DIR OUT_DIR [--quick] [--only overhead,efficiency,fidelity,heldout]
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/tool_bench_args.h"
 #include "common/allocator.h"
 #include "executor/executor.h"
 #include "planner/plan/plan_reader.h"
@@ -158,23 +159,17 @@ std::function<double()> Stepper(mp::Executor& exec) {
 
 int main(int argc, char** argv) {
   mp::KeepFreedMemory();
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_exec MODELS_DIR OUT_DIR [--quick]\n");
-    return 2;
-  }
-  const std::string models = argv[1], out = argv[2];
-  const bool quick = argc > 3 && std::string(argv[3]) == "--quick";
-  const std::string apps = (std::filesystem::path(argv[0]).parent_path() / ".." / "apps").string();
-  const std::string mpplan = apps + "/mpplan", mpexec = apps + "/mpexec";
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure as soon as it is measured
+  const auto args = mp::bench::ParseToolBenchArgs(argc, argv, "bench_exec");
+  if (!args) return 2;
+  const std::string &models = args->models, &out = args->out, &mpplan = args->mpplan, &mpexec = args->mpexec;
+  const bool quick = args->quick;
   const int repeats = quick ? 3 : 15;
   const int turns = quick ? 1 : 3;  // of the fidelity cases
-  std::filesystem::create_directories(out);
   at::set_num_threads(1);
   bool all_ok = true;
   try {
     // --- overhead: 1 stage, M = 1, inference, against module.forward.
-    {
+    if (args->Wants("overhead")) {
       const std::string model = models + "/mlp.script.pt";
       mp::Executor exec(MakePlan(mpplan, model, out + "/overhead.plan.yaml", false, 1, 1, 256, false), OneThread());
       torch::jit::Module module = torch::jit::load(model);
@@ -197,7 +192,7 @@ int main(int argc, char** argv) {
                   Median(ours), Median(plain), ratio, ok ? "ok" : "MISSED");
     }
     // --- efficiency: MLP training, M = 8, 1 stage vs 2 stages, 1 thread each.
-    {
+    if (args->Wants("efficiency")) {
       const std::string model = models + "/mlp.script.pt";
       const int64_t batch = quick ? 64 : 512;
       mp::Executor one(MakePlan(mpplan, model, out + "/eff1.plan.yaml", true, 1, 8, batch, false), OneThread());
@@ -218,93 +213,97 @@ int main(int argc, char** argv) {
                   ok ? "ok" : "MISSED");
     }
     // --- fidelity: measured profiles, 2 stages, training.
-    struct Case {
-      std::string file;
-      int64_t batch;
-      std::string input;  // --input, when the batch alone is not enough
-    };
-    std::vector<Case> cases = {{"mlp.script.pt", 256, ""},        {"gpt.script.pt", 16, ""},
-                               {"convnet.script.pt", 64, ""},     {"branchy.script.pt", 16, ""},
-                               {"lstm.script.pt", 64, ""},        {"resnet50.script.pt", 0, "float32[32,3,64,64]"}};
-    if (quick) cases.resize(1);
-    // In turns: every model profiled, planned and run once per turn, so a
-    // slow stretch of this shared machine falls on one turn of each model,
-    // not on all turns of one. The target is judged on the median turn.
-    std::vector<std::vector<std::string>> runs(cases.size()), shapes(cases.size());
-    std::vector<std::vector<double>> errors(cases.size());
-    int inside = 0, banded = 0, above = 0, below = 0;
-    for (int turn = 1; turn <= turns; ++turn) {
-      for (size_t i = 0; i < cases.size(); ++i) {
-        const Case& c = cases[i];
-        const std::string plan = MakePlan(mpplan, models + "/" + c.file,
-                                          out + "/" + c.file + ".fidelity" + std::to_string(turn) + ".plan.yaml", true,
-                                          2, 0, c.batch, true, c.input);
-        const mp::Plan read = mp::ReadPlan(plan);
-        const Measured m = RunMpexec(mpexec, plan, read.predicted.step_ms, quick);
-        errors[i].push_back(m.step_ms / m.predicted_ms - 1);
-        (errors[i].back() > 0 ? above : below) += 1;
-        const bool in_band = m.low_ms <= m.step_ms && m.step_ms <= m.high_ms;
-        if (m.high_ms > 0) banded += 1, inside += in_band;
-        shapes[i].push_back(Shape(read));
-        runs[i].push_back(Describe(shapes[i].back(), m));
-        std::fprintf(stderr, "fidelity turn %d: %s %s\n", turn, c.file.c_str(), runs[i].back().c_str());
-      }
-    }
-    int same = 0;
-    for (size_t i = 0; i < cases.size(); ++i) {
-      const double error = Median(errors[i]);
-      same += std::all_of(shapes[i].begin(), shapes[i].end(), [&](const std::string& x) { return x == shapes[i][0]; });
-      const bool ok = std::abs(error) <= 0.10;
-      all_ok = all_ok && ok;
-      std::string list;
-      for (const std::string& run : runs[i]) list += (list.empty() ? "" : "; ") + run;
-      std::printf(
-          "fidelity    %-20s 2 stages, median error %+.1f%% (target within 10%%) %s  [M x size: measured / "
-          "predicted, per turn: %s]\n",
-          cases[i].file.c_str(), 100 * error, ok ? "ok" : "MISSED", list.c_str());
-    }
-    if (turns > 1) {
-      const int n = int(cases.size()), all = n * turns;
-      const bool same_ok = same >= n - 1, band_ok = inside * 6 >= banded * 5 && banded == all,
-                 sign_ok = above * 3 <= all * 2;
-      all_ok = all_ok && same_ok && band_ok && sign_ok;
-      std::printf("stability   the same plan (M x size, schedule) in all %d turns for %d of %d models (target >= %d) %s\n",
-                  turns, same, n, n - 1, same_ok ? "ok" : "MISSED");
-      std::printf("band        measured step inside the predicted band in %d of %d turns (target >= 5/6 of %d) %s\n",
-                  inside, banded, all, band_ok ? "ok" : "MISSED");
-      std::printf("sign        measured above the prediction in %d of %d turns, below in %d (target: at most 2/3 "
-                  "above) %s\n",
-                  above, all, below, sign_ok ? "ok" : "MISSED");
-    }
-    // --- held out: torchvision classifiers, the planner's M and size 1.
-    const std::vector<std::string> heldout = {"mobilenet_v2.script.pt", "resnet18.script.pt", "shufflenet.script.pt",
-                                              "squeezenet.script.pt"};
-    for (size_t i = 0; i < (quick ? 1 : heldout.size()); ++i) {
-      std::vector<double> chosen_errors, single_errors;
-      std::string list;
+    if (args->Wants("fidelity")) {
+      struct Case {
+        std::string file;
+        int64_t batch;
+        std::string input;  // --input, when the batch alone is not enough
+      };
+      std::vector<Case> cases = {{"mlp.script.pt", 256, ""},        {"gpt.script.pt", 16, ""},
+                                 {"convnet.script.pt", 64, ""},     {"branchy.script.pt", 16, ""},
+                                 {"lstm.script.pt", 64, ""},        {"resnet50.script.pt", 0, "float32[32,3,64,64]"}};
+      if (quick) cases.resize(1);
+      // In turns: every model profiled, planned and run once per turn, so a
+      // slow stretch of this shared machine falls on one turn of each model,
+      // not on all turns of one. The target is judged on the median turn.
+      std::vector<std::vector<std::string>> runs(cases.size()), shapes(cases.size());
+      std::vector<std::vector<double>> errors(cases.size());
+      int inside = 0, banded = 0, above = 0, below = 0;
       for (int turn = 1; turn <= turns; ++turn) {
-        const std::string base = out + "/" + heldout[i] + ".heldout" + std::to_string(turn);
-        const std::string model = models + "/heldout/" + heldout[i];
-        const std::string chosen =
-            MakePlan(mpplan, model, base + ".plan.yaml", true, 2, 0, 0, true, "", "--profile-out " + base + ".profile.yaml");
-        const std::string single =
-            MakePlan(mpplan, model, base + ".size1.plan.yaml", true, 2, int(mp::ReadPlan(chosen).batch), 0, true, "",
-                     "--profile-in " + base + ".profile.yaml");
-        for (const std::string& plan : {chosen, single}) {
+        for (size_t i = 0; i < cases.size(); ++i) {
+          const Case& c = cases[i];
+          const std::string plan = MakePlan(mpplan, models + "/" + c.file,
+                                            out + "/" + c.file + ".fidelity" + std::to_string(turn) + ".plan.yaml", true,
+                                            2, 0, c.batch, true, c.input);
           const mp::Plan read = mp::ReadPlan(plan);
           const Measured m = RunMpexec(mpexec, plan, read.predicted.step_ms, quick);
-          (plan == chosen ? chosen_errors : single_errors).push_back(m.step_ms / m.predicted_ms - 1);
-          const std::string run = Describe(Shape(read), m);
-          list += (list.empty() ? "" : "; ") + run;
-          std::fprintf(stderr, "held out turn %d: %s %s\n", turn, heldout[i].c_str(), run.c_str());
+          errors[i].push_back(m.step_ms / m.predicted_ms - 1);
+          (errors[i].back() > 0 ? above : below) += 1;
+          const bool in_band = m.low_ms <= m.step_ms && m.step_ms <= m.high_ms;
+          if (m.high_ms > 0) banded += 1, inside += in_band;
+          shapes[i].push_back(Shape(read));
+          runs[i].push_back(Describe(shapes[i].back(), m));
+          std::fprintf(stderr, "fidelity turn %d: %s %s\n", turn, c.file.c_str(), runs[i].back().c_str());
         }
       }
-      const double chosen_error = Median(chosen_errors), single_error = Median(single_errors);
-      const bool ok = std::abs(chosen_error) <= 0.10 && std::abs(single_error) <= 0.15;
-      all_ok = all_ok && ok;
-      std::printf("held out    %-22s 2 stages, median error %+.1f%% at the planner's M (target within 10%%), %+.1f%% at "
-                  "micro-batch size 1 (within 15%%) %s  [per turn: %s]\n",
-                  heldout[i].c_str(), 100 * chosen_error, 100 * single_error, ok ? "ok" : "MISSED", list.c_str());
+      int same = 0;
+      for (size_t i = 0; i < cases.size(); ++i) {
+        const double error = Median(errors[i]);
+        same += std::all_of(shapes[i].begin(), shapes[i].end(), [&](const std::string& x) { return x == shapes[i][0]; });
+        const bool ok = std::abs(error) <= 0.10;
+        all_ok = all_ok && ok;
+        std::string list;
+        for (const std::string& run : runs[i]) list += (list.empty() ? "" : "; ") + run;
+        std::printf(
+            "fidelity    %-20s 2 stages, median error %+.1f%% (target within 10%%) %s  [M x size: measured / "
+            "predicted, per turn: %s]\n",
+            cases[i].file.c_str(), 100 * error, ok ? "ok" : "MISSED", list.c_str());
+      }
+      if (turns > 1) {
+        const int n = int(cases.size()), all = n * turns;
+        const bool same_ok = same >= n - 1, band_ok = inside * 6 >= banded * 5 && banded == all,
+                   sign_ok = above * 3 <= all * 2;
+        all_ok = all_ok && same_ok && band_ok && sign_ok;
+        std::printf("stability   the same plan (M x size, schedule) in all %d turns for %d of %d models (target >= %d) %s\n",
+                    turns, same, n, n - 1, same_ok ? "ok" : "MISSED");
+        std::printf("band        measured step inside the predicted band in %d of %d turns (target >= 5/6 of %d) %s\n",
+                    inside, banded, all, band_ok ? "ok" : "MISSED");
+        std::printf("sign        measured above the prediction in %d of %d turns, below in %d (target: at most 2/3 "
+                    "above) %s\n",
+                    above, all, below, sign_ok ? "ok" : "MISSED");
+      }
+    }
+    // --- held out: torchvision classifiers, the planner's M and size 1.
+    if (args->Wants("heldout")) {
+      const std::vector<std::string> heldout = {"mobilenet_v2.script.pt", "resnet18.script.pt", "shufflenet.script.pt",
+                                                "squeezenet.script.pt"};
+      for (size_t i = 0; i < (quick ? 1 : heldout.size()); ++i) {
+        std::vector<double> chosen_errors, single_errors;
+        std::string list;
+        for (int turn = 1; turn <= turns; ++turn) {
+          const std::string base = out + "/" + heldout[i] + ".heldout" + std::to_string(turn);
+          const std::string model = models + "/heldout/" + heldout[i];
+          const std::string chosen =
+              MakePlan(mpplan, model, base + ".plan.yaml", true, 2, 0, 0, true, "", "--profile-out " + base + ".profile.yaml");
+          const std::string single =
+              MakePlan(mpplan, model, base + ".size1.plan.yaml", true, 2, int(mp::ReadPlan(chosen).batch), 0, true, "",
+                       "--profile-in " + base + ".profile.yaml");
+          for (const std::string& plan : {chosen, single}) {
+            const mp::Plan read = mp::ReadPlan(plan);
+            const Measured m = RunMpexec(mpexec, plan, read.predicted.step_ms, quick);
+            (plan == chosen ? chosen_errors : single_errors).push_back(m.step_ms / m.predicted_ms - 1);
+            const std::string run = Describe(Shape(read), m);
+            list += (list.empty() ? "" : "; ") + run;
+            std::fprintf(stderr, "held out turn %d: %s %s\n", turn, heldout[i].c_str(), run.c_str());
+          }
+        }
+        const double chosen_error = Median(chosen_errors), single_error = Median(single_errors);
+        const bool ok = std::abs(chosen_error) <= 0.10 && std::abs(single_error) <= 0.15;
+        all_ok = all_ok && ok;
+        std::printf("held out    %-22s 2 stages, median error %+.1f%% at the planner's M (target within 10%%), %+.1f%% at "
+                    "micro-batch size 1 (within 15%%) %s  [per turn: %s]\n",
+                    heldout[i].c_str(), 100 * chosen_error, 100 * single_error, ok ? "ok" : "MISSED", list.c_str());
+      }
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_exec: %s\n", e.what());

@@ -1,9 +1,11 @@
-// ParseByteSize: a decimal number and an optional unit, nothing else.
+// ParseByteSize: a decimal number and an optional unit, nothing else;
+// FormatBytes: at most two decimals, trailing zeros dropped.
 #include "common/byte_size.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 
@@ -31,6 +33,22 @@ int64_t ParseByteSize(const std::string& text, const std::string& flag) {
   const double bytes = number * it->second;
   if (bytes < 1 || bytes > 9.2e18) throw bad();
   return static_cast<int64_t>(std::llround(bytes));
+}
+
+std::string FormatBytes(int64_t bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = double(bytes);
+  int unit = 0;
+  while (v >= 1024 && unit < 4) {
+    v /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f", v);
+  std::string out = text;
+  while (out.back() == '0') out.pop_back();
+  if (out.back() == '.') out.pop_back();
+  return out + " " + kUnits[unit];
 }
 
 }  // namespace mp

@@ -1,7 +1,7 @@
 // YamlCursor: key paths and "expected X, found Y" for every read. Numbers
 // are parsed with yaml-cpp's own conversions, which reject trailing text
 // ("12abc") and fractions where an integer is expected.
-#include "planner/plan/yaml_cursor.h"
+#include "common/yaml_cursor.h"
 
 #include <algorithm>
 
@@ -78,6 +78,19 @@ int YamlCursor::ExpectList(int size) const {
 
 bool YamlCursor::Has(const std::string& key) const { return node_.IsMap() && node_[key]; }
 
+std::vector<std::string> YamlCursor::Keys() const {
+  if (!node_.IsMap()) Fail("expected a map, found " + Found());
+  std::vector<std::string> keys;
+  for (const auto& entry : node_) {
+    const std::string key = entry.first.IsScalar() ? Printable(entry.first.Scalar()) : "?";
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+      YamlCursor(entry.second, source_, path_.empty() ? key : path_ + "." + key).Fail("duplicate key");
+    }
+    keys.push_back(key);
+  }
+  return keys;
+}
+
 YamlCursor YamlCursor::operator[](const std::string& key) const {
   if (!node_.IsMap()) Fail("expected a map, found " + Found());
   const YAML::Node child = node_[key];
@@ -120,6 +133,13 @@ std::vector<int64_t> YamlCursor::IntList() const {
   std::vector<int64_t> out;
   const int n = ExpectList();
   for (int i = 0; i < n; ++i) out.push_back((*this)[i].Int());
+  return out;
+}
+
+std::vector<double> YamlCursor::NumberList() const {
+  std::vector<double> out;
+  const int n = ExpectList();
+  for (int i = 0; i < n; ++i) out.push_back((*this)[i].Number());
   return out;
 }
 

@@ -22,6 +22,8 @@ class YamlCursor {
   int ExpectList(int size = -1) const;
 
   bool Has(const std::string& key) const;
+  // Requires a map without duplicate keys and returns its keys in order.
+  std::vector<std::string> Keys() const;
   YamlCursor operator[](const std::string& key) const;  // the key must exist
   YamlCursor operator[](int index) const;
 
@@ -31,6 +33,7 @@ class YamlCursor {
   bool Bool() const;
   std::string String() const;
   std::vector<int64_t> IntList() const;
+  std::vector<double> NumberList() const;
   std::vector<std::string> StringList() const;
 
   const std::string& Path() const { return path_; }

@@ -1,5 +1,5 @@
 // LoadYamlDocument: yaml-cpp's exception as a one-line input error.
-#include "planner/profile/yaml_document.h"
+#include "common/yaml_document.h"
 
 #include "common/error.h"
 

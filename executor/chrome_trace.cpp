@@ -11,13 +11,14 @@ void Name(nlohmann::json& events, const char* what, int pid, int tid, const std:
   events.push_back({{"ph", "M"}, {"name", what}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}});
 }
 
-void Add(nlohmann::json& events, int pid, int stage, const Action& action, double start_ms, double end_ms) {
-  const bool compute = action.kind == ActionKind::kForward || action.kind == ActionKind::kBackward;
+void Add(nlohmann::json& events, int pid, const TimedAction& timed) {
+  const Action& action = timed.action;
+  const double start_ms = timed.start_ms, end_ms = timed.end_ms;
   events.push_back({{"ph", "X"},
                     {"pid", pid},
-                    {"tid", stage},
+                    {"tid", action.stage},
                     {"name", FormatAction(action)},
-                    {"cat", compute ? "compute" : "transfer"},
+                    {"cat", IsCompute(action.kind) ? "compute" : "transfer"},
                     {"ts", start_ms * 1000},
                     {"dur", (end_ms - start_ms) * 1000},
                     {"args", {{"microbatch", action.microbatch}}}});
@@ -32,14 +33,11 @@ std::string ChromeTrace(const Plan& plan, const PipelineRun& run) {
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     for (int pid : {1, 2}) Name(events, "thread_name", pid, int(s), "stage " + std::to_string(s));
   }
-  for (size_t s = 0; s < run.events.size(); ++s) {
-    for (const ActionEvent& e : run.events[s]) {
-      Add(events, 1, int(s), Action{int(s), e.kind, e.microbatch}, e.start_ms, e.end_ms);
-    }
+  for (const auto& measured : run.events) {
+    for (const TimedAction& t : measured) Add(events, 1, t);
   }
-  const SimResult predicted = SimulatePlan(plan);
-  for (size_t s = 0; s < predicted.timeline.size(); ++s) {
-    for (const TimedAction& t : predicted.timeline[s]) Add(events, 2, int(s), t.action, t.start_ms, t.end_ms);
+  for (const auto& predicted : SimulatePlan(plan).timeline) {
+    for (const TimedAction& t : predicted) Add(events, 2, t);
   }
   return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump();
 }

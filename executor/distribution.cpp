@@ -9,22 +9,21 @@
 
 #include "common/error.h"
 #include "planner/graph/run_graph.h"
+#include "executor/runtime/wire_tags.h"
 #include "executor/wire.h"
 
 namespace mp {
 namespace {
 
-constexpr int kRunsTag = (1 << 20) + 1;
-constexpr int kStateTag = (1 << 20) + 2;
 
 c10::IValue Pack(const PipelineRun& run, const Distribution& dist, int rank) {
   std::vector<c10::IValue> stages;
   for (size_t s = 0; s < run.busy_ms.size(); ++s) {
     if (dist.owner.at(s) != rank || dist.replica != 0) continue;  // replica 0 speaks for the stages
     std::vector<c10::IValue> events;
-    for (const ActionEvent& e : run.events[s]) {
+    for (const TimedAction& e : run.events[s]) {
       events.push_back(c10::ivalue::Tuple::create(
-          {int64_t(e.kind), int64_t(e.microbatch), c10::ivalue::Tuple::create({e.start_ms, e.end_ms})}));
+          {int64_t(e.action.kind), int64_t(e.action.microbatch), c10::ivalue::Tuple::create({e.start_ms, e.end_ms})}));
     }
     const double allreduce = s < run.allreduce_ms.size() ? run.allreduce_ms[s] : 0.0;
     stages.push_back(c10::ivalue::Tuple::create({int64_t(s), c10::ivalue::Tuple::create({run.busy_ms[s], allreduce}),
@@ -46,7 +45,7 @@ void Merge(const c10::IValue& packed, PipelineRun& run) {
   if (start_ns < run.start_ns) {  // this rank started first: it is the origin
     const double shift_ms = double(run.start_ns - start_ns) / 1e6;
     for (auto& events : run.events) {
-      for (ActionEvent& e : events) e.start_ms += shift_ms, e.end_ms += shift_ms;
+      for (TimedAction& e : events) e.start_ms += shift_ms, e.end_ms += shift_ms;
     }
     run.step_ms += shift_ms;
     run.start_ns = start_ns;
@@ -66,8 +65,8 @@ void Merge(const c10::IValue& packed, PipelineRun& run) {
     for (const c10::IValue& event : st[2].toTupleRef().elements()) {
       const auto& e = event.toTupleRef().elements();
       const auto& span = e[2].toTupleRef().elements();
-      run.events[s].push_back({ActionKind(e[0].toInt()), int(e[1].toInt()), span[0].toDouble() + offset_ms,
-                               span[1].toDouble() + offset_ms});
+      run.events[s].push_back({Action{int(s), ActionKind(e[0].toInt()), int(e[1].toInt())},
+                               span[0].toDouble() + offset_ms, span[1].toDouble() + offset_ms});
     }
   }
 }
@@ -131,16 +130,8 @@ void GatherRuns(ProcessGroup& group, const Distribution& dist, std::vector<Pipel
 
 void GatherState(ProcessGroup& group, const Distribution& dist, const LoadedPlan& loaded) {
   const CanonicalGraph& canonical = loaded.canonical;
-  const auto graph_inputs = canonical.graph->inputs();
-  std::map<const torch::jit::Value*, size_t> param_index;
-  for (size_t i = 0; i < canonical.params.size(); ++i) param_index[graph_inputs[canonical.num_model_inputs + i]] = i;
-  std::vector<int> keeper(canonical.params.size(), -1);  // the rank of the first stage reading it (replica 0)
-  for (size_t s = 0; s < loaded.stages.size(); ++s) {
-    for (const BoundaryValue& key : loaded.stages[s].inputs) {
-      auto it = param_index.find(key.value);
-      if (it != param_index.end() && keeper[it->second] < 0) keeper[it->second] = dist.owner.at(s);
-    }
-  }
+  std::vector<int> keeper;  // the rank of the first stage reading it (replica 0)
+  for (int s : loaded.layout.first_user) keeper.push_back(s < 0 ? -1 : dist.owner.at(s));
   try {
     if (dist.replica != 0) return;
     if (group.rank() != 0) {

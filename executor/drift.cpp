@@ -1,3 +1,6 @@
+// DriftProbe: the drift reference timed around the steps, on the plan's
+// device, with the thread count the profile used; the median of its
+// samples over the profiled time is the machine's drift factor.
 #include "executor/drift.h"
 
 #include <c10/core/Device.h>

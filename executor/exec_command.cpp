@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
-#include <sstream>
 
 #include "common/allocator.h"
 #include "common/atomic_file.h"
@@ -81,26 +80,18 @@ nlohmann::json Comparable(const PlannedDevices& planned, double value) {
   return planned.here ? nlohmann::json(value) : nlohmann::json(nullptr);
 }
 
-}  // namespace
-
-nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
+void CheckFlags(const ExecCommandRequest& request) {
   if (request.steps < 1) throw InputError(Concat("--steps must be at least 1, got ", request.steps));
   if (request.warmup < 0) throw InputError(Concat("--warmup must not be negative, got ", request.warmup));
   if (request.options.pipeline.threads_per_stage < 0) {
     throw InputError(Concat("--threads-per-stage must be at least 1, got ", request.options.pipeline.threads_per_stage));
   }
   if (request.timeout_s <= 0) throw InputError(Concat("--timeout must be at least 1 second, got ", request.timeout_s));
-  const std::optional<RankEnv> rank_env = RankEnvFromEnvironment();
-  Distribution dist;
-  ExecutorOptions options = request.options;
-  if (rank_env) options.pipeline.distribution = &dist;
-  Executor exec(request.plan, options);
-  const Plan& plan = exec.plan();
-  const PlannedDevices planned = PlannedFor(plan);
-  if (!planned.here && !request.cpu_workers) throw InputError(NotHereMessage(request.plan, planned, plan));
-  const LoadedPlan& loaded = exec.loaded();
-  const bool training = plan.training;
-  const std::vector<std::string> inputs_read = {request.plan, loaded.model_path, request.input, request.labels};
+}
+
+// The files mpexec would write: ones the mode keeps, never a file it reads,
+// and no two the same.
+void CheckOutputFiles(const ExecCommandRequest& request, bool training, const std::vector<std::string>& inputs_read) {
   if (training && !request.output.empty()) {
     throw InputError("--output: this is a training plan; its outputs are not kept (use --save for the trained model)");
   }
@@ -117,6 +108,149 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
       }
     }
   }
+}
+
+// Each stage's busy time in the median step against the plan's.
+nlohmann::json StagesJson(const Plan& plan, const PipelineRun& run, double predicted, const PlannedDevices& planned) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (size_t s = 0; s < run.busy_ms.size(); ++s) {
+    const double predicted_busy = plan.stages[s].busy_fraction * predicted;
+    stages.push_back({{"id", s},
+                      {"busy_ms", run.busy_ms[s]},
+                      {"idle_ms", std::max(0.0, run.step_ms - run.busy_ms[s])},
+                      {"predicted_busy_ms", predicted_busy},
+                      {"busy_error_pct", Comparable(planned, ErrorPct(run.busy_ms[s], predicted_busy))},
+                      {"predicted_busy_fraction", plan.stages[s].busy_fraction},
+                      {"predicted_peak_memory_bytes", plan.stages[s].peak_memory_bytes}});
+    if (plan.replicas > 1 && plan.training) {
+      stages.back()["allreduce_ms"] = s < run.allreduce_ms.size() ? run.allreduce_ms[s] : 0.0;
+      stages.back()["predicted_allreduce_ms"] = plan.stages[s].allreduce_ms;
+    }
+  }
+  return stages;
+}
+
+// The steps of a run: the warm-up ones train too, so they have losses.
+struct TimedSteps {
+  double first_step_ms = 0;         // the cold one
+  std::vector<PipelineRun> runs;    // the timed steps, in order
+  std::vector<double> steps_ms;     // their times
+  std::vector<double> losses;       // every step's, warm-up included
+  size_t median = 0;                // into runs: the median step by wall time
+  int64_t peak_heap_bytes = -1;     // over the timed steps
+
+  const PipelineRun& Median() const { return runs[median]; }
+};
+
+TimedSteps Summarise(std::vector<PipelineRun> all, int warmup) {
+  TimedSteps t;
+  t.first_step_ms = all.front().step_ms;
+  for (size_t i = 0; i < all.size(); ++i) {
+    t.losses.push_back(all[i].loss);
+    if (int(i) < warmup) continue;
+    t.steps_ms.push_back(all[i].step_ms);
+    t.peak_heap_bytes = std::max(t.peak_heap_bytes, all[i].peak_heap_bytes);
+    t.runs.push_back(std::move(all[i]));
+  }
+  std::vector<size_t> order(t.runs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.runs[a].step_ms < t.runs[b].step_ms; });
+  t.median = order[order.size() / 2];
+  return t;
+}
+
+// What the figures are for: other devices' predictions, the machine's
+// drift, and in training the losses and optimizer.
+void AddContext(nlohmann::json& out, const ExecCommandRequest& request, const Plan& plan,
+                const PlannedDevices& planned, const Drift& drift, const std::vector<double>& losses) {
+  if (!planned.here) {
+    out["predicted_for"] = planned.what;
+    out["predicted_from"] = planned.estimate;
+  }
+  if (drift.measured) {
+    out["drift"] = {{"reference_ms", drift.now_ms},
+                    {"profiled_reference_ms", plan.profile.reference_ms},
+                    {"factor", drift.factor},
+                    {"rescaled", request.rescale}};
+  }
+  if (plan.training) {
+    out["loss"] = losses.back();
+    out["losses"] = losses;
+    out["loss_function"] = LossName(request.options.training.loss);
+    out["lr"] = request.options.training.lr;
+    out["momentum"] = request.options.training.momentum;
+  }
+}
+
+struct Verdict {
+  bool ok = false;
+  nlohmann::json detail;
+};
+
+// Bit for bit against the same micro-batches run without pipelining; the
+// full batch in one go is only reported (its float sums differ).
+Verdict VerifyInference(const LoadedPlan& loaded, const std::vector<c10::IValue>& inputs, const PipelineRun& run,
+                        uint64_t seed) {
+  const Verification v = Verify(run.outputs, RunWholeMicrobatches(loaded, inputs, seed, run.step));
+  const Verification full = Verify(run.outputs, RunWhole(loaded.canonical, inputs), 1e-4, 1e-5);
+  return {v.ok,
+          {{"max_abs_diff", v.max_abs_diff},
+           {"tensors", v.tensors},
+           {"full_batch_max_abs_diff", full.max_abs_diff},
+           {"full_batch_close", full.ok}}};
+}
+
+// Within 1e-5 of the same micro-batches trained on one device; the full
+// batch in one go is reported beside it.
+Verdict VerifyTraining(const Executor& exec, const std::vector<at::Tensor>& start,
+                       const std::vector<c10::IValue>& inputs, const at::Tensor& labels,
+                       const std::vector<double>& losses) {
+  const LoadedPlan& loaded = exec.loaded();
+  const Plan& plan = loaded.plan;
+  const ReferenceResult same = TrainReference(exec, start, inputs, labels, losses, true);
+  const ReferenceResult full = TrainReference(exec, start, inputs, labels, losses, false);
+  nlohmann::json detail = {{"rtol", 1e-5},
+                           {"steps", losses.size()},
+                           {"max_loss_relative_diff", same.max_loss_diff},
+                           {"max_state_relative_diff", same.state.max_relative_diff},
+                           {"worst_tensor", same.state.worst},
+                           {"tensors", same.state.tensors},
+                           {"full_batch_max_loss_relative_diff", full.max_loss_diff},
+                           {"full_batch_max_state_relative_diff", full.state.max_relative_diff},
+                           {"full_batch_worst_tensor", full.state.worst}};
+  if (HasBatchNorm(loaded.canonical) && plan.microbatches * plan.replicas > 1) {
+    detail["note"] =
+        "BatchNorm normalises each micro-batch with its own statistics, so the full batch in one go trains "
+        "differently; expected";
+  }
+  if (loaded.canonical.random_ops > 0 && plan.microbatches * plan.replicas > 1) {
+    detail["random_note"] = Concat("the model's ", loaded.canonical.random_ops,
+                                   " random op(s) draw per micro-batch, so the full batch in one go draws other "
+                                   "numbers (dropout masks); expected");
+  }
+  if (HasBatchNorm(loaded.canonical) && plan.replicas > 1) {
+    detail["buffers_note"] = Concat("the BatchNorm running statistics kept are replica 0's, which saw 1/",
+                                    plan.replicas, " of the batch (as DDP keeps rank 0's): parameters compared only");
+  }
+  return {same.max_loss_diff <= 1e-5 && same.state.ok, detail};
+}
+
+}  // namespace
+
+nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
+  CheckFlags(request);
+  const std::optional<RankEnv> rank_env = RankEnvFromEnvironment();
+  Distribution dist;
+  ExecutorOptions options = request.options;
+  if (rank_env) options.pipeline.distribution = &dist;
+  Executor exec(request.plan, options);
+  const Plan& plan = exec.plan();
+  const PlannedDevices planned = PlannedFor(plan);
+  if (!planned.here && !request.cpu_workers) throw InputError(NotHereMessage(request.plan, planned, plan));
+  const LoadedPlan& loaded = exec.loaded();
+  const bool training = plan.training;
+  const std::vector<std::string> inputs_read = {request.plan, loaded.model_path, request.input, request.labels};
+  CheckOutputFiles(request, training, inputs_read);
   const std::vector<c10::IValue> inputs =
       request.input.empty() ? exec.SyntheticInputs() : LoadInputs(request.input, plan.inputs);
   at::Tensor labels;
@@ -150,22 +284,10 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
     if (training && (request.verify || !request.save.empty())) GatherState(*group, dist, loaded);
     if (group->rank() != 0) return nullptr;  // rank 0 reports for every rank
   }
-  const double first_step_ms = all.front().step_ms;  // the cold one
-  std::vector<PipelineRun> runs;
-  std::vector<double> losses;
-  for (size_t i = 0; i < all.size(); ++i) {
-    losses.push_back(all[i].loss);
-    if (int(i) >= request.warmup) runs.push_back(std::move(all[i]));
-  }
-  int64_t peak_heap = -1;
-  for (const auto& r : runs) peak_heap = std::max(peak_heap, r.peak_heap_bytes);
-  std::vector<size_t> order(runs.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return runs[a].step_ms < runs[b].step_ms; });
-  const PipelineRun& run = runs[order[order.size() / 2]];  // the median step
+  const TimedSteps timed = Summarise(std::move(all), request.warmup);
+  const std::vector<double>& losses = timed.losses;
+  const PipelineRun& run = timed.Median();
   const double median = run.step_ms;
-  std::vector<double> steps_ms;  // every timed step, in order
-  for (const auto& r : runs) steps_ms.push_back(r.step_ms);
   // --rescale: the plan's figures at the machine's speed now. Not by
   // default: on this machine the reference read up to 1.7x slower in runs
   // whose steps were not (docs/executor.md).
@@ -173,26 +295,11 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   const double predicted = plan.predicted.step_ms * scale;
   const double low = plan.predicted.step_low_ms * scale, high = plan.predicted.step_high_ms * scale;
 
-  nlohmann::json stages = nlohmann::json::array();
   int64_t predicted_peak = 0;
-  for (size_t s = 0; s < run.busy_ms.size(); ++s) {
-    const double predicted_busy = plan.stages[s].busy_fraction * predicted;
-    stages.push_back({{"id", s},
-                      {"busy_ms", run.busy_ms[s]},
-                      {"idle_ms", std::max(0.0, median - run.busy_ms[s])},
-                      {"predicted_busy_ms", predicted_busy},
-                      {"busy_error_pct", Comparable(planned, ErrorPct(run.busy_ms[s], predicted_busy))},
-                      {"predicted_busy_fraction", plan.stages[s].busy_fraction},
-                      {"predicted_peak_memory_bytes", plan.stages[s].peak_memory_bytes}});
-    if (plan.replicas > 1 && training) {
-      stages.back()["allreduce_ms"] = s < run.allreduce_ms.size() ? run.allreduce_ms[s] : 0.0;
-      stages.back()["predicted_allreduce_ms"] = plan.stages[s].allreduce_ms;
-    }
-    predicted_peak += plan.stages[s].peak_memory_bytes;
-  }
+  for (const PlanStage& stage : plan.stages) predicted_peak += stage.peak_memory_bytes;
   nlohmann::json out = {{"plan", request.plan},
                         {"mode", training ? "train" : "infer"},
-                        {"stages", stages},
+                        {"stages", StagesJson(plan, run, predicted, planned)},
                         {"microbatches", plan.microbatches},
                         {"microbatch_size", plan.microbatch_size},
                         {"batch", plan.batch},
@@ -206,8 +313,8 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                         {"warmup", request.warmup},
                         {"seed", request.options.pipeline.seed},
                         {"step_ms", median},
-                        {"steps_ms", steps_ms},
-                        {"first_step_ms", first_step_ms},
+                        {"steps_ms", timed.steps_ms},
+                        {"first_step_ms", timed.first_step_ms},
                         {"predicted_step_ms", predicted},
                         {"planned_step_ms", plan.predicted.step_ms},
                         {"step_error_pct", Comparable(planned, ErrorPct(median, predicted))},
@@ -217,73 +324,20 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                         // CPU workers share one device: the process's heap.
                         {"memory",
                          {{"device", "cpu"},
-                          {"peak_bytes", peak_heap},
+                          {"peak_bytes", timed.peak_heap_bytes},
                           {"before_steps_bytes", heap_before},
                           {"predicted_peak_bytes", predicted_peak}}}};
   if (high > 0) {
     out["predicted_band_ms"] = {low, high};
     out["in_band"] = low <= median && median <= high;
   }
-  if (!planned.here) {
-    out["predicted_for"] = planned.what;
-    out["predicted_from"] = planned.estimate;
-  }
-  if (drift.measured) {
-    out["drift"] = {{"reference_ms", drift.now_ms},
-                    {"profiled_reference_ms", plan.profile.reference_ms},
-                    {"factor", drift.factor},
-                    {"rescaled", request.rescale}};
-  }
-  if (training) {
-    out["loss"] = losses.back();
-    out["losses"] = losses;
-    out["loss_function"] = LossName(request.options.training.loss);
-    out["lr"] = request.options.training.lr;
-    out["momentum"] = request.options.training.momentum;
-  }
+  AddContext(out, request, plan, planned, drift, losses);
 
-  if (request.verify && !training) {
-    // Bit for bit against the same micro-batches run without pipelining;
-    // the full batch in one go is only reported (its float sums differ).
-    const Verification v =
-        Verify(run.outputs, RunWholeMicrobatches(loaded, inputs, request.options.pipeline.seed, run.step));
-    const Verification full = Verify(run.outputs, RunWhole(loaded.canonical, inputs), 1e-4, 1e-5);
-    out["verify"] = v.ok;
-    out["verify_detail"] = {{"max_abs_diff", v.max_abs_diff},
-                            {"tensors", v.tensors},
-                            {"full_batch_max_abs_diff", full.max_abs_diff},
-                            {"full_batch_close", full.ok}};
-  } else if (request.verify) {
-    // Within 1e-5 of the same micro-batches trained on one device; the full
-    // batch in one go is reported beside it.
-    const ReferenceResult same = TrainReference(exec, start, inputs, labels, losses, true);
-    const ReferenceResult full = TrainReference(exec, start, inputs, labels, losses, false);
-    const bool ok = same.max_loss_diff <= 1e-5 && same.state.ok;
-    out["verify"] = ok;
-    nlohmann::json detail = {{"rtol", 1e-5},
-                             {"steps", losses.size()},
-                             {"max_loss_relative_diff", same.max_loss_diff},
-                             {"max_state_relative_diff", same.state.max_relative_diff},
-                             {"worst_tensor", same.state.worst},
-                             {"tensors", same.state.tensors},
-                             {"full_batch_max_loss_relative_diff", full.max_loss_diff},
-                             {"full_batch_max_state_relative_diff", full.state.max_relative_diff},
-                             {"full_batch_worst_tensor", full.state.worst}};
-    if (HasBatchNorm(loaded.canonical) && plan.microbatches * plan.replicas > 1) {
-      detail["note"] =
-          "BatchNorm normalises each micro-batch with its own statistics, so the full batch in one go trains "
-          "differently; expected";
-    }
-    if (loaded.canonical.random_ops > 0 && plan.microbatches * plan.replicas > 1) {
-      detail["random_note"] = Concat("the model's ", loaded.canonical.random_ops,
-                                     " random op(s) draw per micro-batch, so the full batch in one go draws other "
-                                     "numbers (dropout masks); expected");
-    }
-    if (HasBatchNorm(loaded.canonical) && plan.replicas > 1) {
-      detail["buffers_note"] = Concat("the BatchNorm running statistics kept are replica 0's, which saw 1/",
-                                      plan.replicas, " of the batch (as DDP keeps rank 0's): parameters compared only");
-    }
-    out["verify_detail"] = detail;
+  if (request.verify) {
+    const Verdict verdict = training ? VerifyTraining(exec, start, inputs, labels, losses)
+                                     : VerifyInference(loaded, inputs, run, request.options.pipeline.seed);
+    out["verify"] = verdict.ok;
+    out["verify_detail"] = verdict.detail;
   }
 
   const std::vector<std::string> protect = inputs_read;
@@ -291,123 +345,6 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   if (!request.save.empty()) exec.SaveModel(request.save, protect);
   if (!request.trace.empty()) WriteFileAtomically(request.trace, ChromeTrace(plan, run), protect);
   return out;
-}
-
-namespace {
-
-// The step against the plan's prediction, the drift, and each stage's busy
-// time against its predicted.
-void FormatTiming(const nlohmann::json& r, std::ostringstream& out) {
-  out << "step        " << r["step_ms"].get<double>() << " ms measured, " << r["predicted_step_ms"].get<double>()
-      << " ms predicted";
-  if (r.contains("predicted_band_ms")) {
-    out << " [" << r["predicted_band_ms"][0].get<double>() << ", " << r["predicted_band_ms"][1].get<double>() << "]";
-  }
-  out << " (" << std::showpos << r["step_error_pct"].get<double>() << std::noshowpos << "%";
-  if (r.contains("in_band")) out << (r["in_band"].get<bool>() ? ", inside the band" : ", outside the band");
-  out << ")\n";
-  if (r.contains("drift")) {
-    const auto& d = r["drift"];
-    out.precision(3);
-    out << "machine     drift reference " << d["reference_ms"].get<double>() << " ms now, "
-        << d["profiled_reference_ms"].get<double>() << " ms when profiled: " << d["factor"].get<double>() << "x";
-    out.precision(1);
-    if (d["rescaled"].get<bool>()) {
-      out << ", predictions scaled by it (planned step " << r["planned_step_ms"].get<double>() << " ms)\n";
-    } else {
-      out << " (--rescale scales the predictions by it)\n";
-    }
-  }
-  out << "throughput  " << r["samples_per_s"].get<double>() << " samples/s measured, "
-      << r["predicted_samples_per_s"].get<double>() << " predicted\n";
-  for (const auto& s : r["stages"]) {
-    out << "stage " << s["id"] << "     busy " << s["busy_ms"].get<double>() << " ms (predicted "
-        << s["predicted_busy_ms"].get<double>() << ", " << std::showpos << s["busy_error_pct"].get<double>()
-        << std::noshowpos << "%), idle " << s["idle_ms"].get<double>() << " ms";
-    if (s.contains("allreduce_ms")) {
-      out << ", gradient all-reduce " << s["allreduce_ms"].get<double>() << " ms (predicted "
-          << s["predicted_allreduce_ms"].get<double>() << ")";
-    }
-    out << "\n";
-  }
-}
-
-// A plan for other devices, run on CPU workers as a check: its times are
-// not this machine's, so nothing is compared with them.
-void FormatUncompared(const nlohmann::json& r, std::ostringstream& out) {
-  out << "step        " << r["step_ms"].get<double>() << " ms measured on CPU workers; the plan predicts "
-      << r["predicted_step_ms"].get<double>() << " ms for " << r["predicted_for"].get<std::string>() << ", "
-      << r["predicted_from"].get<std::string>() << ": not comparable\n";
-  out << "throughput  " << r["samples_per_s"].get<double>() << " samples/s measured\n";
-  for (const auto& s : r["stages"]) {
-    out << "stage " << s["id"] << "     busy " << s["busy_ms"].get<double>() << " ms, idle "
-        << s["idle_ms"].get<double>() << " ms\n";
-  }
-}
-
-}  // namespace
-
-std::string FormatExecReport(const nlohmann::json& r) {
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  out.precision(1);
-  out << "ran " << r["plan"].get<std::string>() << " (" << r["mode"].get<std::string>() << "): " << r["stages"].size()
-      << " stages x " << r["microbatches"] << " micro-batches of " << r["microbatch_size"] << ", "
-      << r["schedule"].get<std::string>() << ", " << r["threads_per_stage"] << " thread(s) per stage; median of "
-      << r["steps"] << " step(s) after " << r["warmup"] << " warm-up";
-  if (r["warmup"].get<int>() > 0 && r.contains("first_step_ms")) {
-    out << " (the first, cold, took " << r["first_step_ms"].get<double>() << " ms; --warmup 0 times it)";
-  }
-  out << "\n";
-  if (r.value("ranks", 1) > 1) {
-    // stage_ranks are replica 0's; replica k's are k * ranks / replicas further on.
-    const int replicas = r.value("replicas", 1), per_replica = r["ranks"].get<int>() / replicas;
-    out << "ranks       " << r["ranks"] << " processes over " << r["transport"].get<std::string>();
-    if (replicas > 1) out << ", " << replicas << " replicas";
-    out << ":";
-    for (size_t s = 0; s < r["stage_ranks"].size(); ++s) {
-      out << (s ? (replicas > 1 ? ";" : ",") : "") << " stage " << s << " on rank" << (replicas > 1 ? "s" : "");
-      for (int k = 0; k < replicas; ++k) out << (k ? ", " : " ") << r["stage_ranks"][s].get<int>() + k * per_replica;
-    }
-    out << "\n";
-  }
-  if (r.contains("predicted_for")) {
-    FormatUncompared(r, out);
-  } else {
-    FormatTiming(r, out);
-  }
-  const auto& memory = r["memory"];
-  if (memory["peak_bytes"].get<int64_t>() >= 0) {
-    out << "memory      cpu heap peak " << memory["peak_bytes"].get<int64_t>() / 1048576.0 << " MiB in use ("
-        << memory["before_steps_bytes"].get<int64_t>() / 1048576.0 << " MiB before the steps); the plan predicts "
-        << memory["predicted_peak_bytes"].get<int64_t>() / 1048576.0 << " MiB over its stages\n";
-  }
-  if (r.contains("loss")) {
-    out.precision(6);
-    out << "loss        " << r["loss"].get<double>() << " (" << r["loss_function"].get<std::string>() << ", lr "
-        << r["lr"].get<double>() << ", momentum " << r["momentum"].get<double>() << ")\n";
-  }
-  if (r.contains("verify")) {
-    const auto& d = r["verify_detail"];
-    out.unsetf(std::ios::fixed);
-    out.precision(3);
-    if (r["mode"] == "infer") {
-      out << "verify      " << (r["verify"].get<bool>() ? "outputs equal, bit for bit," : "OUTPUTS DIFFER from")
-          << " the model run whole on the same micro-batches; the full batch in one go differs by at most "
-          << d["full_batch_max_abs_diff"].get<double>() << "\n";
-    } else {
-      out << "verify      " << (r["verify"].get<bool>() ? "ok" : "FAILED") << ": losses within "
-          << d["max_loss_relative_diff"].get<double>() << " and state within "
-          << d["max_state_relative_diff"].get<double>()
-          << (d["worst_tensor"] == "" ? "" : " (worst " + d["worst_tensor"].get<std::string>() + ")") << " of the same micro-batches trained on one device (limit 1e-05); the full batch in one go: loss "
-          << d["full_batch_max_loss_relative_diff"].get<double>() << ", state "
-          << d["full_batch_max_state_relative_diff"].get<double>() << "\n";
-      if (d.contains("note")) out << "            " << d["note"].get<std::string>() << "\n";
-      if (d.contains("random_note")) out << "            " << d["random_note"].get<std::string>() << "\n";
-      if (d.contains("buffers_note")) out << "            " << d["buffers_note"].get<std::string>() << "\n";
-    }
-  }
-  return out.str();
 }
 
 }  // namespace mp

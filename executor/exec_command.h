@@ -45,7 +45,4 @@ struct ExecCommandRequest {
 // returns the object for the whole pipeline, the other ranks null.
 nlohmann::json RunExecCommand(const ExecCommandRequest& request);
 
-// The human-readable report of that object.
-std::string FormatExecReport(const nlohmann::json& result);
-
 }  // namespace mp

@@ -75,28 +75,9 @@ std::string ReadIfThere(const std::filesystem::path& path) {
   return text;
 }
 
-}  // namespace
-
-std::optional<std::string> LauncherFolder() {
-  const char* folder = std::getenv(kFolderVariable);
-  if (!folder || !*folder) return std::nullopt;
-  return std::string(folder);
-}
-
-void ReportToLauncher(const std::string& folder, int rank, const std::string& kind, const std::string& text) {
-  std::ofstream(std::filesystem::path(folder) / Concat(rank, ".", kind)) << text << "\n";
-}
-
-int LaunchLocal(const LaunchRequest& request) {
-  if (request.processes < 1) throw InputError(Concat("--launch-local must be at least 1, got ", request.processes));
-  // Here too, not only in the ranks: a grace period of 0 would stop the
-  // second rank before it says the same, and the one line would be two.
-  if (request.timeout_s <= 0) throw InputError(Concat("--timeout must be at least 1 second, got ", request.timeout_s));
-  char folder_template[] = "/tmp/mpexec-launch-XXXXXX";
-  if (!mkdtemp(folder_template)) throw Error(Concat("--launch-local: cannot make a folder in /tmp: ", std::strerror(errno)));
-  const std::filesystem::path folder = folder_template;
-  const int port = FreePort();
-
+// Forks the ranks with torchrun's environment (and the folder they report
+// to), each one's stdout and stderr on a pipe of ours.
+std::vector<Rank> StartRanks(const LaunchRequest& request, const std::filesystem::path& folder, int port) {
   // Everything the children need is built before the first fork: after it,
   // the child only calls what is safe there.
   std::vector<std::string> args = {request.program};
@@ -151,6 +132,15 @@ int LaunchLocal(const LaunchRequest& request) {
     ranks[r].fds[1] = err[0];
   }
 
+  return ranks;
+}
+
+// Forwards the ranks' output line by line, prefixed with the rank, until
+// every rank has ended. After a failure the others get a grace period, then
+// SIGTERM and, 3 s later, SIGKILL; so does a signal to the launcher.
+// Returns the ranks that failed, in the order their failures were seen.
+std::vector<int> Supervise(std::vector<Rank>& ranks, const LaunchRequest& request) {
+  const int n = int(ranks.size());
   struct sigaction action {};
   action.sa_handler = OnStop;
   sigemptyset(&action.sa_mask);
@@ -235,6 +225,13 @@ int LaunchLocal(const LaunchRequest& request) {
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
 
+  return failed;
+}
+
+// Rank 0's report, or one line for the failure, and the exit status.
+int Conclude(const std::vector<Rank>& ranks, const std::vector<int>& failed, const std::filesystem::path& folder,
+             const LaunchRequest& request) {
+  const int n = int(ranks.size());
   const std::string result = ReadIfThere(folder / "0.result");
   const std::string report = ReadIfThere(folder / "0.report");
   std::map<int, std::string> errors;
@@ -286,6 +283,33 @@ int LaunchLocal(const LaunchRequest& request) {
     std::cerr << "\n";
   }
   return ExitCode(ranks[first].status);
+}
+
+}  // namespace
+
+std::optional<std::string> LauncherFolder() {
+  const char* folder = std::getenv(kFolderVariable);
+  if (!folder || !*folder) return std::nullopt;
+  return std::string(folder);
+}
+
+void ReportToLauncher(const std::string& folder, int rank, const std::string& kind, const std::string& text) {
+  std::ofstream(std::filesystem::path(folder) / Concat(rank, ".", kind)) << text << "\n";
+}
+
+int LaunchLocal(const LaunchRequest& request) {
+  if (request.processes < 1) throw InputError(Concat("--launch-local must be at least 1, got ", request.processes));
+  // Here too, not only in the ranks: a grace period of 0 would stop the
+  // second rank before it says the same, and the one line would be two.
+  if (request.timeout_s <= 0) throw InputError(Concat("--timeout must be at least 1 second, got ", request.timeout_s));
+  char folder_template[] = "/tmp/mpexec-launch-XXXXXX";
+  if (!mkdtemp(folder_template)) throw Error(Concat("--launch-local: cannot make a folder in /tmp: ", std::strerror(errno)));
+  const std::filesystem::path folder = folder_template;
+  const int port = FreePort();
+
+  std::vector<Rank> ranks = StartRanks(request, folder, port);
+  const std::vector<int> failed = Supervise(ranks, request);
+  return Conclude(ranks, failed, folder, request);
 }
 
 }  // namespace mp

@@ -41,6 +41,7 @@ LoadedPlan LoadPlanForRun(const std::string& plan_path) {
     loaded.runners.push_back(std::make_shared<const GraphRunner>(stage.graph, Concat("stage", stage.index)));
   }
   loaded.output_layout = ProbeOutputs(loaded.canonical, loaded.plan.inputs);
+  loaded.layout = BuildStageLayout(loaded.canonical, loaded.stages, loaded.plan.training);
   return loaded;
 }
 

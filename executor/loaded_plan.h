@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "executor/microbatches.h"
+#include "executor/runtime/stage_layout.h"
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/cut.h"
 #include "planner/graph/model_file.h"
@@ -25,6 +26,7 @@ struct LoadedPlan {
   std::vector<StageGraph> stages; // CutStages by the plan's node ranges
   std::vector<std::shared_ptr<const GraphRunner>> runners;  // stages[s].graph compiled once
   OutputLayout output_layout;     // ProbeOutputs: how outputs join, what labels look like
+  StageLayout layout;             // where each stage's parameters and boundary values live
 };
 
 // Throws InputError naming the key or file: an unreadable or invalid plan, a

@@ -1,9 +1,10 @@
-// The in-process pipeline runtime: one worker thread per stage runs exactly
-// its action list from the plan; bounded channels between neighbouring
-// stages carry each micro-batch's values forward and their gradients back,
-// tagged with its id. The first failure in any stage closes every channel,
-// the workers are joined, and the error is rethrown with its stage and
-// micro-batch: never a hang.
+// The pipeline runtime's entry point and the plain structs it takes and
+// returns: one worker thread per action list runs exactly that list from
+// the plan (executor/runtime/device_worker.h); bounded channels between
+// neighbouring stages carry each micro-batch's values forward and their
+// gradients back, tagged with its id. The first failure in any stage closes
+// every channel, the workers are joined, and the error is rethrown with its
+// stage and micro-batch: never a hang.
 #pragma once
 
 #include <ATen/core/ivalue.h>
@@ -53,13 +54,6 @@ struct TrainingStep {
   Sgd* sgd = nullptr;              // steps every parameter once all stages are done
 };
 
-// One action as it ran: times in ms from the start of the step.
-struct ActionEvent {
-  ActionKind kind = ActionKind::kForward;
-  int microbatch = 0;
-  double start_ms = 0, end_ms = 0;
-};
-
 // Under a Distribution each rank fills in what its own stages did: busy_ms
 // and events of the others stay empty, loss is the part its stages computed,
 // and only rank 0 has the outputs (the other ranks send it theirs).
@@ -71,7 +65,7 @@ struct PipelineRun {
   int64_t start_ns = 0;              // when it started: steady clock, common to a host's processes
   std::vector<double> busy_ms;       // per stage: time in its forwards and backwards
   std::vector<double> allreduce_ms;  // per stage: its gradient all-reduce among replicas (0 without)
-  std::vector<std::vector<ActionEvent>> events;  // per stage, in the order run
+  std::vector<std::vector<TimedAction>> events;  // per stage, in the order run
   int64_t peak_heap_bytes = -1;      // CPU heap in use at its highest (HeapSampler); -1: unknown
 };
 
@@ -79,14 +73,15 @@ struct PipelineRun {
 // plan (`training` null), forward, backward and SGD for a training plan.
 // `model_inputs` are the full-batch inputs (the plan's input spec). Throws
 // InputError when the plan's mode and `training` disagree or the inputs do
-// not split into the plan's micro-batches, and Error "stage S, micro-batch
-// M: ..." for the first failure inside a stage or on its way to another
-// rank (naming that rank). A training step under a Distribution sums the
-// gradients of a parameter that stages on several ranks read (tied
-// weights) over the ranks before stepping it, and with replicas sums each
-// stage's gradients over its replicas (the loss is normalised by the whole
-// batch, so the sum is the whole batch's gradient); the step's time
-// includes that. A plan with replicas needs a Distribution (InputError).
+// not split into the plan's micro-batches; the first failure inside a
+// stage or on its way to another rank (naming that rank) is rethrown as its
+// own type (a LibTorch error as Error: the model failed), its message led
+// by "stage S, micro-batch M: " (runtime/failure.h). A training step under
+// a Distribution sums the gradients of a parameter that stages on several
+// ranks read (tied weights) over the ranks before stepping it, and with
+// replicas sums each stage's gradients over its replicas (the loss is
+// normalised by the whole batch, so the sum is the whole batch's
+// gradient); the step's time includes that. A plan with replicas needs a Distribution (InputError).
 // The stages' workers (and bridges) run on `workers`, whose threads are
 // kept from step to step. Each forward of micro-batch m (numbered over the
 // whole batch) runs in RngScope({options.seed, step, m}).

@@ -1,3 +1,5 @@
+// PlannedFor and NotHereMessage: which devices a plan's times are for,
+// read from its devices and profile, and the one line that says so.
 #include "executor/planned_devices.h"
 
 #include <map>

@@ -9,7 +9,8 @@
 #   tools/fuzz.sh --seconds S     each target for S seconds, growing
 #                                 build-fuzz/corpus/TARGET/; prints exec/s and
 #                                 coverage at the end.
-#   tools/fuzz.sh ... TARGET...   only these (plan_reader, input_spec, spec_json)
+#   tools/fuzz.sh ... TARGET...   only these (plan_reader, input_spec, spec_json,
+#                                 profile_file, device_profile)
 #
 # Nothing is written into the source tree: new inputs go to build-fuzz/ (or a
 # temporary directory in --ci), crash inputs to build-fuzz/artifacts/TARGET/.
@@ -22,8 +23,9 @@ source tools/timed.sh
 
 # Runs per target in --ci: about 20 s each on one core of a CI machine;
 # the targets run at once.
-declare -A ci_runs=([plan_reader]=20000 [input_spec]=300000 [spec_json]=100000)
-all_targets=(plan_reader input_spec spec_json)
+declare -A ci_runs=([plan_reader]=20000 [input_spec]=300000 [spec_json]=100000 [profile_file]=60000
+                   [device_profile]=150000)
+all_targets=(plan_reader input_spec spec_json profile_file device_profile)
 
 usage() { echo "usage: tools/fuzz.sh --ci | --seconds S  [TARGET...]" >&2; exit 2; }
 mode="${1:-}"

@@ -1,9 +1,10 @@
 // mpexec: runs an mpplan execution plan with micro-batch pipelining.
 // This main parses flags, calls RunExecCommand (or LaunchLocal for
 // --launch-local) and prints what it measured next to what the plan
-// predicted; mp::Error becomes one line and exit 1, a --verify mismatch
-// exit 4. As one rank of several it prefixes its error with the rank, and
-// under the launcher it hands result and error to it instead of printing.
+// predicted; failures become one line and the exit status RunTool gives
+// them, a --verify mismatch exit 4. As one rank of several it prefixes its
+// error with the rank, and under the launcher it hands result and error to
+// it instead of printing.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -11,12 +12,13 @@
 #include <iostream>
 
 #include "apps/command_line.h"
+#include "apps/exit_status.h"
 #include "common/allocator.h"
 #include "common/error.h"
 #include "executor/exec_command.h"
+#include "executor/exec_report.h"
 #include "executor/launch_local.h"
 #include "executor/process_group.h"
-#include "planner/graph/run_graph.h"
 
 namespace {
 
@@ -30,15 +32,14 @@ int RankOrNone() {
   return -1;
 }
 
-// Prints a failure, or hands it to the launcher; returns `status`.
-int Fail(const std::string& what, int status) {
+// Prints a failure, or hands it to the launcher.
+void Report(const std::string& what) {
   const int rank = RankOrNone();
   if (const auto folder = mp::LauncherFolder()) {
     mp::ReportToLauncher(*folder, std::max(rank, 0), "error", what);
   } else {
     std::cerr << "mpexec: " << (rank >= 0 ? "rank " + std::to_string(rank) + ": " : "") << what << "\n";
   }
-  return status;
 }
 
 }  // namespace
@@ -93,7 +94,8 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", request.timeout_s, "with several processes: seconds to wait for another rank before "
                  "failing with its name")->default_str("300");
   if (const auto status = mp::ParseCommandLine(app, argc, argv, "mpexec")) return *status;
-  try {
+  const auto report = [](const std::string& line) { Report(line); };
+  return mp::RunTool([&] {
     request.options.training.loss = mp::ParseLoss(loss);
     request.cpu_workers = device == "cpu";
     if (app.count("--launch-local") > 0) {
@@ -117,10 +119,5 @@ int main(int argc, char** argv) {
       std::cout << (json ? result.dump() + "\n" : mp::FormatExecReport(result));
     }
     return result.value("verify", true) ? 0 : 4;  // exit codes: docs/errors.md
-  } catch (const mp::Error& e) {
-    return Fail(e.what(), 1);
-  } catch (const std::exception& e) {
-    // The interpreter's own message (its last line), not its banner.
-    return Fail("internal error: " + mp::ErrorLine(e.what()), 3);
-  }
+  }, report);
 }

@@ -1,17 +1,18 @@
 // mpplan: plans pipeline-parallel execution of a TorchScript model.
 // This main parses flags, calls one library function (RunPlanCommand,
-// InspectModel or ProfileModel), prints its result, and turns mp::Error
-// into one line on stderr and a non-zero exit.
+// InspectModel or ProfileModel), prints its result, and leaves failures to
+// RunTool: one line on stderr and docs/errors.md's exit status.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 
 #include "apps/command_line.h"
+#include "apps/exit_status.h"
 #include "common/allocator.h"
 #include "common/byte_size.h"
 #include "common/error.h"
 #include "planner/command/plan_command.h"
-#include "planner/graph/run_graph.h"
+#include "planner/command/plan_devices.h"
 #include "planner/inspect/inspect.h"
 #include "planner/profile/profile_format.h"
 #include "planner/report/report_text.h"
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
                "with --device-profile: fit its efficiencies to a measurement on this machine first");
   if (const auto status = mp::ParseCommandLine(app, argc, argv, "mpplan")) return *status;
 
-  try {
+  return mp::RunTool([&] {
     if (inspect) {
       const mp::GraphSummary summary = mp::InspectModel(model, inputs);
       std::cout << (json ? mp::SummaryToJson(summary).dump() + "\n" : mp::FormatSummary(summary));
@@ -128,7 +129,7 @@ int main(int argc, char** argv) {
     profile.training = mode == "train";
     profile.progress = !quiet && !json;
     if (profile_only) {
-      if (request.gpus < 1) throw mp::InputError(mp::Concat("--gpus must be at least 1, got ", request.gpus));
+      mp::CheckGpus(request.gpus);
       profile.stages = request.gpus;
       const mp::ProfiledModel result = mp::ProfileModel(profile);
       if (json) {
@@ -155,14 +156,6 @@ int main(int argc, char** argv) {
       if (!request.report.empty()) std::cout << "report written to " << request.report << " and " << result.svg_path << "\n";
       if (!request.dot.empty()) std::cout << "graph written to " << request.dot << "\n";
     }
-  } catch (const mp::Error& e) {
-    std::cerr << "mpplan: " << e.what() << "\n";
-    return 1;
-  } catch (const std::exception& e) {
-    // LibTorch errors carry a backtrace after the first line; the
-    // TorchScript interpreter's, a banner before the message (ErrorLine).
-    std::cerr << "mpplan: internal error: " << mp::ErrorLine(e.what()) << "\n";
-    return 3;
-  }
-  return 0;
+    return 0;
+  }, [](const std::string& line) { std::cerr << "mpplan: " << line << "\n"; });
 }

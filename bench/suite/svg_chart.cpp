@@ -4,27 +4,14 @@
 #include <cmath>
 #include <sstream>
 
+#include "common/xml_escape.h"
+
 namespace mp::bench {
 namespace {
 
 // The plot spans kLeft to kWidth - kRight; the legend takes the right margin.
 constexpr double kWidth = 1000, kHeight = 440, kLeft = 70, kRight = 470, kTop = 40, kBottom = 50;
 const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
-
-std::string Escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else
-      out += c;
-  }
-  return out;
-}
 
 // A "nice" step for about `ticks` ticks over `span`.
 double TickStep(double span, int ticks) {
@@ -50,7 +37,7 @@ double Frame(std::ostringstream& svg, const std::string& title, const std::strin
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << kWidth / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << Escape(title)
+      << "<text x=\"" << kWidth / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << mp::XmlEscape(title)
       << "</text>\n";
   const double plot_h = kHeight - kTop - kBottom, right = kWidth - kRight;
   for (double y = 0; y <= y_max + step / 2; y += step) {
@@ -63,9 +50,9 @@ double Frame(std::ostringstream& svg, const std::string& title, const std::strin
       << "\" stroke=\"black\"/><line x1=\"" << kLeft << "\" x2=\"" << right << "\" y1=\"" << kTop + plot_h << "\" y2=\""
       << kTop + plot_h << "\" stroke=\"black\"/>\n"
       << "<text x=\"" << (kLeft + right) / 2 << "\" y=\"" << kHeight - 12 << "\" text-anchor=\"middle\">"
-      << Escape(x_label) << "</text>\n"
+      << mp::XmlEscape(x_label) << "</text>\n"
       << "<text transform=\"translate(16 " << kTop + plot_h / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
-      << Escape(y_label) << "</text>\n";
+      << mp::XmlEscape(y_label) << "</text>\n";
   return y_max;
 }
 
@@ -75,7 +62,7 @@ void LegendEntry(std::ostringstream& svg, int row, const std::string& color, con
   svg << "<line x1=\"" << x << "\" x2=\"" << x + 24 << "\" y1=\"" << y << "\" y2=\"" << y << "\" stroke=\"" << color
       << "\" stroke-width=\"2\" stroke-dasharray=\"" << dash << "\"/>";
   if (dot) svg << "<circle cx=\"" << x + 12 << "\" cy=\"" << y << "\" r=\"4\" fill=\"" << color << "\"/>";
-  svg << "<text x=\"" << x + 30 << "\" y=\"" << y + 4 << "\">" << Escape(name) << "</text>\n";
+  svg << "<text x=\"" << x + 30 << "\" y=\"" << y + 4 << "\">" << mp::XmlEscape(name) << "</text>\n";
 }
 
 }  // namespace
@@ -127,7 +114,7 @@ std::string RenderSvg(const LineChart& chart) {
         << "\" stroke=\"black\"/>\n";
     const double x = kWidth - kRight + 16, y = kTop + 10 + 20 * row++;
     svg << "<path d=\"M" << x + 12 << " " << y - 7 << " l6 7 l-6 7 l-6 -7 z\" fill=\"" << m.color
-        << "\" stroke=\"black\"/><text x=\"" << x + 30 << "\" y=\"" << y + 4 << "\">" << Escape(m.name) << "</text>\n";
+        << "\" stroke=\"black\"/><text x=\"" << x + 30 << "\" y=\"" << y + 4 << "\">" << mp::XmlEscape(m.name) << "</text>\n";
   }
   svg << "</svg>\n";
   return svg.str();
@@ -148,16 +135,16 @@ std::string RenderSvg(const BarChart& chart) {
     for (size_t s = 0; s < chart.series.size() && s < chart.values[g].size(); ++s) {
       const double h = plot_h * chart.values[g][s] / y_max;
       svg << "<rect x=\"" << x0 + s * bar_w << "\" y=\"" << kTop + plot_h - h << "\" width=\"" << bar_w * 0.9
-          << "\" height=\"" << h << "\" fill=\"" << kPalette[s % 6] << "\"><title>" << Escape(chart.groups[g]) << ", "
-          << Escape(chart.series[s]) << ": " << Number(chart.values[g][s]) << "</title></rect>\n";
+          << "\" height=\"" << h << "\" fill=\"" << kPalette[s % 6] << "\"><title>" << mp::XmlEscape(chart.groups[g]) << ", "
+          << mp::XmlEscape(chart.series[s]) << ": " << Number(chart.values[g][s]) << "</title></rect>\n";
     }
     svg << "<text x=\"" << x0 + group_w * 0.4 << "\" y=\"" << kTop + plot_h + 16 << "\" text-anchor=\"middle\">"
-        << Escape(chart.groups[g]) << "</text>\n";
+        << mp::XmlEscape(chart.groups[g]) << "</text>\n";
   }
   for (size_t s = 0; s < chart.series.size(); ++s) {
     const double x = kWidth - kRight + 16, y = kTop + 10 + 20 * s;
     svg << "<rect x=\"" << x << "\" y=\"" << y - 6 << "\" width=\"24\" height=\"12\" fill=\"" << kPalette[s % 6]
-        << "\"/><text x=\"" << x + 30 << "\" y=\"" << y + 4 << "\">" << Escape(chart.series[s]) << "</text>\n";
+        << "\"/><text x=\"" << x + 30 << "\" y=\"" << y + 4 << "\">" << mp::XmlEscape(chart.series[s]) << "</text>\n";
   }
   svg << "</svg>\n";
   return svg.str();

@@ -14,10 +14,11 @@
 #include "planner/graph/model_file.h"
 #include "planner/partition/baselines.h"
 #include "planner/partition/order.h"
-#include "planner/plan/comparisons.h"
-#include "planner/plan/plan_build.h"
 #include "planner/plan/plan_reader.h"
 #include "planner/plan/plan_writer.h"
+#include "planner/plan_build/comparisons.h"
+#include "planner/plan_build/plan_build.h"
+#include "planner/profile/timer.h"
 #include "planner/report/gantt_svg.h"
 #include "planner/report/graph_dot.h"
 #include "planner/report/report_markdown.h"
@@ -32,10 +33,6 @@ namespace fs = std::filesystem;
 // 2-core machine (docs/BENCHMARKS.md), good enough to weigh replicas
 // against stages, not a measurement of the machine at hand.
 constexpr Link kLoopback{1e9, 0.1};
-
-double MsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
 
 // The model's path as the plan records it: relative to the plan's directory.
 std::string ModelPathFromPlan(const std::string& model, const std::string& plan) {
@@ -83,7 +80,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
                                            request.profile.device_profile};
   CheckOutputs({result.plan_path, request.report, result.svg_path, request.dot, request.profile.profile_out},
                inputs);
-  if (request.gpus < 1) throw InputError(Concat("--gpus must be at least 1, got ", request.gpus));
+  CheckGpus(request.gpus);
   if (request.replicas < 1 || request.replicas > request.gpus) {
     throw InputError(Concat("--replicas ", request.replicas, ": expected 1 to --gpus (", request.gpus, ")"));
   }
@@ -214,7 +211,7 @@ nlohmann::json PlanResultJson(const PlanCommandResult& r) {
   }
   out["stage_list"] = stages;
   nlohmann::json comparisons = nlohmann::json::array();
-  for (const PlanComparison& c : p.comparisons) {
+  for (const PlanCandidate& c : p.comparisons) {
     comparisons.push_back({{"method", c.method},
                            {"stages", c.stages},
                            {"microbatches", c.microbatches},

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "planner/graph/op_graph.h"
+#include "planner/partition/search.h"
 #include "planner/plan/plan.h"
 #include "planner/profile/profile_command.h"
 

@@ -22,9 +22,13 @@ int64_t PhysicalMemoryBytes() {
 
 }  // namespace
 
+void CheckGpus(int gpus) {
+  if (gpus < 1) throw InputError(Concat("--gpus must be at least 1, got ", gpus));
+}
+
 PlanDevices MakePlanDevices(int gpus, const std::string& device_profile, const std::string& local_device,
                             int64_t memory_bytes) {
-  if (gpus < 1) throw InputError(Concat("--gpus must be at least 1, got ", gpus));
+  CheckGpus(gpus);
   PlanDevices out;
   Device device;
   Link link;

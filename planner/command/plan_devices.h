@@ -21,6 +21,9 @@ struct PlanDevices {
 // memory_bytes 0: the device's own memory (a device profile's, or this
 // machine's RAM divided among the CPU workers; unlimited for a local CUDA
 // device). Throws InputError for gpus < 1 or an unknown device profile.
+// Throws InputError "--gpus must be at least 1, got N" below 1.
+void CheckGpus(int gpus);
+
 PlanDevices MakePlanDevices(int gpus, const std::string& device_profile, const std::string& local_device,
                             int64_t memory_bytes);
 

@@ -11,13 +11,10 @@
 #include "planner/graph/model_file.h"
 #include "planner/graph/resolve_inputs.h"
 #include "planner/graph/run_graph.h"
+#include "planner/profile/timer.h"
 
 namespace mp {
 namespace {
-
-double MsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
 
 std::string TopLayer(const std::string& path) {
   return path.empty() ? "(root)" : path.substr(0, path.find('.'));

@@ -46,14 +46,6 @@ bool IsHomogeneous(const Cluster& cluster) {
   return true;
 }
 
-std::vector<double> PipelineSlowdown(const std::vector<double>& shared_slowdown, int stages, int replicas) {
-  std::vector<double> table;
-  if (shared_slowdown.empty()) return table;
-  for (int n = 1; n <= stages; ++n)
-    table.push_back(shared_slowdown[std::min<size_t>(size_t(n) * std::max(replicas, 1), shared_slowdown.size()) - 1]);
-  return table;
-}
-
 void ValidateCluster(const Cluster& cluster) {
   if (cluster.devices.empty()) throw InputError("cluster: no devices");
   for (size_t i = 0; i < cluster.devices.size(); ++i) {
@@ -85,22 +77,6 @@ void ValidateCluster(const Cluster& cluster) {
                               l.latency_ms, " ms; expected both >= 0"));
     }
   }
-}
-
-std::string FormatBytes(int64_t bytes) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(bytes);
-  int unit = 0;
-  while (v >= 1024 && unit < 4) {
-    v /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.2f", v);
-  std::string out = text;
-  while (out.back() == '0') out.pop_back();
-  if (out.back() == '.') out.pop_back();
-  return out + " " + kUnits[unit];
 }
 
 }  // namespace mp

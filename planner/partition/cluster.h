@@ -38,12 +38,6 @@ struct Cluster {
   Link replica_link;
 };
 
-// The simulator's slowdown table for one pipeline of `stages` stages on
-// this cluster, its replicas running alongside: entry n - 1 is the factor
-// while n of its stages (n * replicas workers in all) compute at once, from
-// shared_slowdown (beyond its end: the last entry). Empty when the cluster
-// has none.
-std::vector<double> PipelineSlowdown(const std::vector<double>& shared_slowdown, int stages, int replicas);
 
 // n copies of one device joined by one kind of link.
 Cluster UniformCluster(int n, const Device& device, const Link& link = {});
@@ -67,7 +61,5 @@ bool IsHomogeneous(const Cluster& cluster);
 // 0, 1 nor devices - 1.
 void ValidateCluster(const Cluster& cluster);
 
-// "512 MiB", "1.31 GiB", "12 KiB", "100 B".
-std::string FormatBytes(int64_t bytes);
 
 }  // namespace mp

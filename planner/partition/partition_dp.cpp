@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/byte_size.h"
 #include "common/error.h"
 
 namespace mp {

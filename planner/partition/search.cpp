@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 
+#include "common/byte_size.h"
 #include "common/error.h"
 #include "planner/partition/baselines.h"
 #include "planner/partition/order.h"
@@ -110,7 +111,7 @@ struct Candidate {
 
 }  // namespace
 
-bool Simpler(const Alternative& a, const Alternative& b, int64_t batch) {
+bool Simpler(const PlanCandidate& a, const PlanCandidate& b, int64_t batch) {
   if (a.stages != b.stages) return a.stages < b.stages;
   const bool a_even = batch % a.microbatches == 0, b_even = batch % b.microbatches == 0;
   if (a_even != b_even) return a_even;
@@ -118,15 +119,6 @@ bool Simpler(const Alternative& a, const Alternative& b, int64_t batch) {
   const bool a_1f1b = a.schedule == ScheduleKind::kOneFOneB, b_1f1b = b.schedule == ScheduleKind::kOneFOneB;
   if (a_1f1b != b_1f1b) return a_1f1b;
   return a.step_ms < b.step_ms;
-}
-
-int64_t MicrobatchSize(int64_t batch, int microbatches) {
-  return batch / microbatches + (batch % microbatches != 0);
-}
-
-bool MicrobatchesSplit(int64_t batch, int microbatches) {
-  return microbatches >= 1 && microbatches <= batch &&
-         (microbatches - 1) * MicrobatchSize(batch, microbatches) < batch;
 }
 
 std::vector<int> MicrobatchCandidates(const Profile& profile, int64_t batch) {
@@ -218,7 +210,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
         }
       }
       for (int K = k_top; K >= k_min; --K) {
-        Alternative alt;
+        PlanCandidate alt;
         alt.stages = K;
         alt.microbatches = M;
         alt.microbatch_size = size;
@@ -268,7 +260,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     }
   }
   if (ties.empty()) {
-    const Alternative* closest = nullptr;
+    const PlanCandidate* closest = nullptr;
     for (const auto& alt : result.alternatives) {
       if (!closest || alt.stages > closest->stages) closest = &alt;
     }

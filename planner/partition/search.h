@@ -21,6 +21,7 @@
 #include "planner/graph/op_graph.h"
 #include "planner/partition/cluster.h"
 #include "planner/partition/partition.h"
+#include "planner/plan/plan.h"
 #include "planner/profile/profile.h"
 
 namespace mp {
@@ -42,29 +43,12 @@ struct PlanRequest {
   double tie_tolerance = kDefaultTieTolerance;
 };
 
-struct Alternative {
-  int stages = 0;
-  int microbatches = 0;
-  int64_t microbatch_size = 0;
-  ScheduleKind schedule = ScheduleKind::kGPipe;
-  bool feasible = false;
-  std::string why_not;                    // when infeasible
-  double step_ms = 0;                     // simulated; a lower bound when !simulated
-  bool simulated = false;                 // false for a feasible alternative whose
-                                          // lower bound already exceeded the best
-  double bubble_fraction = 0;
-  double bottleneck_ms = 0;
-  int64_t peak_memory_bytes = 0;          // the largest stage's
-  // Simulated, and predicted within the tie window of the fastest: the two
-  // cannot be told apart, and the simplest of the ties is chosen.
-  bool tie = false;
-};
 
 struct SearchResult {
   Partition partition;                    // the chosen alternative
   Schedule schedule;
   SimResult predicted;
-  std::vector<Alternative> alternatives;  // in the order tried
+  std::vector<PlanCandidate> alternatives;  // in the order tried
   int fastest = -1;                       // index of the fastest feasible alternative
   int chosen = -1;                        // of the chosen one: the simplest tie
 };
@@ -75,14 +59,8 @@ struct SearchResult {
 // less than between neighbouring ragged counts), then fewer micro-batches,
 // then 1F1B over GPipe (the same time with fewer activations held), then
 // the faster.
-bool Simpler(const Alternative& a, const Alternative& b, int64_t batch);
+bool Simpler(const PlanCandidate& a, const PlanCandidate& b, int64_t batch);
 
-// ceil(batch / microbatches): the size of every micro-batch but the last.
-int64_t MicrobatchSize(int64_t batch, int microbatches);
-
-// True when `microbatches` micro-batches of MicrobatchSize(batch, M) samples
-// each leave the last one at least one sample (10 in 7 would need 2+2+2+2+2+0).
-bool MicrobatchesSplit(int64_t batch, int microbatches);
 
 // The micro-batch counts worth trying for `batch`: for each micro-batch size
 // m the profile can interpolate, the count M = ceil(batch / m) (ascending M,

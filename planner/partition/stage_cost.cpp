@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "planner/schedule/simulator.h"
 
 namespace mp {
 

@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "common/error.h"
-#include "planner/partition/cluster.h"
 
 namespace mp {
 
@@ -38,6 +37,15 @@ std::vector<int> StageOfNode(const Plan& plan) {
     }
   }
   return stage_of;
+}
+
+int64_t MicrobatchSize(int64_t batch, int microbatches) {
+  return batch / microbatches + (batch % microbatches != 0);
+}
+
+bool MicrobatchesSplit(int64_t batch, int microbatches) {
+  return microbatches >= 1 && microbatches <= batch &&
+         (microbatches - 1) * MicrobatchSize(batch, microbatches) < batch;
 }
 
 int64_t ReplicaBatch(const Plan& plan) { return plan.batch / std::max(plan.replicas, 1); }

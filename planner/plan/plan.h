@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "planner/graph/input_spec.h"
-#include "planner/partition/search.h"
 #include "planner/schedule/schedule.h"
+#include "planner/schedule/simulator.h"
 
 namespace mp {
 
@@ -108,20 +108,28 @@ struct PlanProfile {
   double reference_ms = 0;
 };
 
-// One row of --explain's comparison: a baseline or a user split at a given
-// K, M and schedule, next to the chosen plan.
-struct PlanComparison {
-  std::string method;             // dp | uniform | params | block | layers
+// One (K, M, schedule) the planner weighed: an alternative the search
+// tried (Plan::alternatives), or a row of --explain's comparison, a
+// baseline partitioner or a user split next to the chosen plan
+// (Plan::comparisons).
+struct PlanCandidate {
+  std::string method;             // comparisons: dp | uniform | params | block | layers
   std::string split;              // layers: the user's split text
   int stages = 0;
   int microbatches = 0;
   int64_t microbatch_size = 0;
   ScheduleKind schedule = ScheduleKind::kGPipe;
   bool feasible = false;
-  std::string why_not;
-  double step_ms = 0;
-  double bottleneck_ms = 0;
+  std::string why_not;            // when infeasible
+  double step_ms = 0;             // simulated; a lower bound when !simulated
+  bool simulated = false;         // false for a feasible alternative whose
+                                  // lower bound already exceeded the tie window
   double bubble_fraction = 0;
+  double bottleneck_ms = 0;
+  int64_t peak_memory_bytes = 0;  // the largest stage's
+  // Simulated, and predicted within the tie window of the fastest: the two
+  // cannot be told apart, and the simplest of the ties is chosen.
+  bool tie = false;
 };
 
 struct Plan {
@@ -147,8 +155,8 @@ struct Plan {
   std::vector<PlanStage> stages;
   PlanPrediction predicted;
   PlanProfile profile;
-  std::vector<Alternative> alternatives;
-  std::vector<PlanComparison> comparisons;  // --explain: baselines and a user split
+  std::vector<PlanCandidate> alternatives;
+  std::vector<PlanCandidate> comparisons;  // --explain: baselines and a user split
   std::vector<std::string> warnings;
 };
 
@@ -158,6 +166,13 @@ std::vector<int> FromRanges(const std::vector<NodeRange>& ranges);
 
 // stage_of_node[id] for every canonical node; -1 where no stage has it.
 std::vector<int> StageOfNode(const Plan& plan);
+
+// ceil(batch / microbatches): the size of every micro-batch but the last.
+int64_t MicrobatchSize(int64_t batch, int microbatches);
+
+// True when `microbatches` micro-batches of MicrobatchSize(batch, M) samples
+// each leave the last one at least one sample (10 in 7 would need 2+2+2+2+2+0).
+bool MicrobatchesSplit(int64_t batch, int microbatches);
 
 // The samples each replica runs: batch / replicas.
 int64_t ReplicaBatch(const Plan& plan);

@@ -8,8 +8,8 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
-#include "planner/plan/yaml_cursor.h"
-#include "planner/profile/yaml_document.h"
+#include "common/yaml_cursor.h"
+#include "common/yaml_document.h"
 #include "planner/schedule/schedule.h"
 
 namespace mp {
@@ -184,11 +184,11 @@ PlanStage ReadStage(const YamlCursor& c, int index, const Plan& plan, int stages
   return s;
 }
 
-Alternative ReadAlternative(const YamlCursor& c) {
+PlanCandidate ReadAlternative(const YamlCursor& c) {
   c.ExpectMap({"stages", "microbatches", "schedule"},
               {"microbatch_size", "feasible", "simulated", "step_ms", "bottleneck_ms", "bubble_fraction",
                "peak_memory_bytes", "why_not", "tie"});
-  Alternative a;
+  PlanCandidate a;
   a.stages = c["stages"].IntIn(1, kMaxInt);
   a.microbatches = c["microbatches"].IntIn(1, kMaxInt);
   a.schedule = ReadSchedule(c["schedule"]);
@@ -204,10 +204,10 @@ Alternative ReadAlternative(const YamlCursor& c) {
   return a;
 }
 
-PlanComparison ReadComparison(const YamlCursor& c) {
+PlanCandidate ReadComparison(const YamlCursor& c) {
   c.ExpectMap({"method", "stages", "microbatches", "schedule"},
               {"split", "microbatch_size", "feasible", "step_ms", "bottleneck_ms", "bubble_fraction", "why_not"});
-  PlanComparison r;
+  PlanCandidate r;
   r.method = c["method"].String();
   if (c.Has("split")) r.split = c["split"].String();
   r.stages = c["stages"].IntIn(1, kMaxInt);

@@ -5,7 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "planner/profile/yaml_document.h"
+#include "common/yaml_document.h"
 
 namespace mp {
 namespace {
@@ -73,7 +73,7 @@ void WriteStage(YAML::Emitter& out, const PlanStage& s) {
   out << YAML::EndMap;
 }
 
-void WriteAlternative(YAML::Emitter& out, const Alternative& a) {
+void WriteAlternative(YAML::Emitter& out, const PlanCandidate& a) {
   out << YAML::Flow << YAML::BeginMap;
   KeyValue(out, "stages", a.stages);
   KeyValue(out, "microbatches", a.microbatches);
@@ -90,7 +90,7 @@ void WriteAlternative(YAML::Emitter& out, const Alternative& a) {
   out << YAML::EndMap;
 }
 
-void WriteComparison(YAML::Emitter& out, const PlanComparison& c) {
+void WriteComparison(YAML::Emitter& out, const PlanCandidate& c) {
   out << YAML::Flow << YAML::BeginMap;
   KeyValue(out, "method", c.method);
   if (!c.split.empty()) KeyValue(out, "split", c.split);
@@ -206,12 +206,12 @@ std::string PlanToYaml(const Plan& p) {
   if (p.profile.reference_ms > 0) KeyValue(out, "reference_ms", p.profile.reference_ms);
   out << YAML::EndMap;
   out << YAML::Key << "alternatives" << YAML::Value << YAML::BeginSeq;
-  for (const Alternative& a : p.alternatives) WriteAlternative(out, a);
+  for (const PlanCandidate& a : p.alternatives) WriteAlternative(out, a);
   out << YAML::EndSeq;
   out << YAML::Key << "comparisons" << YAML::Value;
   if (p.comparisons.empty()) out << YAML::Flow;
   out << YAML::BeginSeq;
-  for (const PlanComparison& c : p.comparisons) WriteComparison(out, c);
+  for (const PlanCandidate& c : p.comparisons) WriteComparison(out, c);
   out << YAML::EndSeq;
   out << YAML::Key << "warnings" << YAML::Value;
   if (p.warnings.empty()) out << YAML::Flow;

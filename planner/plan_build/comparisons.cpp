@@ -2,7 +2,7 @@
 // so a baseline is costed and simulated exactly like the chosen plan. A row
 // that cannot be planned (too little memory, a split with more groups than
 // devices) is kept with the reason, since that is itself an answer.
-#include "planner/plan/comparisons.h"
+#include "planner/plan_build/comparisons.h"
 
 #include <algorithm>
 
@@ -12,13 +12,13 @@
 namespace mp {
 namespace {
 
-PlanComparison Compare(const OpGraph& graph, const Profile& profile, const Cluster& cluster, PlanRequest request,
+PlanCandidate Compare(const OpGraph& graph, const Profile& profile, const Cluster& cluster, PlanRequest request,
                        const std::string& method, int stages, int microbatches, ScheduleKind schedule) {
   request.method = method;
   request.stages = stages;
   request.microbatches = microbatches;
   request.schedule = schedule;
-  PlanComparison row;
+  PlanCandidate row;
   row.method = method;
   if (method == "layers") row.split = request.layer_split;
   row.stages = stages;
@@ -40,9 +40,9 @@ PlanComparison Compare(const OpGraph& graph, const Profile& profile, const Clust
 
 }  // namespace
 
-std::vector<PlanComparison> ComparePartitioners(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
+std::vector<PlanCandidate> ComparePartitioners(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
                                                 const PlanRequest& request, const Plan& chosen) {
-  std::vector<PlanComparison> rows;
+  std::vector<PlanCandidate> rows;
   const int K = int(chosen.stages.size());
   if (K > 1) {
     for (const char* method : {"dp", "uniform", "params", "block"}) {

@@ -14,7 +14,7 @@
 
 namespace mp {
 
-std::vector<PlanComparison> ComparePartitioners(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
+std::vector<PlanCandidate> ComparePartitioners(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
                                                 const PlanRequest& request, const Plan& chosen);
 
 }  // namespace mp

@@ -4,7 +4,7 @@
 // the batch). Warnings cover what a user would otherwise find out by running:
 // BatchNorm statistics per micro-batch, a pipeline slower than one device, a
 // stage near its memory limit, a profile that does not add up.
-#include "planner/plan/plan_build.h"
+#include "planner/plan_build/plan_build.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "common/byte_size.h"
 #include "common/error.h"
 
 namespace mp {

@@ -27,10 +27,4 @@ bool Within(double ms, double predicted_ms, const Band& band) {
   return predicted_ms * band.low <= ms && ms <= predicted_ms * band.high;
 }
 
-void CheckBand(const Band& band, const std::string& what) {
-  if (!(band.low > 0 && band.low <= 1 && band.high >= 1 && std::isfinite(band.high)))
-    throw InputError(Concat(what, ": expected [low, high] with 0 < low <= 1 <= high, got [", band.low, ", ",
-                            band.high, "]"));
-}
-
 }  // namespace mp

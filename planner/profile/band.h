@@ -39,7 +39,4 @@ Band Combine(const Band& a, const Band& b);
 // True when `ms` lies in [predicted * band.low, predicted * band.high].
 bool Within(double ms, double predicted_ms, const Band& band);
 
-// Throws InputError naming `what` unless 0 < low <= 1 <= high.
-void CheckBand(const Band& band, const std::string& what);
-
 }  // namespace mp

@@ -25,10 +25,6 @@ double RunOnce(WholeGraph& graph) {
   return forward + graph.Backward();
 }
 
-double MsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
 }  // namespace
 
 // One thread per graph, kept for the probe's life: a thread made per turn

@@ -3,16 +3,17 @@
 // refused so a typo never silently falls back to a default.
 #include "planner/profile/device_profile.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
-#include "planner/profile/yaml_document.h"
+#include "common/yaml_cursor.h"
+#include "common/yaml_document.h"
 
 #ifndef MP_SOURCE_PROFILES_DIR
 #define MP_SOURCE_PROFILES_DIR "profiles"
@@ -28,26 +29,17 @@ std::string Lower(std::string text) {
   return text;
 }
 
-void CheckKeys(const YAML::Node& map, const std::vector<std::string>& known, const std::string& where) {
-  if (!map.IsMap()) throw InputError(Concat(where, ": expected a mapping"));
-  for (const auto& item : map) {
-    const auto key = item.first.as<std::string>();
-    if (std::find(known.begin(), known.end(), key) == known.end())
-      throw InputError(Concat(where, ": unknown key '", key, "'"));
+// A number in [low, high] (> low when `open_low`), finite.
+double NumberIn(const YamlCursor& c, double low, double high, bool open_low = false) {
+  const double v = c.Number();
+  if (!std::isfinite(v) || v < low || (open_low && v == low) || v > high) {
+    c.Fail(Concat("expected a number ", open_low ? "> " : ">= ", low,
+                  std::isinf(high) ? std::string() : Concat(" and <= ", high), ", found ", v));
   }
+  return v;
 }
 
-double Number(const YAML::Node& map, const std::string& key, const std::string& where) {
-  const YAML::Node node = map[key];
-  if (!node) throw InputError(Concat(where, ": missing key '", key, "'"));
-  try {
-    const double value = node.as<double>();
-    if (value < 0) throw InputError(Concat(where, ".", key, ": must not be negative, got ", value));
-    return value;
-  } catch (const YAML::Exception&) {
-    throw InputError(Concat(where, ".", key, ": expected a number, got '", node.Scalar(), "'"));
-  }
-}
+constexpr double kAny = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
@@ -72,45 +64,34 @@ std::vector<std::string> BundledProfiles() {
 }
 
 DeviceProfile ParseDeviceProfile(const std::string& yaml, const std::string& source) {
-  const YAML::Node root = LoadYamlDocument(yaml, source);
-  CheckKeys(root, {"name", "type", "memory_bytes", "peak_flops", "memory_bandwidth", "links", "link_latency_us",
-                   "efficiency", "launch_overhead_us"},
-            source);
+  const YamlCursor root(LoadYamlDocument(yaml, source), source);
+  root.ExpectMap({"name", "type", "memory_bytes", "peak_flops", "memory_bandwidth", "links", "link_latency_us",
+                  "efficiency", "launch_overhead_us"});
   DeviceProfile device;
   device.file = source;
-  if (!root["name"] || !root["type"]) throw InputError(Concat(source, ": missing key 'name' or 'type'"));
-  device.name = root["name"].as<std::string>();
-  device.type = root["type"].as<std::string>();
-  if (device.type != "cuda" && device.type != "cpu")
-    throw InputError(Concat(source, ": type: expected cuda or cpu, got '", device.type, "'"));
-  device.memory_bytes = static_cast<int64_t>(Number(root, "memory_bytes", source));
-  const YAML::Node peak = root["peak_flops"];
-  if (!peak) throw InputError(Concat(source, ": missing key 'peak_flops'"));
-  CheckKeys(peak, {"fp32", "tf32", "fp16", "bf16"}, source + ": peak_flops");
-  device.fp32_flops = Number(peak, "fp32", source + ": peak_flops");
-  if (device.fp32_flops <= 0) throw InputError(Concat(source, ": peak_flops.fp32 must be positive"));
-  device.tf32_flops = Number(peak, "tf32", source + ": peak_flops");
-  device.fp16_flops = Number(peak, "fp16", source + ": peak_flops");
-  device.bf16_flops = Number(peak, "bf16", source + ": peak_flops");
-  device.memory_bandwidth = Number(root, "memory_bandwidth", source);
-  if (device.memory_bandwidth <= 0) throw InputError(Concat(source, ": memory_bandwidth must be positive"));
-  const YAML::Node links = root["links"];
-  if (!links || !links.IsMap() || links.size() == 0)
-    throw InputError(Concat(source, ": links: expected a mapping of link name to bytes/s"));
-  for (const auto& link : links) {
-    const auto name = link.first.as<std::string>();
-    device.links[name] = Number(links, name, source + ": links");
+  device.name = root["name"].String();
+  device.type = root["type"].String();
+  if (device.type != "cuda" && device.type != "cpu") {
+    root["type"].Fail("expected cuda or cpu, found '" + device.type + "'");
   }
-  device.link_latency_us = Number(root, "link_latency_us", source);
-  const YAML::Node efficiency = root["efficiency"];
-  if (!efficiency) throw InputError(Concat(source, ": missing key 'efficiency'"));
-  CheckKeys(efficiency, {"compute", "memory"}, source + ": efficiency");
-  device.compute_efficiency = Number(efficiency, "compute", source + ": efficiency");
-  device.memory_efficiency = Number(efficiency, "memory", source + ": efficiency");
-  if (device.compute_efficiency <= 0 || device.compute_efficiency > 1 || device.memory_efficiency <= 0 ||
-      device.memory_efficiency > 1)
-    throw InputError(Concat(source, ": efficiency values must lie in (0, 1]"));
-  device.launch_overhead_us = Number(root, "launch_overhead_us", source);
+  device.memory_bytes = static_cast<int64_t>(NumberIn(root["memory_bytes"], 0, 9.2e18));  // 1e9 or 1000000000
+  const YamlCursor peak = root["peak_flops"];
+  peak.ExpectMap({"fp32", "tf32", "fp16", "bf16"});
+  device.fp32_flops = NumberIn(peak["fp32"], 0, kAny, true);
+  device.tf32_flops = NumberIn(peak["tf32"], 0, kAny);
+  device.fp16_flops = NumberIn(peak["fp16"], 0, kAny);
+  device.bf16_flops = NumberIn(peak["bf16"], 0, kAny);
+  device.memory_bandwidth = NumberIn(root["memory_bandwidth"], 0, kAny, true);
+  const YamlCursor links = root["links"];
+  const std::vector<std::string> names = links.Keys();
+  if (names.empty()) links.Fail("expected a map of link name to bytes/s, found none");
+  for (const std::string& name : names) device.links[name] = NumberIn(links[name], 0, kAny);
+  device.link_latency_us = NumberIn(root["link_latency_us"], 0, kAny);
+  const YamlCursor efficiency = root["efficiency"];
+  efficiency.ExpectMap({"compute", "memory"});
+  device.compute_efficiency = NumberIn(efficiency["compute"], 0, 1, true);
+  device.memory_efficiency = NumberIn(efficiency["memory"], 0, 1, true);
+  device.launch_overhead_us = NumberIn(root["launch_overhead_us"], 0, kAny);
   return device;
 }
 

@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "planner/graph/node_program.h"
 #include "planner/graph/run_graph.h"
+#include "planner/profile/device_sync.h"
 #include "planner/profile/whole_graph.h"
 
 namespace mp {

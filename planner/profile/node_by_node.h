@@ -9,31 +9,11 @@
 #include <vector>
 
 #include "planner/graph/canonical_graph.h"
-#include "planner/profile/device_sync.h"
-#include "planner/profile/drift_reference.h"
 #include "planner/profile/flops.h"
+#include "planner/profile/pass_options.h"
 #include "planner/profile/timer.h"
 
 namespace mp {
-
-struct PassOptions {
-  bool training = false;       // autograd on; backward pass from the outputs
-  bool timed = true;           // false: run every node once, no timing
-  bool whole_graph = true;     // timed: also time the graph in one piece (whole_forward/backward)
-  TimingOptions timing;
-  c10::Device device = c10::Device(c10::kCPU);
-  std::function<void()> progress;  // called after each node's forward and backward, every pass
-  // Timed: the drift reference to time before every kept pass (not owned;
-  // null: none).
-  DriftReference* reference = nullptr;
-  // Timed: called before every kept pass, untimed (the contention probe's
-  // turns, spread over the profile).
-  std::function<void()> between_passes;
-};
-
-// Passes RunNodeByNode makes (forward; training makes as many backward):
-// max(1, warmup) + max(1, repeats) when timed, else 1.
-int PassCount(const PassOptions& options);
 
 struct NodeSample {
   double forward_ms = 0;

@@ -9,34 +9,117 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "planner/profile/yaml_document.h"
+#include "common/yaml_cursor.h"
+#include "common/yaml_document.h"
 
 namespace mp {
 namespace {
 
-class Reader {
- public:
-  explicit Reader(std::string source) : source_(std::move(source)) {}
-
-  YAML::Node Need(const YAML::Node& map, const std::string& key, const std::string& where) const {
-    const YAML::Node node = map[key];
-    if (!node) throw InputError(Concat(source_, ": ", where, key, ": missing"));
-    return node;
+// A number > low (>= low when `inclusive`), finite.
+double NumberAbove(const YamlCursor& c, double low, bool inclusive, const char* what) {
+  const double v = c.Number();
+  if (!std::isfinite(v) || (inclusive ? v < low : v <= low)) {
+    c.Fail(Concat("expected ", what, " ", inclusive ? ">= " : "> ", low, ", found ", v));
   }
+  return v;
+}
 
-  template <typename T>
-  T Get(const YAML::Node& map, const std::string& key, const std::string& where = "") const {
-    const YAML::Node node = Need(map, key, where);
-    try {
-      return node.as<T>();
-    } catch (const YAML::Exception&) {
-      throw InputError(Concat(source_, ": ", where, key, ": unexpected value at line ", node.Mark().line + 1));
+std::vector<double> FactorsAtLeastOne(const YamlCursor& c) {
+  std::vector<double> out;
+  const int n = c.ExpectList();
+  for (int i = 0; i < n; ++i) out.push_back(NumberAbove(c[i], 1, true, "a factor"));
+  return out;
+}
+
+Band ReadBand(const YamlCursor& c) {
+  c.ExpectList(2);
+  const Band b{c[0].Number(), c[1].Number()};
+  if (!(b.low > 0 && b.low <= 1 && b.high >= 1 && std::isfinite(b.high))) {
+    c.Fail(Concat("expected [low, high] with 0 < low <= 1 <= high, found [", b.low, ", ", b.high, "]"));
+  }
+  return b;
+}
+
+// [per_sample, fixed] bytes.
+ValueBytes ReadBytes(const YamlCursor& c) {
+  c.ExpectList(2);
+  return {c[0].Int(), c[1].Int()};
+}
+
+TensorSpec ReadInput(const YamlCursor& c) {
+  c.ExpectMap({"name", "spec", "batch_dim"}, {"range"});
+  TensorSpec spec;
+  try {
+    spec = ParseTensorSpec(c["spec"].String());
+  } catch (const InputError& e) {
+    c["spec"].Fail(e.what());
+  }
+  spec.name = c["name"].String();
+  spec.batch_dim = int(c["batch_dim"].Int());
+  if (c.Has("range")) {
+    const std::vector<int64_t> range = c["range"].IntList();
+    if (range.size() != 2) c["range"].Fail(Concat("expected [low, high], found ", range.size(), " entries"));
+    spec.has_range = true;
+    spec.low = range[0];
+    spec.high = range[1];
+  }
+  return spec;
+}
+
+NodeCost ReadNode(const YamlCursor& c, size_t id, size_t sizes, bool training) {
+  c.ExpectMap({"id", "kind", "layer", "forward_ms", "backward_ms", "spread", "flops", "bytes_moved", "output_bytes",
+               "param_bytes"});
+  NodeCost n;
+  n.id = int(c["id"].Int());
+  if (n.id != int(id)) c["id"].Fail(Concat("expected ", id, ", found ", n.id));
+  n.kind = c["kind"].String();
+  n.layer = c["layer"].String();
+  const std::pair<const char*, std::vector<double>*> lists[] = {
+      {"forward_ms", &n.forward_ms}, {"backward_ms", &n.backward_ms}, {"spread", &n.spread},
+      {"flops", &n.flops}, {"bytes_moved", &n.bytes_moved}};
+  for (const auto& [key, list] : lists) {
+    const YamlCursor entries = c[key];
+    *list = entries.NumberList();
+    const bool may_be_empty = list == &n.backward_ms && !training;
+    if (list->size() != sizes && !(may_be_empty && list->empty())) {
+      entries.Fail(Concat(list->size(), " entries for ", sizes, " micro-batch sizes"));
     }
   }
+  const ValueBytes out = ReadBytes(c["output_bytes"]);
+  n.output_bytes_per_sample = out.per_sample;
+  n.output_bytes_fixed = out.fixed;
+  n.param_bytes = c["param_bytes"].Int();
+  return n;
+}
 
- private:
-  std::string source_;
-};
+// The contention probe's keys (contention.h), all optional together.
+void ReadSharedSlowdown(const YamlCursor& root, Profile& p) {
+  p.shared_slowdown = FactorsAtLeastOne(root["shared_slowdown"]);
+  p.shared_slowdown_microbatch = root["shared_slowdown_microbatch"].Int();
+  if (root.Has("shared_slowdown_sizes")) {
+    const YamlCursor sizes = root["shared_slowdown_sizes"];
+    p.shared_slowdown_sizes = sizes.IntList();
+    const YamlCursor rows = root["shared_slowdown_by_size"];
+    const int n = rows.ExpectList(int(p.shared_slowdown_sizes.size()));
+    for (int i = 0; i < n; ++i) {
+      const int64_t m = p.shared_slowdown_sizes[i];
+      if (m < 1 || (i > 0 && m <= p.shared_slowdown_sizes[i - 1])) {
+        sizes[i].Fail(Concat("expected ascending sizes >= 1, found ", m));
+      }
+      p.shared_slowdown_by_size.push_back(FactorsAtLeastOne(rows[i]));
+      if (p.shared_slowdown_by_size.back().size() != p.shared_slowdown.size()) {
+        rows[i].Fail(Concat(p.shared_slowdown_by_size.back().size(), " factors, shared_slowdown has ",
+                            p.shared_slowdown.size()));
+      }
+    }
+  }
+  if (root.Has("shared_slowdown_turns")) {
+    const YamlCursor turns = root["shared_slowdown_turns"];
+    p.shared_slowdown_turns = int(turns.Int());
+    if (p.shared_slowdown_turns < 1) turns.Fail(Concat("expected a count >= 1, found ", p.shared_slowdown_turns));
+    p.shared_slowdown_band = ReadBand(root["shared_slowdown_band"]);
+  }
+}
 
 }  // namespace
 
@@ -127,130 +210,52 @@ std::string ProfileToYaml(const Profile& p) {
 }
 
 Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
-  const YAML::Node root = LoadYamlDocument(yaml, source);
-  if (!root.IsMap()) throw InputError(Concat(source, ": not a profile (expected a YAML mapping)"));
-  const Reader r(source);
-  const auto format = r.Get<std::string>(root, "format");
-  if (format != kProfileFormat)
-    throw InputError(Concat(source, ": format: expected ", kProfileFormat, ", got '", format, "'"));
+  const YamlCursor root(LoadYamlDocument(yaml, source), source);
+  // The format first: another file's keys are not worth listing.
+  const std::string format = root["format"].String();
+  if (format != kProfileFormat) root["format"].Fail(Concat("expected ", kProfileFormat, ", found '", format, "'"));
+  root.ExpectMap({"format", "fingerprint", "inputs", "batch", "mode", "source", "device", "threads", "warmup",
+                  "repeats", "microbatch_sizes", "whole_forward_ms", "whole_backward_ms", "coverage",
+                  "backward_coverage", "nodes", "values"},
+                 {"shared_slowdown", "shared_slowdown_microbatch", "shared_slowdown_sizes", "shared_slowdown_by_size",
+                  "shared_slowdown_band", "shared_slowdown_turns", "handoff_ms", "pass_band", "reference_ms",
+                  "reference_band"});
   Profile p;
-  p.fingerprint = r.Get<std::string>(root, "fingerprint");
-  for (const auto& item : r.Need(root, "inputs", "")) {
-    TensorSpec spec = ParseTensorSpec(r.Get<std::string>(item, "spec", "inputs[]."));
-    spec.name = r.Get<std::string>(item, "name", "inputs[].");
-    spec.batch_dim = r.Get<int>(item, "batch_dim", "inputs[].");
-    if (item["range"]) {
-      const auto range = r.Get<std::vector<int64_t>>(item, "range", "inputs[].");
-      if (range.size() != 2) throw InputError(Concat(source, ": inputs[].range: expected [low, high]"));
-      spec.has_range = true;
-      spec.low = range[0];
-      spec.high = range[1];
-    }
-    p.inputs.push_back(spec);
-  }
-  p.batch = r.Get<int64_t>(root, "batch");
-  const auto mode = r.Get<std::string>(root, "mode");
-  if (mode != "train" && mode != "infer")
-    throw InputError(Concat(source, ": mode: expected train or infer, got '", mode, "'"));
+  p.fingerprint = root["fingerprint"].String();
+  const YamlCursor inputs = root["inputs"];
+  for (int i = 0, n = inputs.ExpectList(); i < n; ++i) p.inputs.push_back(ReadInput(inputs[i]));
+  p.batch = root["batch"].Int();
+  const std::string mode = root["mode"].String();
+  if (mode != "train" && mode != "infer") root["mode"].Fail("expected train or infer, found '" + mode + "'");
   p.training = mode == "train";
-  p.source = r.Get<std::string>(root, "source");
-  p.device = r.Get<std::string>(root, "device");
-  p.threads = r.Get<int>(root, "threads");
-  p.warmup = r.Get<int>(root, "warmup");
-  p.repeats = r.Get<int>(root, "repeats");
-  p.microbatch_sizes = r.Get<std::vector<int64_t>>(root, "microbatch_sizes");
-  p.whole_forward_ms = r.Get<double>(root, "whole_forward_ms");
-  p.whole_backward_ms = r.Get<double>(root, "whole_backward_ms");
-  p.coverage = r.Get<double>(root, "coverage");
-  p.backward_coverage = r.Get<double>(root, "backward_coverage");
-  if (root["shared_slowdown"]) {
-    p.shared_slowdown = r.Get<std::vector<double>>(root, "shared_slowdown");
-    p.shared_slowdown_microbatch = r.Get<int64_t>(root, "shared_slowdown_microbatch");
-    for (double f : p.shared_slowdown)
-      if (!(f >= 1) || !std::isfinite(f))
-        throw InputError(Concat(source, ": shared_slowdown: expected factors >= 1, got ", f));
-    if (root["shared_slowdown_sizes"]) {
-      p.shared_slowdown_sizes = r.Get<std::vector<int64_t>>(root, "shared_slowdown_sizes");
-      p.shared_slowdown_by_size = r.Get<std::vector<std::vector<double>>>(root, "shared_slowdown_by_size");
-      const auto& sizes = p.shared_slowdown_sizes;
-      if (p.shared_slowdown_by_size.size() != sizes.size())
-        throw InputError(Concat(source, ": shared_slowdown_by_size: ", p.shared_slowdown_by_size.size(), " rows for ",
-                                sizes.size(), " shared_slowdown_sizes"));
-      for (size_t i = 0; i < sizes.size(); ++i) {
-        if (sizes[i] < 1 || (i > 0 && sizes[i] <= sizes[i - 1]))
-          throw InputError(Concat(source, ": shared_slowdown_sizes: expected ascending sizes >= 1"));
-        if (p.shared_slowdown_by_size[i].size() != p.shared_slowdown.size())
-          throw InputError(Concat(source, ": shared_slowdown_by_size[", i, "]: ", p.shared_slowdown_by_size[i].size(),
-                                  " factors, shared_slowdown has ", p.shared_slowdown.size()));
-        for (double f : p.shared_slowdown_by_size[i])
-          if (!(f >= 1) || !std::isfinite(f))
-            throw InputError(Concat(source, ": shared_slowdown_by_size[", i, "]: expected factors >= 1, got ", f));
-      }
-    }
+  p.source = root["source"].String();
+  p.device = root["device"].String();
+  p.threads = int(root["threads"].Int());
+  p.warmup = int(root["warmup"].Int());
+  p.repeats = int(root["repeats"].Int());
+  p.microbatch_sizes = root["microbatch_sizes"].IntList();
+  if (p.microbatch_sizes.empty()) root["microbatch_sizes"].Fail("expected at least one size, found none");
+  p.whole_forward_ms = root["whole_forward_ms"].Number();
+  p.whole_backward_ms = root["whole_backward_ms"].Number();
+  p.coverage = root["coverage"].Number();
+  p.backward_coverage = root["backward_coverage"].Number();
+  if (root.Has("shared_slowdown")) {
+    ReadSharedSlowdown(root, p);
+  } else if (root.Has("shared_slowdown_turns")) {
+    root["shared_slowdown_turns"].Fail("given without shared_slowdown");
   }
-  if (root["handoff_ms"]) {
-    p.handoff_ms = r.Get<double>(root, "handoff_ms");
-    if (!(p.handoff_ms >= 0) || !std::isfinite(p.handoff_ms))
-      throw InputError(Concat(source, ": handoff_ms: expected a time >= 0, got ", p.handoff_ms));
+  if (root.Has("handoff_ms")) p.handoff_ms = NumberAbove(root["handoff_ms"], 0, true, "a time");
+  if (root.Has("pass_band")) p.pass_band = ReadBand(root["pass_band"]);
+  if (root.Has("reference_ms")) {
+    p.reference_ms = NumberAbove(root["reference_ms"], 0, false, "a time");
+    p.reference_band = ReadBand(root["reference_band"]);
   }
-  const auto band = [&](const char* key) {
-    const auto pair = r.Get<std::vector<double>>(root, key);
-    if (pair.size() != 2) throw InputError(Concat(source, ": ", key, ": expected [low, high]"));
-    const Band b{pair[0], pair[1]};
-    CheckBand(b, Concat(source, ": ", key));
-    return b;
-  };
-  if (root["pass_band"]) p.pass_band = band("pass_band");
-  if (root["shared_slowdown_turns"]) {
-    if (p.shared_slowdown.empty())
-      throw InputError(Concat(source, ": shared_slowdown_turns: given without shared_slowdown"));
-    p.shared_slowdown_turns = r.Get<int>(root, "shared_slowdown_turns");
-    if (p.shared_slowdown_turns < 1)
-      throw InputError(Concat(source, ": shared_slowdown_turns: expected a count >= 1, got ", p.shared_slowdown_turns));
-    p.shared_slowdown_band = band("shared_slowdown_band");
+  const YamlCursor nodes = root["nodes"];
+  for (int i = 0, n = nodes.ExpectList(); i < n; ++i) {
+    p.nodes.push_back(ReadNode(nodes[i], size_t(i), p.microbatch_sizes.size(), p.training));
   }
-  if (root["reference_ms"]) {
-    p.reference_ms = r.Get<double>(root, "reference_ms");
-    if (!(p.reference_ms > 0) || !std::isfinite(p.reference_ms))
-      throw InputError(Concat(source, ": reference_ms: expected a time > 0, got ", p.reference_ms));
-    p.reference_band = band("reference_band");
-  }
-  const size_t sizes = p.microbatch_sizes.size();
-  if (sizes == 0) throw InputError(Concat(source, ": microbatch_sizes: empty"));
-  for (const auto& item : r.Need(root, "nodes", "")) {
-    NodeCost n;
-    const std::string where = Concat("nodes[", p.nodes.size(), "].");
-    n.id = r.Get<int>(item, "id", where);
-    if (n.id != static_cast<int>(p.nodes.size()))
-      throw InputError(Concat(source, ": ", where, "id: expected ", p.nodes.size(), ", got ", n.id));
-    n.kind = r.Get<std::string>(item, "kind", where);
-    n.layer = r.Get<std::string>(item, "layer", where);
-    n.forward_ms = r.Get<std::vector<double>>(item, "forward_ms", where);
-    n.backward_ms = r.Get<std::vector<double>>(item, "backward_ms", where);
-    n.spread = r.Get<std::vector<double>>(item, "spread", where);
-    n.flops = r.Get<std::vector<double>>(item, "flops", where);
-    n.bytes_moved = r.Get<std::vector<double>>(item, "bytes_moved", where);
-    const std::pair<const char*, const std::vector<double>*> lists[] = {
-        {"forward_ms", &n.forward_ms}, {"backward_ms", &n.backward_ms}, {"spread", &n.spread},
-        {"flops", &n.flops}, {"bytes_moved", &n.bytes_moved}};
-    for (const auto& [key, list] : lists) {
-      const bool optional = list == &n.backward_ms && !p.training;
-      if (list->size() != sizes && !(optional && list->empty()))
-        throw InputError(Concat(source, ": ", where, key, ": ", list->size(), " entries for ", sizes,
-                                " micro-batch sizes"));
-    }
-    const auto out = r.Get<std::vector<int64_t>>(item, "output_bytes", where);
-    if (out.size() != 2) throw InputError(Concat(source, ": ", where, "output_bytes: expected [per_sample, fixed]"));
-    n.output_bytes_per_sample = out[0];
-    n.output_bytes_fixed = out[1];
-    n.param_bytes = r.Get<int64_t>(item, "param_bytes", where);
-    p.nodes.push_back(n);
-  }
-  for (const auto& item : r.Need(root, "values", "")) {
-    const auto pair = item.as<std::vector<int64_t>>();
-    if (pair.size() != 2) throw InputError(Concat(source, ": values[", p.values.size(), "]: expected [per_sample, fixed]"));
-    p.values.push_back({pair[0], pair[1]});
-  }
+  const YamlCursor values = root["values"];
+  for (int i = 0, n = values.ExpectList(); i < n; ++i) p.values.push_back(ReadBytes(values[i]));
   return p;
 }
 

@@ -13,10 +13,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double MsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
 }  // namespace
 
 double Quantile(std::vector<double> samples, double q) {
@@ -59,6 +55,10 @@ Timing TimeWork(const std::function<void()>& work, const TimingOptions& options,
   timing.p10_ms = Quantile(samples, 0.1);
   timing.p90_ms = Quantile(samples, 0.9);
   return timing;
+}
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace mp

@@ -3,6 +3,7 @@
 // median with its spread. Device work is synchronised around each sample.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct Timing {
 // alone.
 Timing TimeWork(const std::function<void()>& work, const TimingOptions& options,
                 const std::function<void()>& sync = {});
+
+// Milliseconds on the steady clock since `start`.
+double MsSince(std::chrono::steady_clock::time_point start);
 
 // Quantile q in [0, 1] of `samples` by linear interpolation (sorts a copy).
 double Quantile(std::vector<double> samples, double q);

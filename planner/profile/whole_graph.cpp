@@ -3,6 +3,7 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include "common/error.h"
+#include "planner/profile/device_sync.h"
 
 namespace mp {
 

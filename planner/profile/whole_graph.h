@@ -11,7 +11,7 @@
 
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/run_graph.h"
-#include "planner/profile/node_by_node.h"
+#include "planner/profile/pass_options.h"
 
 namespace mp {
 

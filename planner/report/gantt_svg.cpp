@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/xml_escape.h"
 #include "planner/report/report_format.h"
 #include "planner/report/report_tables.h"
 
@@ -52,21 +53,6 @@ text { font-family: 'DejaVu Sans', Helvetica, Arial, sans-serif; fill: #222222; 
 .endlabel { font-size: 11px; fill: #c0392b; }
 </style>
 )";
-
-std::string Esc(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // Coordinates with at most two decimals, no trailing zeros.
 std::string Num(double v) {
@@ -110,12 +96,12 @@ std::string Rect(const std::string& cls, double x, double y, double w, double h,
   std::string out = "<rect class=\"" + cls + "\" x=\"" + Num(x) + "\" y=\"" + Num(y) + "\" width=\"" + Num(w) +
                     "\" height=\"" + Num(h) + "\"";
   if (title.empty()) return out + "/>\n";
-  return out + "><title>" + Esc(title) + "</title></rect>\n";
+  return out + "><title>" + XmlEscape(title) + "</title></rect>\n";
 }
 
 std::string Text(const std::string& cls, double x, double y, const std::string& text, const char* anchor = "start") {
   return "<text class=\"" + cls + "\" x=\"" + Num(x) + "\" y=\"" + Num(y) + "\" text-anchor=\"" + anchor + "\">" +
-         Esc(text) + "</text>\n";
+         XmlEscape(text) + "</text>\n";
 }
 
 std::string Span(double start, double end) { return FormatMs(start) + "\xE2\x80\x93" + FormatMs(end) + " ms"; }

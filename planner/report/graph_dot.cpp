@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "planner/partition/cluster.h"
+#include "common/byte_size.h"
 #include "planner/report/report_format.h"
 #include "planner/report/report_tables.h"
 

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <tuple>
 
-#include "planner/partition/cluster.h"
+#include "common/byte_size.h"
 #include "planner/report/report_format.h"
 
 namespace mp {
@@ -50,11 +50,11 @@ void DropEmptyColumns(ReportTable& table) {
 
 // `beaten`: a simulated alternative is faster than the chosen one (a plan
 // made outside the search, or edited).
-std::string WhyChosen(const Plan& plan, const Alternative* chosen, bool beaten) {
+std::string WhyChosen(const Plan& plan, const PlanCandidate* chosen, bool beaten) {
   const auto& alts = plan.alternatives;
   if (alts.empty()) return "no alternatives recorded";
   int simulated = 0, bound = 0, infeasible = 0;
-  for (const Alternative& a : alts) {
+  for (const PlanCandidate& a : alts) {
     if (!a.feasible) {
       ++infeasible;
     } else if (a.simulated) {
@@ -72,7 +72,7 @@ std::string WhyChosen(const Plan& plan, const Alternative* chosen, bool beaten) 
   if (alts.size() == 1) return "the only alternative tried";
   if (simulated == 1) return "the only feasible one of " + tried;
   if (chosen->tie) {
-    const int ties = int(std::count_if(alts.begin(), alts.end(), [](const Alternative& a) { return a.tie; }));
+    const int ties = int(std::count_if(alts.begin(), alts.end(), [](const PlanCandidate& a) { return a.tie; }));
     return "simplest of " + std::to_string(ties) + " ties (predicted within the tie window of the fastest) among " +
            tried;
   }
@@ -80,9 +80,9 @@ std::string WhyChosen(const Plan& plan, const Alternative* chosen, bool beaten) 
 }
 
 // The best simulated alternative other than the chosen one.
-const Alternative* RunnerUp(const Plan& plan, const Alternative* chosen) {
-  const Alternative* best = nullptr;
-  for (const Alternative& a : plan.alternatives) {
+const PlanCandidate* RunnerUp(const Plan& plan, const PlanCandidate* chosen) {
+  const PlanCandidate* best = nullptr;
+  for (const PlanCandidate& a : plan.alternatives) {
     if (&a == chosen || !a.feasible || !a.simulated) continue;
     if (!best || a.step_ms < best->step_ms) best = &a;
   }
@@ -162,9 +162,9 @@ ReportTable StageTable(const Plan& plan) {
   return t;
 }
 
-const Alternative* ChosenAlternative(const Plan& plan) {
-  const Alternative* chosen = nullptr;
-  for (const Alternative& a : plan.alternatives) {
+const PlanCandidate* ChosenAlternative(const Plan& plan) {
+  const PlanCandidate* chosen = nullptr;
+  for (const PlanCandidate& a : plan.alternatives) {
     if (a.stages != int(plan.stages.size()) || a.microbatches != plan.microbatches || a.schedule != plan.schedule ||
         !a.feasible || !a.simulated) {
       continue;
@@ -211,8 +211,8 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
   lines.push_back({"schedule", ScheduleName(plan.schedule)});
   lines.push_back({"partitioner", plan.partitioner + (plan.split.empty() ? "" : " \"" + plan.split + "\"")});
 
-  const Alternative* chosen = ChosenAlternative(plan);
-  const Alternative* other = chosen ? RunnerUp(plan, chosen) : nullptr;
+  const PlanCandidate* chosen = ChosenAlternative(plan);
+  const PlanCandidate* other = chosen ? RunnerUp(plan, chosen) : nullptr;
   const double delta = other && chosen->step_ms > 0 ? other->step_ms / chosen->step_ms - 1 : 0;
   const bool tied = other && other->tie && chosen->tie;
   lines.push_back({"why", WhyChosen(plan, chosen, delta <= -kTieFraction && !tied)});
@@ -234,14 +234,14 @@ ReportTable AlternativesTable(const Plan& plan) {
   t.header = {"", "K", "M", "size", "schedule", "step ms", "vs chosen", "bubble", "peak memory", "note"};
   t.align = {Align::kLeft,  Align::kRight, Align::kRight, Align::kRight, Align::kLeft,
              Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kLeft};
-  const Alternative* chosen = ChosenAlternative(plan);
-  std::vector<const Alternative*> sorted;
-  for (const Alternative& a : plan.alternatives) sorted.push_back(&a);
-  std::stable_sort(sorted.begin(), sorted.end(), [](const Alternative* a, const Alternative* b) {
+  const PlanCandidate* chosen = ChosenAlternative(plan);
+  std::vector<const PlanCandidate*> sorted;
+  for (const PlanCandidate& a : plan.alternatives) sorted.push_back(&a);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const PlanCandidate* a, const PlanCandidate* b) {
     return std::make_tuple(a->stages, a->microbatches, int(a->schedule)) <
            std::make_tuple(b->stages, b->microbatches, int(b->schedule));
   });
-  for (const Alternative* a : sorted) {
+  for (const PlanCandidate* a : sorted) {
     std::vector<std::string> row = {a == chosen ? "*" : "", std::to_string(a->stages), std::to_string(a->microbatches),
                                     std::to_string(a->microbatch_size), ScheduleName(a->schedule)};
     const std::string peak = a->peak_memory_bytes > 0 ? FormatBytes(a->peak_memory_bytes) : "-";
@@ -269,7 +269,7 @@ ReportTable ComparisonsTable(const Plan& plan) {
               "step ms", "vs chosen", "bottleneck ms", "bubble", "note"};
   t.align = {Align::kLeft, Align::kLeft,  Align::kLeft,  Align::kRight, Align::kRight, Align::kRight,
              Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kLeft};
-  for (const PlanComparison& c : plan.comparisons) {
+  for (const PlanCandidate& c : plan.comparisons) {
     const bool same = c.method == plan.partitioner && c.split == plan.split && c.stages == int(plan.stages.size()) &&
                       c.microbatches == plan.microbatches && c.schedule == plan.schedule && c.feasible;
     std::vector<std::string> row = {same ? "*" : "",

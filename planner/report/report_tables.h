@@ -50,7 +50,7 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan);
 
 // The alternative the plan is (same K, M and schedule, simulated), or null
 // when the search did not record it.
-const Alternative* ChosenAlternative(const Plan& plan);
+const PlanCandidate* ChosenAlternative(const Plan& plan);
 
 // Every alternative, sorted by K, M, schedule: "*" on the chosen one, step
 // ms and its ratio to the chosen step, bubble, peak memory; a lower bound

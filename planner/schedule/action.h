@@ -24,6 +24,16 @@ struct Action {
   bool operator!=(const Action& o) const { return !(*this == o); }
 };
 
+// One action on a timeline, in ms from the start of the step: what the
+// simulator predicts (F/B on the device, a SEND on the link, a RECV its
+// wait) and what the runtime records as it runs a plan, so the two compare
+// directly.
+struct TimedAction {
+  Action action;
+  double start_ms = 0;
+  double end_ms = 0;
+};
+
 bool IsCompute(ActionKind kind);  // F or B
 bool IsSend(ActionKind kind);     // SEND_F or SEND_B
 bool IsRecv(ActionKind kind);     // RECV_F or RECV_B

@@ -198,4 +198,12 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
   return result;
 }
 
+std::vector<double> PipelineSlowdown(const std::vector<double>& shared_slowdown, int stages, int replicas) {
+  std::vector<double> table;
+  if (shared_slowdown.empty()) return table;
+  for (int n = 1; n <= stages; ++n)
+    table.push_back(shared_slowdown[std::min<size_t>(size_t(n) * std::max(replicas, 1), shared_slowdown.size()) - 1]);
+  return table;
+}
+
 }  // namespace mp

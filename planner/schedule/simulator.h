@@ -41,12 +41,6 @@ struct StageMemory {
   int64_t activation_bytes = 0;  // per micro-batch held by the stage
 };
 
-struct TimedAction {
-  Action action;
-  double start_ms = 0;  // F/B: on the device; SEND: on the link; RECV: wait
-  double end_ms = 0;
-};
-
 struct SimResult {
   double step_ms = 0;
   std::vector<double> busy_ms;            // per stage: sum of F/B times
@@ -69,5 +63,12 @@ struct SimResult {
 SimResult SimulateStep(const Schedule& schedule, const std::vector<StageTimes>& stages,
                        const std::vector<TransferTimes>& transfers = {}, const std::vector<StageMemory>& memory = {},
                        const std::vector<double>& allreduce_ms = {}, const std::vector<double>& slowdown = {});
+
+// The simulator's slowdown table for one pipeline of `stages` stages on
+// one machine's CPU workers, its replicas running alongside: entry n - 1 is the factor
+// while n of its stages (n * replicas workers in all) compute at once, from
+// shared_slowdown ([k - 1]: k workers at once; beyond its end: the last
+// entry). Empty when that is.
+std::vector<double> PipelineSlowdown(const std::vector<double>& shared_slowdown, int stages, int replicas);
 
 }  // namespace mp

@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include "common/byte_size.h"
 #include "common/error.h"
 #include "planner/partition/order.h"
 #include "planner/partition/partition_dp.h"

@@ -35,7 +35,7 @@ TEST_CASE("micro-batch candidates are the profiled sizes") {
 
 TEST_CASE("among ties, fewer stages win, then micro-batches that split the batch evenly, then fewer") {
   const auto alt = [](int stages, int microbatches, ScheduleKind schedule, double step_ms) {
-    mp::Alternative a;
+    mp::PlanCandidate a;
     a.stages = stages;
     a.microbatches = microbatches;
     a.microbatch_size = mp::MicrobatchSize(256, microbatches);

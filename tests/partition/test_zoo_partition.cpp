@@ -113,17 +113,17 @@ TEST_CASE("a noisy profile gives the same plan every time, where without bands t
     for (uint64_t seed = 1; seed <= 8; ++seed) {
       CAPTURE(seed);
       const mp::SearchResult banded = mp::SearchPlan(m.graph, Noisy(m.profile, seed, kNoise, true), cluster, request);
-      const mp::Alternative& a = banded.alternatives.at(banded.chosen);
+      const mp::PlanCandidate& a = banded.alternatives.at(banded.chosen);
       chosen.insert({a.stages, a.microbatches, int(a.schedule)});
       CHECK(int(banded.partition.stages.size()) == a.stages);
       CHECK(banded.partition.microbatches == a.microbatches);
       CHECK(banded.predicted.step_ms == a.step_ms);
       // The choice is the simplest of the ties, never slower than the band allows.
-      const mp::Alternative& f = banded.alternatives.at(banded.fastest);
+      const mp::PlanCandidate& f = banded.alternatives.at(banded.fastest);
       CHECK(a.step_ms <= f.step_ms * mp::PredictionBand(Noisy(m.profile, seed, kNoise, true), a.stages).high);
       const mp::SearchResult bare = mp::SearchPlan(m.graph, Noisy(m.profile, seed, kNoise, false), cluster, request);
       // Without bands only equal times tie (gpipe and 1f1b often do).
-      const mp::Alternative& b = bare.alternatives.at(bare.chosen);
+      const mp::PlanCandidate& b = bare.alternatives.at(bare.chosen);
       CHECK(b.step_ms == bare.alternatives.at(bare.fastest).step_ms);
       fastest.insert({b.stages, b.microbatches, int(b.schedule)});
     }

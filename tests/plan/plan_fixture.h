@@ -4,7 +4,7 @@
 #pragma once
 
 #include "planner/partition/search.h"
-#include "planner/plan/plan_build.h"
+#include "planner/plan_build/plan_build.h"
 #include "tests/partition/synthetic.h"
 
 namespace mp::testing {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "planner/plan/plan_build.h"
+#include "planner/plan_build/plan_build.h"
 #include "tests/plan/plan_fixture.h"
 
 namespace {

@@ -78,15 +78,22 @@ TEST_CASE("unknown and malformed device profiles are refused by name") {
       "memory_bandwidth: 1e11\nlinks: {pcie: 1e10}\nlink_latency_us: 5\n"
       "efficiency: {compute: 0.5, memory: 0.5}\nlaunch_overhead_us: 5\n";
   CHECK(mp::ParseDeviceProfile(good, "x.yaml").name == "X");
-  CHECK_THROWS_WITH_AS(mp::ParseDeviceProfile(good + "clock_ghz: 2\n", "x.yaml"), "x.yaml: unknown key 'clock_ghz'",
+  CHECK_THROWS_WITH_AS(mp::ParseDeviceProfile(good + "clock_ghz: 2\n", "x.yaml"), "x.yaml: clock_ghz: unknown key (expected one of name, type, memory_bytes, "
+                       "peak_flops, memory_bandwidth, links, link_latency_us, efficiency, launch_overhead_us)",
                        mp::InputError);
   std::string no_bw = good;
   no_bw.replace(no_bw.find("memory_bandwidth: 1e11\n"), 23, "");
-  CHECK_THROWS_WITH_AS(mp::ParseDeviceProfile(no_bw, "x.yaml"), "x.yaml: missing key 'memory_bandwidth'",
+  CHECK_THROWS_WITH_AS(mp::ParseDeviceProfile(no_bw, "x.yaml"), "x.yaml: top level: missing key 'memory_bandwidth'",
+                       mp::InputError);
+  std::string word = good;
+  word.replace(word.find("memory_bandwidth: 1e11"), 22, "memory_bandwidth: fast");
+  CHECK_THROWS_WITH_AS(mp::ParseDeviceProfile(word, "x.yaml"), "x.yaml: memory_bandwidth: expected a number, found 'fast'",
+                       mp::InputError);
+  CHECK_THROWS_WITH_AS(mp::ParseDeviceProfile(good + "type: cpu\n", "x.yaml"), "x.yaml: type: duplicate key",
                        mp::InputError);
   std::string bad_eff = good;
   bad_eff.replace(bad_eff.find("compute: 0.5"), 12, "compute: 1.5");
-  CHECK_THROWS_WITH_AS(mp::ParseDeviceProfile(bad_eff, "x.yaml"), "x.yaml: efficiency values must lie in (0, 1]",
+  CHECK_THROWS_WITH_AS(mp::ParseDeviceProfile(bad_eff, "x.yaml"), "x.yaml: efficiency.compute: expected a number > 0 and <= 1, found 1.5",
                        mp::InputError);
 }
 

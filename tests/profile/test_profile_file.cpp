@@ -120,10 +120,10 @@ TEST_CASE("malformed profile files name the problem") {
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml("format: [", "p.yaml"), doctest::Contains("p.yaml: not valid YAML"),
                        mp::InputError);
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml("format: other/v9\n", "p.yaml"),
-                       "p.yaml: format: expected mpplan-profile/v1, got 'other/v9'", mp::InputError);
+                       "p.yaml: format: expected mpplan-profile/v1, found 'other/v9'", mp::InputError);
   std::string text = mp::ProfileToYaml(Sample());
   const std::string no_batch = text.substr(0, text.find("batch:")) + text.substr(text.find("mode:"));
-  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_batch, "p.yaml"), "p.yaml: batch: missing", mp::InputError);
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_batch, "p.yaml"), "p.yaml: top level: missing key 'batch'", mp::InputError);
   const size_t at = text.find("forward_ms: [0.5, 1, 3]");
   REQUIRE(at != std::string::npos);
   const std::string short_list = text.replace(at, 23, "forward_ms: [0.5, 1]");
@@ -131,16 +131,16 @@ TEST_CASE("malformed profile files name the problem") {
                        "p.yaml: nodes[0].forward_ms: 2 entries for 3 micro-batch sizes", mp::InputError);
   std::string fast = mp::ProfileToYaml(Sample());
   fast.replace(fast.find("shared_slowdown: [1, 1.25]"), 26, "shared_slowdown: [1, 0.5]");
-  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(fast, "p.yaml"), "p.yaml: shared_slowdown: expected factors >= 1, got 0.5",
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(fast, "p.yaml"), "p.yaml: shared_slowdown[1]: expected a factor >= 1, found 0.5",
                        mp::InputError);
   std::string early = mp::ProfileToYaml(Sample());
   early.replace(early.find("handoff_ms: 0.0425"), 18, "handoff_ms: -1");
-  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(early, "p.yaml"), "p.yaml: handoff_ms: expected a time >= 0, got -1",
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(early, "p.yaml"), "p.yaml: handoff_ms: expected a time >= 0, found -1",
                        mp::InputError);
   std::string inverted = mp::ProfileToYaml(Sample());
   inverted.replace(inverted.find("pass_band: [0.98, 1.03]"), 23, "pass_band: [1.03, 0.98]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(inverted, "p.yaml"),
-                       "p.yaml: pass_band: expected [low, high] with 0 < low <= 1 <= high, got [1.03, 0.98]",
+                       "p.yaml: pass_band: expected [low, high] with 0 < low <= 1 <= high, found [1.03, 0.98]",
                        mp::InputError);
   std::string short_row = mp::ProfileToYaml(Sample());
   short_row.replace(short_row.find("  - [1, 1.5]"), 12, "  - [1.5]");
@@ -149,10 +149,22 @@ TEST_CASE("malformed profile files name the problem") {
   std::string no_turns = mp::ProfileToYaml(Sample());
   no_turns.replace(no_turns.find("shared_slowdown_turns: 25"), 25, "shared_slowdown_turns: 0");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_turns, "p.yaml"),
-                       "p.yaml: shared_slowdown_turns: expected a count >= 1, got 0", mp::InputError);
+                       "p.yaml: shared_slowdown_turns: expected a count >= 1, found 0", mp::InputError);
+  // The plan reader's classes of bad input, in its message shape: a typo'd
+  // key, a repeated one, a word where a number goes.
+  const std::string text_ok = mp::ProfileToYaml(Sample());
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(text_ok + "batchsize: 8\n", "p.yaml"),
+                       doctest::Contains("p.yaml: batchsize: unknown key (expected one of format, fingerprint,"),
+                       mp::InputError);
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(text_ok + "batch: 9\n", "p.yaml"), "p.yaml: batch: duplicate key",
+                       mp::InputError);
+  std::string word = text_ok;
+  word.replace(word.find("batch: 8"), 8, "batch: eight");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(word, "p.yaml"), "p.yaml: batch: expected an integer, found 'eight'",
+                       mp::InputError);
   std::string no_band = mp::ProfileToYaml(Sample());
   no_band.replace(no_band.find("shared_slowdown_band: [0.75, 1.5]"), 33, "shared_slowdown_band: [1.5]");
-  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_band, "p.yaml"), "p.yaml: shared_slowdown_band: expected [low, high]",
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_band, "p.yaml"), "p.yaml: shared_slowdown_band: expected 2 entries, found 1",
                        mp::InputError);
 }
 

@@ -132,7 +132,7 @@ inline Plan SamplePlan(int stages = 3, int microbatches = 4, ScheduleKind kind =
   plan.profile = {"measured", "cuda:0", "", 8, {1, 2, 4, 8}, 0.972, 0.951, "", {}};
 
   auto alt = [&](int k, int m, ScheduleKind sk, double step, bool feasible, bool simulated, std::string why = "") {
-    Alternative a;
+    PlanCandidate a;
     a.stages = k;
     a.microbatches = m;
     a.microbatch_size = (plan.batch + m - 1) / m;
@@ -155,7 +155,7 @@ inline Plan SamplePlan(int stages = 3, int microbatches = 4, ScheduleKind kind =
   if (!training) plan.alternatives.erase(plan.alternatives.begin() + 2);  // no second schedule
 
   auto cmp = [&](const std::string& method, const std::string& split, double ratio, std::string why = "") {
-    PlanComparison c;
+    PlanCandidate c;
     c.method = method;
     c.split = split;
     c.stages = stages;

@@ -10,6 +10,7 @@
 #include <regex>
 #include <set>
 
+#include "common/byte_size.h"
 #include "common/error.h"
 #include "planner/report/graph_dot.h"
 #include "tests/report/report_lines.h"

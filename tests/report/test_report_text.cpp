@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "common/byte_size.h"
 #include "planner/report/report_format.h"
 #include "planner/report/report_text.h"
 #include "tests/report/report_lines.h"
@@ -125,7 +126,7 @@ TEST_CASE("explain lists every alternative, marks the chosen one and the bound-o
   CHECK(bound == 1);
   CHECK(infeasible == 1);
   // Every alternative appears once, as "K M size schedule".
-  for (const mp::Alternative& a : plan.alternatives) {
+  for (const mp::PlanCandidate& a : plan.alternatives) {
     const std::vector<std::string> key = {std::to_string(a.stages), std::to_string(a.microbatches),
                                           std::to_string(a.microbatch_size), mp::ScheduleName(a.schedule)};
     CAPTURE(a.stages);
@@ -144,7 +145,7 @@ TEST_CASE("explain lists every comparison with its ratio to the chosen step, or 
   REQUIRE(lines.size() == 2 + plan.comparisons.size());
   CHECK(Contains(lines[0], "split"));  // the layers comparison has one
   for (size_t i = 0; i < plan.comparisons.size(); ++i) {
-    const mp::PlanComparison& c = plan.comparisons[i];
+    const mp::PlanCandidate& c = plan.comparisons[i];
     const std::string& row = lines[2 + i];
     CAPTURE(row);
     CHECK(Contains(row, "  " + c.method + "  "));

@@ -1,0 +1,125 @@
+// FormatExecReport: mpexec's text report, built from the JSON object
+// RunExecCommand returns, so the two never disagree.
+#include "executor/exec_report.h"
+
+#include <sstream>
+
+namespace mp {
+namespace {
+
+// The step against the plan's prediction, the drift, and each stage's busy
+// time against its predicted.
+void FormatTiming(const nlohmann::json& r, std::ostringstream& out) {
+  out << "step        " << r["step_ms"].get<double>() << " ms measured, " << r["predicted_step_ms"].get<double>()
+      << " ms predicted";
+  if (r.contains("predicted_band_ms")) {
+    out << " [" << r["predicted_band_ms"][0].get<double>() << ", " << r["predicted_band_ms"][1].get<double>() << "]";
+  }
+  out << " (" << std::showpos << r["step_error_pct"].get<double>() << std::noshowpos << "%";
+  if (r.contains("in_band")) out << (r["in_band"].get<bool>() ? ", inside the band" : ", outside the band");
+  out << ")\n";
+  if (r.contains("drift")) {
+    const auto& d = r["drift"];
+    out.precision(3);
+    out << "machine     drift reference " << d["reference_ms"].get<double>() << " ms now, "
+        << d["profiled_reference_ms"].get<double>() << " ms when profiled: " << d["factor"].get<double>() << "x";
+    out.precision(1);
+    if (d["rescaled"].get<bool>()) {
+      out << ", predictions scaled by it (planned step " << r["planned_step_ms"].get<double>() << " ms)\n";
+    } else {
+      out << " (--rescale scales the predictions by it)\n";
+    }
+  }
+  out << "throughput  " << r["samples_per_s"].get<double>() << " samples/s measured, "
+      << r["predicted_samples_per_s"].get<double>() << " predicted\n";
+  for (const auto& s : r["stages"]) {
+    out << "stage " << s["id"] << "     busy " << s["busy_ms"].get<double>() << " ms (predicted "
+        << s["predicted_busy_ms"].get<double>() << ", " << std::showpos << s["busy_error_pct"].get<double>()
+        << std::noshowpos << "%), idle " << s["idle_ms"].get<double>() << " ms";
+    if (s.contains("allreduce_ms")) {
+      out << ", gradient all-reduce " << s["allreduce_ms"].get<double>() << " ms (predicted "
+          << s["predicted_allreduce_ms"].get<double>() << ")";
+    }
+    out << "\n";
+  }
+}
+
+// A plan for other devices, run on CPU workers as a check: its times are
+// not this machine's, so nothing is compared with them.
+void FormatUncompared(const nlohmann::json& r, std::ostringstream& out) {
+  out << "step        " << r["step_ms"].get<double>() << " ms measured on CPU workers; the plan predicts "
+      << r["predicted_step_ms"].get<double>() << " ms for " << r["predicted_for"].get<std::string>() << ", "
+      << r["predicted_from"].get<std::string>() << ": not comparable\n";
+  out << "throughput  " << r["samples_per_s"].get<double>() << " samples/s measured\n";
+  for (const auto& s : r["stages"]) {
+    out << "stage " << s["id"] << "     busy " << s["busy_ms"].get<double>() << " ms, idle "
+        << s["idle_ms"].get<double>() << " ms\n";
+  }
+}
+
+}  // namespace
+
+std::string FormatExecReport(const nlohmann::json& r) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(1);
+  out << "ran " << r["plan"].get<std::string>() << " (" << r["mode"].get<std::string>() << "): " << r["stages"].size()
+      << " stages x " << r["microbatches"] << " micro-batches of " << r["microbatch_size"] << ", "
+      << r["schedule"].get<std::string>() << ", " << r["threads_per_stage"] << " thread(s) per stage; median of "
+      << r["steps"] << " step(s) after " << r["warmup"] << " warm-up";
+  if (r["warmup"].get<int>() > 0 && r.contains("first_step_ms")) {
+    out << " (the first, cold, took " << r["first_step_ms"].get<double>() << " ms; --warmup 0 times it)";
+  }
+  out << "\n";
+  if (r.value("ranks", 1) > 1) {
+    // stage_ranks are replica 0's; replica k's are k * ranks / replicas further on.
+    const int replicas = r.value("replicas", 1), per_replica = r["ranks"].get<int>() / replicas;
+    out << "ranks       " << r["ranks"] << " processes over " << r["transport"].get<std::string>();
+    if (replicas > 1) out << ", " << replicas << " replicas";
+    out << ":";
+    for (size_t s = 0; s < r["stage_ranks"].size(); ++s) {
+      out << (s ? (replicas > 1 ? ";" : ",") : "") << " stage " << s << " on rank" << (replicas > 1 ? "s" : "");
+      for (int k = 0; k < replicas; ++k) out << (k ? ", " : " ") << r["stage_ranks"][s].get<int>() + k * per_replica;
+    }
+    out << "\n";
+  }
+  if (r.contains("predicted_for")) {
+    FormatUncompared(r, out);
+  } else {
+    FormatTiming(r, out);
+  }
+  const auto& memory = r["memory"];
+  if (memory["peak_bytes"].get<int64_t>() >= 0) {
+    out << "memory      cpu heap peak " << memory["peak_bytes"].get<int64_t>() / 1048576.0 << " MiB in use ("
+        << memory["before_steps_bytes"].get<int64_t>() / 1048576.0 << " MiB before the steps); the plan predicts "
+        << memory["predicted_peak_bytes"].get<int64_t>() / 1048576.0 << " MiB over its stages\n";
+  }
+  if (r.contains("loss")) {
+    out.precision(6);
+    out << "loss        " << r["loss"].get<double>() << " (" << r["loss_function"].get<std::string>() << ", lr "
+        << r["lr"].get<double>() << ", momentum " << r["momentum"].get<double>() << ")\n";
+  }
+  if (r.contains("verify")) {
+    const auto& d = r["verify_detail"];
+    out.unsetf(std::ios::fixed);
+    out.precision(3);
+    if (r["mode"] == "infer") {
+      out << "verify      " << (r["verify"].get<bool>() ? "outputs equal, bit for bit," : "OUTPUTS DIFFER from")
+          << " the model run whole on the same micro-batches; the full batch in one go differs by at most "
+          << d["full_batch_max_abs_diff"].get<double>() << "\n";
+    } else {
+      out << "verify      " << (r["verify"].get<bool>() ? "ok" : "FAILED") << ": losses within "
+          << d["max_loss_relative_diff"].get<double>() << " and state within "
+          << d["max_state_relative_diff"].get<double>()
+          << (d["worst_tensor"] == "" ? "" : " (worst " + d["worst_tensor"].get<std::string>() + ")") << " of the same micro-batches trained on one device (limit 1e-05); the full batch in one go: loss "
+          << d["full_batch_max_loss_relative_diff"].get<double>() << ", state "
+          << d["full_batch_max_state_relative_diff"].get<double>() << "\n";
+      if (d.contains("note")) out << "            " << d["note"].get<std::string>() << "\n";
+      if (d.contains("random_note")) out << "            " << d["random_note"].get<std::string>() << "\n";
+      if (d.contains("buffers_note")) out << "            " << d["buffers_note"].get<std::string>() << "\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace mp

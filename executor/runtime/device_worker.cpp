@@ -1,0 +1,194 @@
+// DeviceWorker: one method per action kind; Run times each and records it.
+#include "executor/runtime/device_worker.h"
+
+#include <torch/csrc/autograd/autograd.h>
+
+#include "common/error.h"
+#include "planner/graph/rng_scope.h"
+#include "planner/graph/run_graph.h"
+
+namespace mp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Ms(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+// `value` with every tensor that needs a gradient replaced by a fresh leaf;
+// `leaves` gets one entry per tensor in FlattenTensors order (undefined for
+// tensors that need none).
+c10::IValue Detached(const c10::IValue& value, std::vector<at::Tensor>& leaves) {
+  return MapTensors(value, [&](const at::Tensor& t) {
+    if (!t.defined() || !t.requires_grad()) {
+      leaves.emplace_back();
+      return t;
+    }
+    at::Tensor leaf = t.detach().requires_grad_(true);
+    leaves.push_back(leaf);
+    return leaf;
+  });
+}
+
+}  // namespace
+
+StepResults::StepResults(int stages, int microbatches)
+    : made(stages, std::vector<std::map<size_t, c10::IValue>>(microbatches)),
+      losses(stages),
+      busy_ms(stages, 0),
+      events(stages) {}
+
+DeviceWorker::DeviceWorker(const StepContext& context, StepResults& results, std::vector<Action> actions)
+    : context_(context), results_(results), actions_(std::move(actions)) {
+  current_.stage = actions_.empty() ? 0 : actions_.front().stage;
+  current_.microbatch = -1;
+}
+
+bool DeviceWorker::Run() {
+  for (const Action& a : actions_) {
+    current_ = a;
+    const Clock::time_point begin = Clock::now();
+    InFlight& mb = flight_[{a.stage, a.microbatch}];
+    bool open = true;
+    switch (a.kind) {
+      case ActionKind::kRecvF: open = RecvF(a, mb); break;
+      case ActionKind::kForward: Forward(a, mb); break;
+      case ActionKind::kSendF: open = SendF(a, mb); break;
+      case ActionKind::kRecvB: open = RecvB(a, mb); break;
+      case ActionKind::kBackward: Backward(a, mb); break;
+      case ActionKind::kSendB: open = SendB(a, mb); break;
+    }
+    if (!open) return false;  // another thread failed
+    const Clock::time_point end = Clock::now();
+    if (IsCompute(a.kind)) results_.busy_ms[a.stage] += Ms(begin, end);
+    results_.events[a.stage].push_back({a, Ms(context_.start, begin), Ms(context_.start, end)});
+  }
+  return true;
+}
+
+bool DeviceWorker::RecvF(const Action& a, InFlight& mb) {
+  std::optional<Envelope> message = context_.links.Forward(a.stage - 1).Receive();
+  if (!message) return false;
+  if (message->microbatch != a.microbatch) {
+    throw InternalError(Concat("received micro-batch ", message->microbatch, ", expected ", a.microbatch));
+  }
+  for (auto& [key, value] : message->values) {
+    if (Training()) value = Detached(value, mb.leaves[key]);
+    mb.values.emplace(key, std::move(value));
+  }
+  return true;
+}
+
+void DeviceWorker::Forward(const Action& a, InFlight& mb) {
+  const LoadedPlan& loaded = context_.loaded;
+  const StageLayout& layout = loaded.layout;
+  const StageGraph& stage = loaded.stages[a.stage];
+  const int whole = context_.first + a.microbatch;  // numbered over the whole batch
+  if (a.stage == 0) {
+    for (size_t i = 0; i < layout.model_inputs.size(); ++i) {
+      mb.values[layout.model_inputs[i]] = context_.microbatches[whole][i];
+    }
+  }
+  std::vector<c10::IValue> inputs;
+  const auto& params = layout.stage_params[a.stage];
+  for (const BoundaryValue& key : stage.inputs) {
+    if (auto p = params.find(key); p != params.end()) {
+      inputs.emplace_back(p->second);
+    } else if (auto v = mb.values.find(key); v != mb.values.end()) {
+      inputs.push_back(v->second);
+    } else {
+      throw InternalError(Concat("stage input ", key.value->debugName(), " never arrived"));
+    }
+  }
+  std::vector<c10::IValue> outputs;
+  {
+    const RngScope rng({context_.options.seed, context_.step, whole});
+    outputs = loaded.runners[a.stage]->Run(std::move(inputs));
+  }
+  for (size_t i = 0; i < stage.outputs.size(); ++i) mb.values[stage.outputs[i]] = outputs[i];
+  TakeOutputs(a, mb);
+  if (!Training() && a.stage + 1 == int(loaded.stages.size())) Done(a);
+}
+
+// The model outputs this forward made: output 0's loss where it is made
+// (training), or every output for the results (inference).
+void DeviceWorker::TakeOutputs(const Action& a, InFlight& mb) {
+  const StageLayout& layout = context_.loaded.layout;
+  for (size_t k = 0; k < layout.output_keys.size(); ++k) {
+    auto it = mb.values.find(layout.output_keys[k]);
+    if (it == mb.values.end()) continue;
+    if (Training() && k == 0 && a.stage == layout.loss_stage) {
+      const auto tensors = FlattenTensors(it->second);
+      if (tensors.empty()) throw InputError("training needs a tensor as the model's first output");
+      const TrainingStep& training = *context_.training;
+      mb.loss = MicrobatchLoss(tensors.front(), training.labels[context_.first + a.microbatch], training.loss,
+                               training.batch_elements);
+      results_.losses[a.stage].push_back(mb.loss.detach());
+    } else if (!Training()) {
+      results_.made[a.stage][a.microbatch].emplace(k, it->second);
+    }
+  }
+}
+
+bool DeviceWorker::SendF(const Action& a, InFlight& mb) {
+  const auto& needed = context_.loaded.layout.needed_after[a.stage];
+  Envelope message{a.microbatch, {}, {}};
+  for (auto& [key, value] : mb.values) {
+    if (!needed.count(key)) continue;
+    message.values.emplace(key, value);
+    if (Training()) mb.sent.emplace(key, FlattenTensors(value));
+  }
+  // Sent before this stage frees its copies, so the next stage wakes
+  // without waiting for the frees.
+  if (!context_.links.Forward(a.stage).Send(std::move(message))) return false;
+  if (Training()) {
+    mb.values.clear();  // the autograd graph keeps what the backward needs
+  } else {
+    Done(a);
+  }
+  return true;
+}
+
+bool DeviceWorker::RecvB(const Action& a, InFlight& mb) {
+  std::optional<Envelope> message = context_.links.Backward(a.stage).Receive();
+  if (!message) return false;
+  if (message->microbatch != a.microbatch) {
+    throw InternalError(Concat("received gradients of micro-batch ", message->microbatch, ", expected ",
+                               a.microbatch));
+  }
+  mb.grads = std::move(message->grads);
+  return true;
+}
+
+void DeviceWorker::Backward(const Action& a, InFlight& mb) {
+  std::vector<at::Tensor> roots, seeds;
+  if (mb.loss.defined()) roots.push_back(mb.loss), seeds.push_back(at::ones_like(mb.loss));
+  for (const auto& [key, grads] : mb.grads) {
+    auto sent = mb.sent.find(key);
+    if (sent == mb.sent.end() || sent->second.size() != grads.size()) {
+      throw InternalError(Concat("gradients for ", key.value->debugName(), " that this stage did not send"));
+    }
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (grads[i].defined() && sent->second[i].defined() && sent->second[i].requires_grad()) {
+        roots.push_back(sent->second[i]);
+        seeds.push_back(grads[i]);
+      }
+    }
+  }
+  if (!roots.empty()) torch::autograd::backward(roots, seeds);
+  if (a.stage == 0) Done(a);  // nothing goes further back
+}
+
+bool DeviceWorker::SendB(const Action& a, InFlight& mb) {
+  Envelope message{a.microbatch, {}, {}};
+  for (const auto& [key, leaves] : mb.leaves) {
+    std::vector<at::Tensor>& grads = message.grads[key];
+    for (const at::Tensor& leaf : leaves) grads.push_back(leaf.defined() ? leaf.grad() : at::Tensor());
+  }
+  if (!context_.links.Backward(a.stage - 1).Send(std::move(message))) return false;
+  Done(a);  // after the send, as above
+  return true;
+}
+
+}  // namespace mp

@@ -1,0 +1,103 @@
+// SyncGradients and StepOptimizer: which rank holds which parameter comes
+// from the stage layout and the Distribution's owners.
+#include "executor/runtime/gradient_sync.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "common/error.h"
+#include "executor/process_group.h"
+#include "planner/graph/run_graph.h"
+
+namespace mp {
+namespace {
+
+// Per parameter: the ranks whose stages read it.
+std::vector<std::set<int>> RanksUsing(const LoadedPlan& loaded, const Distribution* dist) {
+  const StageLayout& layout = loaded.layout;
+  std::vector<std::set<int>> ranks(layout.users.size());
+  for (size_t s = 0; s < layout.stage_params.size(); ++s) {
+    for (const auto& [key, tensor] : layout.stage_params[s]) {
+      ranks[layout.param_index.at(key)].insert(dist ? dist->owner.at(s) : 0);
+    }
+  }
+  return ranks;
+}
+
+// Sums the gradients of params[i], i in `which`, over `group` in one
+// message; a rank where `holds(i)` is false adds zeros and keeps its own.
+template <typename Holds>
+void SumGradients(ProcessGroup& group, const std::vector<LiftedTensor>& params, const std::vector<size_t>& which,
+                  Holds holds, const std::string& what) {
+  if (which.empty()) return;
+  std::vector<at::Tensor> parts;
+  for (size_t i : which) {
+    const at::Tensor& p = params[i].tensor;
+    parts.push_back(holds(i) && p.grad().defined() ? p.grad().reshape(-1) : at::zeros({p.numel()}, p.options()));
+  }
+  at::Tensor flat = at::cat(parts);
+  try {
+    group.AllReduceSum(flat);
+  } catch (const std::exception& e) {
+    throw Error(Concat(what, ": ", ErrorLine(e.what())));
+  }
+  int64_t offset = 0;
+  for (size_t i : which) {
+    const at::Tensor& p = params[i].tensor;
+    if (holds(i)) p.mutable_grad() = flat.narrow(0, offset, p.numel()).view_as(p).clone();
+    offset += p.numel();
+  }
+}
+
+}  // namespace
+
+std::vector<double> SyncGradients(const LoadedPlan& loaded, const Distribution* dist) {
+  const CanonicalGraph& canonical = loaded.canonical;
+  const StageLayout& layout = loaded.layout;
+  at::NoGradGuard no_grad;
+  for (const auto& [i, alias] : layout.aliases) {
+    if (!alias.grad().defined()) continue;
+    at::Tensor& grad = canonical.params[i].tensor.mutable_grad();
+    grad = grad.defined() ? grad + alias.grad() : alias.grad().clone();
+  }
+  std::vector<double> allreduce_ms(loaded.stages.size(), 0);
+  if (!dist) return allreduce_ms;
+  const int rank = dist->group->rank();
+  const auto ranks_using = RanksUsing(loaded, dist);
+  // Tied parameters over every rank: with replicas that sums every
+  // replica's too, so the stage groups below leave them out.
+  std::vector<size_t> shared;
+  std::vector<bool> reduced(layout.users.size(), false);
+  for (size_t i = 0; i < layout.users.size(); ++i) {
+    if (ranks_using[i].size() > 1 && canonical.params[i].tensor.requires_grad()) shared.push_back(i), reduced[i] = true;
+  }
+  SumGradients(*dist->group, canonical.params, shared, [&](size_t i) { return ranks_using[i].count(rank) > 0; },
+               "adding up the gradients of parameters shared between ranks");
+  for (const auto& [s, group] : dist->stage_groups) {
+    const auto begin = std::chrono::steady_clock::now();
+    std::vector<size_t> own;  // the first of this rank's stages to read it reduces it
+    for (const auto& [key, tensor] : layout.stage_params[s]) {
+      const size_t i = layout.param_index.at(key);
+      if (!reduced[i] && canonical.params[i].tensor.requires_grad()) own.push_back(i), reduced[i] = true;
+    }
+    std::sort(own.begin(), own.end());  // the same order on every replica (the map's is by address)
+    SumGradients(*group, canonical.params, own, [](size_t) { return true; },
+                 Concat("stage ", s, ": adding up its gradients over the ", dist->replicas, " replicas"));
+    allreduce_ms[s] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+  }
+  return allreduce_ms;
+}
+
+void StepOptimizer(const LoadedPlan& loaded, const Distribution* dist, Sgd& sgd) {
+  const StageLayout& layout = loaded.layout;
+  const int rank = dist ? dist->group->rank() : 0;
+  const auto ranks_using = RanksUsing(loaded, dist);
+  for (size_t i = 0; i < layout.users.size(); ++i) {
+    if (layout.users[i] > 0 && ranks_using[i].count(rank)) sgd.Step(i, loaded.canonical.params[i].tensor);
+  }
+}
+
+}  // namespace mp
