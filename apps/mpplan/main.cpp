@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
                  "plans predicted within this many percent of the fastest (or within the profile's noise, if "
                  "wider) are ties; the simplest is chosen: fewer stages, micro-batches of equal size, fewer micro-batches, 1f1b")
       ->check(CLI::Range(0.0, 99.0))
-      ->default_str("5");
+      ->default_str("4");
   app.add_option("--schedule", schedule, "gpipe, 1f1b or auto (training); inference always runs forward-only")
       ->check(CLI::IsMember({"gpipe", "1f1b", "auto"}))
       ->default_str("auto");
