@@ -4,6 +4,7 @@
 #include "common/yaml_cursor.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.h"
 
@@ -121,6 +122,15 @@ int YamlCursor::IntIn(int64_t low, int64_t high) const {
 }
 
 double YamlCursor::Number() const { return Scalar<double>("a number"); }
+
+double YamlCursor::NumberIn(double low, double high, const char* what, bool open_low) const {
+  const double v = Number();
+  if (!std::isfinite(v) || v < low || (open_low && v == low) || v > high) {
+    Fail(Concat("expected ", what, " ", open_low ? "> " : ">= ", low,
+                std::isinf(high) ? std::string() : Concat(" and <= ", high), ", found ", v));
+  }
+  return v;
+}
 
 bool YamlCursor::Bool() const { return Scalar<bool>("true or false"); }
 

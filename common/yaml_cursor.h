@@ -30,6 +30,9 @@ class YamlCursor {
   int64_t Int() const;
   int IntIn(int64_t low, int64_t high) const;  // low <= value <= high
   double Number() const;
+  // A finite number >= low (> low when `open_low`) and <= high; else Fail
+  // "expected WHAT >= LOW [and <= HIGH], found V". high may be infinity.
+  double NumberIn(double low, double high, const char* what = "a number", bool open_low = false) const;
   bool Bool() const;
   std::string String() const;
   std::vector<int64_t> IntList() const;

@@ -26,15 +26,12 @@
 #include "executor/runtime/links.h"
 #include "executor/runtime/output_gather.h"
 #include "executor/scoped_threads.h"
+#include "planner/profile/timer.h"
 
 namespace mp {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Ms(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double, std::milli>(to - from).count();
-}
 
 void CheckRequest(const LoadedPlan& loaded, const TrainingStep* training, const Distribution* dist) {
   const Plan& plan = loaded.plan;
@@ -127,7 +124,7 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
 
   PipelineRun run;
   run.step = step;
-  run.step_ms = Ms(start, Clock::now());
+  run.step_ms = MsSince(start);
   run.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
   run.peak_heap_bytes = heap.Stop();
   run.busy_ms = std::move(results.busy_ms);
@@ -139,7 +136,7 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
     return run;
   }
   run.allreduce_ms = SyncGradients(loaded, dist);
-  if (dist && dist->replicas > 1) run.step_ms = Ms(start, Clock::now());  // the plan's step ends after it too
+  if (dist && dist->replicas > 1) run.step_ms = MsSince(start);  // the plan's step ends after it too
   if (training->sgd) StepOptimizer(loaded, dist, *training->sgd);
   for (const auto& stage_losses : results.losses) {
     for (const at::Tensor& loss : stage_losses) run.loss += loss.item<double>();

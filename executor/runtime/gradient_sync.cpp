@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "executor/process_group.h"
 #include "planner/graph/run_graph.h"
+#include "planner/profile/timer.h"
 
 namespace mp {
 namespace {
@@ -18,7 +19,7 @@ namespace {
 // Per parameter: the ranks whose stages read it.
 std::vector<std::set<int>> RanksUsing(const LoadedPlan& loaded, const Distribution* dist) {
   const StageLayout& layout = loaded.layout;
-  std::vector<std::set<int>> ranks(layout.users.size());
+  std::vector<std::set<int>> ranks(loaded.canonical.params.size());
   for (size_t s = 0; s < layout.stage_params.size(); ++s) {
     for (const auto& [key, tensor] : layout.stage_params[s]) {
       ranks[layout.param_index.at(key)].insert(dist ? dist->owner.at(s) : 0);
@@ -70,8 +71,8 @@ std::vector<double> SyncGradients(const LoadedPlan& loaded, const Distribution* 
   // Tied parameters over every rank: with replicas that sums every
   // replica's too, so the stage groups below leave them out.
   std::vector<size_t> shared;
-  std::vector<bool> reduced(layout.users.size(), false);
-  for (size_t i = 0; i < layout.users.size(); ++i) {
+  std::vector<bool> reduced(canonical.params.size(), false);
+  for (size_t i = 0; i < canonical.params.size(); ++i) {
     if (ranks_using[i].size() > 1 && canonical.params[i].tensor.requires_grad()) shared.push_back(i), reduced[i] = true;
   }
   SumGradients(*dist->group, canonical.params, shared, [&](size_t i) { return ranks_using[i].count(rank) > 0; },
@@ -86,7 +87,7 @@ std::vector<double> SyncGradients(const LoadedPlan& loaded, const Distribution* 
     std::sort(own.begin(), own.end());  // the same order on every replica (the map's is by address)
     SumGradients(*group, canonical.params, own, [](size_t) { return true; },
                  Concat("stage ", s, ": adding up its gradients over the ", dist->replicas, " replicas"));
-    allreduce_ms[s] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+    allreduce_ms[s] = MsSince(begin);
   }
   return allreduce_ms;
 }
@@ -94,10 +95,12 @@ std::vector<double> SyncGradients(const LoadedPlan& loaded, const Distribution* 
 void StepOptimizer(const LoadedPlan& loaded, const Distribution* dist, Sgd& sgd) {
   const StageLayout& layout = loaded.layout;
   const int rank = dist ? dist->group->rank() : 0;
-  const auto ranks_using = RanksUsing(loaded, dist);
-  for (size_t i = 0; i < layout.users.size(); ++i) {
-    if (layout.users[i] > 0 && ranks_using[i].count(rank)) sgd.Step(i, loaded.canonical.params[i].tensor);
+  std::set<size_t> mine;  // read by this rank's stages; each stepped once, in index order
+  for (size_t s = 0; s < layout.stage_params.size(); ++s) {
+    if (dist && dist->owner.at(s) != rank) continue;
+    for (const auto& [key, tensor] : layout.stage_params[s]) mine.insert(layout.param_index.at(key));
   }
+  for (size_t i : mine) sgd.Step(i, loaded.canonical.params[i].tensor);
 }
 
 }  // namespace mp

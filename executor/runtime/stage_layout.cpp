@@ -32,7 +32,6 @@ StageLayout BuildStageLayout(const CanonicalGraph& canonical, const std::vector<
     layout.param_index[{graph_inputs[canonical.num_model_inputs + i], 0}] = i;
   }
   layout.stage_params.resize(K);
-  layout.users.assign(canonical.params.size(), 0);
   layout.first_user.assign(canonical.params.size(), -1);
   for (int s = 0; s < K; ++s) {
     for (const BoundaryValue& key : stages[s].inputs) {
@@ -40,7 +39,6 @@ StageLayout BuildStageLayout(const CanonicalGraph& canonical, const std::vector<
       if (it == layout.param_index.end()) continue;
       const size_t i = it->second;
       const at::Tensor& tensor = canonical.params[i].tensor;
-      ++layout.users[i];
       if (layout.first_user[i] < 0) {
         layout.first_user[i] = s;
         layout.stage_params[s][key] = tensor;

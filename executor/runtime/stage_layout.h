@@ -25,7 +25,6 @@ struct StageLayout {
   std::map<BoundaryValue, size_t> param_index;     // a parameter's graph input -> canonical.params index
   std::vector<std::map<BoundaryValue, at::Tensor>> stage_params;  // per stage: the tensor it passes for each
   std::vector<std::pair<size_t, at::Tensor>> aliases;  // (param, alias) of tied parameters, in training
-  std::vector<int> users;                          // per parameter: the stages that read it
   std::vector<int> first_user;                     // per parameter: the first of them; -1: none
   std::vector<BoundaryValue> output_keys;          // the model's outputs, their final versions
   int loss_stage = -1;                             // the stage that makes output 0; -1: none does

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <cmath>
 #include <filesystem>
 #include <limits>
 
@@ -29,17 +28,7 @@ std::string Lower(std::string text) {
   return text;
 }
 
-// A number in [low, high] (> low when `open_low`), finite.
-double NumberIn(const YamlCursor& c, double low, double high, bool open_low = false) {
-  const double v = c.Number();
-  if (!std::isfinite(v) || v < low || (open_low && v == low) || v > high) {
-    c.Fail(Concat("expected a number ", open_low ? "> " : ">= ", low,
-                  std::isinf(high) ? std::string() : Concat(" and <= ", high), ", found ", v));
-  }
-  return v;
-}
-
-constexpr double kAny = std::numeric_limits<double>::infinity();
+constexpr double kNoLimit = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
@@ -74,24 +63,24 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml, const std::string& sou
   if (device.type != "cuda" && device.type != "cpu") {
     root["type"].Fail("expected cuda or cpu, found '" + device.type + "'");
   }
-  device.memory_bytes = static_cast<int64_t>(NumberIn(root["memory_bytes"], 0, 9.2e18));  // 1e9 or 1000000000
+  device.memory_bytes = static_cast<int64_t>(root["memory_bytes"].NumberIn(0, 9.2e18));  // 1e9 or 1000000000
   const YamlCursor peak = root["peak_flops"];
   peak.ExpectMap({"fp32", "tf32", "fp16", "bf16"});
-  device.fp32_flops = NumberIn(peak["fp32"], 0, kAny, true);
-  device.tf32_flops = NumberIn(peak["tf32"], 0, kAny);
-  device.fp16_flops = NumberIn(peak["fp16"], 0, kAny);
-  device.bf16_flops = NumberIn(peak["bf16"], 0, kAny);
-  device.memory_bandwidth = NumberIn(root["memory_bandwidth"], 0, kAny, true);
+  device.fp32_flops = peak["fp32"].NumberIn(0, kNoLimit, "a number", true);
+  device.tf32_flops = peak["tf32"].NumberIn(0, kNoLimit);
+  device.fp16_flops = peak["fp16"].NumberIn(0, kNoLimit);
+  device.bf16_flops = peak["bf16"].NumberIn(0, kNoLimit);
+  device.memory_bandwidth = root["memory_bandwidth"].NumberIn(0, kNoLimit, "a number", true);
   const YamlCursor links = root["links"];
   const std::vector<std::string> names = links.Keys();
   if (names.empty()) links.Fail("expected a map of link name to bytes/s, found none");
-  for (const std::string& name : names) device.links[name] = NumberIn(links[name], 0, kAny);
-  device.link_latency_us = NumberIn(root["link_latency_us"], 0, kAny);
+  for (const std::string& name : names) device.links[name] = links[name].NumberIn(0, kNoLimit);
+  device.link_latency_us = root["link_latency_us"].NumberIn(0, kNoLimit);
   const YamlCursor efficiency = root["efficiency"];
   efficiency.ExpectMap({"compute", "memory"});
-  device.compute_efficiency = NumberIn(efficiency["compute"], 0, 1, true);
-  device.memory_efficiency = NumberIn(efficiency["memory"], 0, 1, true);
-  device.launch_overhead_us = NumberIn(root["launch_overhead_us"], 0, kAny);
+  device.compute_efficiency = efficiency["compute"].NumberIn(0, 1, "a number", true);
+  device.memory_efficiency = efficiency["memory"].NumberIn(0, 1, "a number", true);
+  device.launch_overhead_us = root["launch_overhead_us"].NumberIn(0, kNoLimit);
   return device;
 }
 

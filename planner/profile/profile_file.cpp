@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <limits>
 
 #include "common/error.h"
 #include "common/yaml_cursor.h"
@@ -15,19 +16,12 @@
 namespace mp {
 namespace {
 
-// A number > low (>= low when `inclusive`), finite.
-double NumberAbove(const YamlCursor& c, double low, bool inclusive, const char* what) {
-  const double v = c.Number();
-  if (!std::isfinite(v) || (inclusive ? v < low : v <= low)) {
-    c.Fail(Concat("expected ", what, " ", inclusive ? ">= " : "> ", low, ", found ", v));
-  }
-  return v;
-}
+constexpr double kNoLimit = std::numeric_limits<double>::infinity();
 
 std::vector<double> FactorsAtLeastOne(const YamlCursor& c) {
   std::vector<double> out;
   const int n = c.ExpectList();
-  for (int i = 0; i < n; ++i) out.push_back(NumberAbove(c[i], 1, true, "a factor"));
+  for (int i = 0; i < n; ++i) out.push_back(c[i].NumberIn(1, kNoLimit, "a factor"));
   return out;
 }
 
@@ -244,10 +238,10 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
   } else if (root.Has("shared_slowdown_turns")) {
     root["shared_slowdown_turns"].Fail("given without shared_slowdown");
   }
-  if (root.Has("handoff_ms")) p.handoff_ms = NumberAbove(root["handoff_ms"], 0, true, "a time");
+  if (root.Has("handoff_ms")) p.handoff_ms = root["handoff_ms"].NumberIn(0, kNoLimit, "a time");
   if (root.Has("pass_band")) p.pass_band = ReadBand(root["pass_band"]);
   if (root.Has("reference_ms")) {
-    p.reference_ms = NumberAbove(root["reference_ms"], 0, false, "a time");
+    p.reference_ms = root["reference_ms"].NumberIn(0, kNoLimit, "a time", true);
     p.reference_band = ReadBand(root["reference_band"]);
   }
   const YamlCursor nodes = root["nodes"];
