@@ -73,9 +73,15 @@ void Merge(const c10::IValue& packed, PipelineRun& run) {
 
 }  // namespace
 
-Distribution Distribute(int stages, int replicas, int rank, int world) {
-  const std::string plan = replicas > 1 ? Concat(replicas, " replicas of ", stages, " stage", stages == 1 ? "" : "s")
-                                        : Concat(stages, " stage", stages == 1 ? "" : "s");
+Distribution Distribute(const std::vector<int>& stage_program, int replicas, int rank, int world) {
+  int programs = 0;
+  for (int p : stage_program) programs = std::max(programs, p + 1);
+  // Ranks per replica: at most one per device program (one per stage but
+  // with several stages per device).
+  const int stages = programs;
+  const std::string noun = programs == int(stage_program.size()) ? " stage" : " device";
+  const std::string plan = replicas > 1 ? Concat(replicas, " replicas of ", stages, noun, stages == 1 ? "" : "s")
+                                        : Concat(stages, noun, stages == 1 ? "" : "s");
   if (world % replicas != 0) {
     throw InputError(Concat("WORLD_SIZE=", world, ": the plan has ", plan, ", so the ranks must be a multiple of ",
                             replicas, " (", replicas, " x 1 to ", replicas, " x ", stages, ")"));
@@ -89,8 +95,10 @@ Distribution Distribute(int stages, int replicas, int rank, int world) {
   dist.replica = rank / per_replica;
   dist.replicas = replicas;
   dist.ranks_per_replica = per_replica;
-  dist.owner.resize(stages);
-  for (int s = 0; s < stages; ++s) dist.owner[s] = dist.replica * per_replica + int(int64_t(s) * per_replica / stages);
+  dist.owner.resize(stage_program.size());
+  for (size_t s = 0; s < stage_program.size(); ++s) {
+    dist.owner[s] = dist.replica * per_replica + int(int64_t(stage_program[s]) * per_replica / programs);
+  }
   return dist;
 }
 

@@ -12,12 +12,13 @@
 
 namespace mp {
 
-// Where `rank` of `world` stands for a plan of `stages` stages and
-// `replicas` replicas: its replica, and each stage's rank in that replica
-// (contiguous blocks of stages per rank, in order). Throws InputError when
-// the ranks do not divide into the replicas or a replica gets more ranks
-// than stages. The groups are left to the caller and MakeStageGroups.
-Distribution Distribute(int stages, int replicas, int rank, int world);
+// Where `rank` of `world` stands for a plan whose stage s runs in program
+// stage_program[s] (one per device) with `replicas` replicas: its replica,
+// and each stage's rank in that replica (contiguous blocks of programs per
+// rank, in order, so a device's stages stay together). Throws InputError
+// when the ranks do not divide into the replicas or a replica gets more
+// ranks than programs. The groups are left to the caller and MakeStageGroups.
+Distribution Distribute(const std::vector<int>& stage_program, int replicas, int rank, int world);
 
 // With replicas: one process group per stage of this rank, over that
 // stage's ranks in every replica (made in stage order, so every member

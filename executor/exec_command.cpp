@@ -264,7 +264,9 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   std::unique_ptr<ProcessGroup> group;
   std::vector<std::unique_ptr<ProcessGroup>> stage_groups;
   if (rank_env) {
-    dist = Distribute(int(plan.stages.size()), plan.replicas, rank_env->rank, rank_env->world_size);
+    std::vector<int> stage_program;
+    for (const PlanStage& stage : plan.stages) stage_program.push_back(stage.program);
+    dist = Distribute(stage_program, plan.replicas, rank_env->rank, rank_env->world_size);
     group = std::make_unique<ProcessGroup>(*rank_env, std::chrono::milliseconds(int64_t(request.timeout_s) * 1000));
     dist.group = group.get();
     if (training) stage_groups = MakeStageGroups(dist);  // inference all-reduces nothing

@@ -40,7 +40,7 @@ void CheckRequest(const LoadedPlan& loaded, const TrainingStep* training, const 
                                    : "this is an inference plan (mode: infer): it has no backward to train with");
   }
   if (plan.replicas > 1 && (!dist || dist->replicas != plan.replicas)) {
-    const int K = int(loaded.stages.size());
+    const int K = int(plan.programs.size());
     throw InputError(Concat("this plan has ", plan.replicas, " replicas of the pipeline: run it as ", plan.replicas,
                             " x 1 to ", plan.replicas, " x ", K, " processes (--launch-local ", plan.replicas * K,
                             ", or under torchrun)"));
@@ -51,12 +51,14 @@ void CheckRequest(const LoadedPlan& loaded, const TrainingStep* training, const 
 }
 
 // The ordered action lists this process runs, one worker each: a plan
-// lists each stage's actions, and every stage runs on a worker of its own.
+// lists each device's actions over its stages (Distribute gives all of a
+// program's stages to one rank).
 std::vector<std::vector<Action>> WorkerLists(const Plan& plan, const Distribution* dist) {
   std::vector<std::vector<Action>> lists;
   const int rank = dist ? dist->group->rank() : 0;
-  for (size_t s = 0; s < plan.stages.size(); ++s) {
-    if (!dist || dist->owner.at(s) == rank) lists.push_back(plan.stages[s].actions);
+  for (const PlanProgram& program : plan.programs) {
+    if (program.actions.empty()) continue;
+    if (!dist || dist->owner.at(program.actions.front().stage) == rank) lists.push_back(program.actions);
   }
   return lists;
 }

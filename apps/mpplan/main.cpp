@@ -74,9 +74,13 @@ int main(int argc, char** argv) {
                  "wider) are ties; the simplest is chosen: fewer stages, micro-batches of equal size, fewer micro-batches, 1f1b")
       ->check(CLI::Range(0.0, 99.0))
       ->default_str("4");
-  app.add_option("--schedule", schedule, "gpipe, 1f1b or auto (training); inference always runs forward-only")
-      ->check(CLI::IsMember({"gpipe", "1f1b", "auto"}))
+  app.add_option("--schedule", schedule,
+                 "gpipe, 1f1b, interleaved-1f1b, zb-h1 or auto (training: gpipe or 1f1b); inference always runs "
+                 "forward-only")
+      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "auto"}))
       ->default_str("auto");
+  app.add_option("--chunks", request.chunks, "interleaved-1f1b: stages per device (default 2)")
+      ->check(CLI::Range(2, 64));
   app.add_option("--mode", mode, "train (forward and backward) or infer (forward only)")
       ->check(CLI::IsMember({"train", "infer"}))
       ->default_str("train");

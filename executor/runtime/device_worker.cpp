@@ -57,6 +57,8 @@ bool DeviceWorker::Run() {
       case ActionKind::kSendF: open = SendF(a, mb); break;
       case ActionKind::kRecvB: open = RecvB(a, mb); break;
       case ActionKind::kBackward: Backward(a, mb); break;
+      case ActionKind::kBackwardInput: BackwardInput(a, mb); break;
+      case ActionKind::kBackwardWeight: BackwardWeight(a, mb); break;
       case ActionKind::kSendB: open = SendB(a, mb); break;
     }
     if (!open) return false;  // another thread failed
@@ -161,8 +163,7 @@ bool DeviceWorker::RecvB(const Action& a, InFlight& mb) {
   return true;
 }
 
-void DeviceWorker::Backward(const Action& a, InFlight& mb) {
-  std::vector<at::Tensor> roots, seeds;
+void DeviceWorker::Roots(InFlight& mb, std::vector<at::Tensor>& roots, std::vector<at::Tensor>& seeds) const {
   if (mb.loss.defined()) roots.push_back(mb.loss), seeds.push_back(at::ones_like(mb.loss));
   for (const auto& [key, grads] : mb.grads) {
     auto sent = mb.sent.find(key);
@@ -176,8 +177,41 @@ void DeviceWorker::Backward(const Action& a, InFlight& mb) {
       }
     }
   }
+}
+
+void DeviceWorker::Backward(const Action& a, InFlight& mb) {
+  std::vector<at::Tensor> roots, seeds;
+  Roots(mb, roots, seeds);
   if (!roots.empty()) torch::autograd::backward(roots, seeds);
   if (a.stage == 0) Done(a);  // nothing goes further back
+}
+
+void DeviceWorker::BackwardInput(const Action&, InFlight& mb) {
+  Roots(mb, mb.roots, mb.seeds);
+  std::vector<at::Tensor> leaves;
+  for (const auto& [key, list] : mb.leaves) {
+    for (const at::Tensor& leaf : list) {
+      if (leaf.defined()) leaves.push_back(leaf);
+    }
+  }
+  if (mb.roots.empty() || leaves.empty()) return;
+  const std::vector<at::Tensor> grads =
+      torch::autograd::grad(mb.roots, leaves, mb.seeds, /*retain_graph=*/true, /*create_graph=*/false,
+                            /*allow_unused=*/true);
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (grads[i].defined()) leaves[i].mutable_grad() = grads[i];
+  }
+}
+
+void DeviceWorker::BackwardWeight(const Action& a, InFlight& mb) {
+  std::vector<at::Tensor> params;
+  for (const auto& [key, param] : context_.loaded.layout.stage_params[a.stage]) {
+    if (param.requires_grad()) params.push_back(param);
+  }
+  if (!mb.roots.empty() && !params.empty()) {
+    torch::autograd::backward(mb.roots, mb.seeds, /*retain_graph=*/false, /*create_graph=*/false, params);
+  }
+  Done(a);  // the last action of a micro-batch on its stage
 }
 
 bool DeviceWorker::SendB(const Action& a, InFlight& mb) {
@@ -187,7 +221,11 @@ bool DeviceWorker::SendB(const Action& a, InFlight& mb) {
     for (const at::Tensor& leaf : leaves) grads.push_back(leaf.defined() ? leaf.grad() : at::Tensor());
   }
   if (!context_.links.Backward(a.stage - 1).Send(std::move(message))) return false;
-  Done(a);  // after the send, as above
+  if (SplitsBackward(context_.loaded.plan.schedule)) {
+    mb.leaves.clear();  // W needs the roots only
+  } else {
+    Done(a);  // after the send, as above
+  }
   return true;
 }
 

@@ -11,6 +11,14 @@
 // for what this stage sent it, roots that include relayed leaves, so their
 // gradients add up; SEND_B then sends each received leaf's .grad upstream.
 // Parameter gradients accumulate in .grad across micro-batches.
+//
+// I and W (zero-bubble schedules) split B: I computes only the gradients of
+// the received leaves (autograd::grad, the graph kept) so SEND_B can go at
+// once; W later runs the backward again from the same roots into the
+// stage's parameters only, and frees the graph. W recomputes the chain of
+// input gradients that leads to the weights (docs/executor.md measures the
+// cost); capturing the gradients at weight-consuming nodes during I would
+// save it.
 #pragma once
 
 #include <ATen/core/ivalue.h>
@@ -69,6 +77,7 @@ class DeviceWorker {
     std::map<BoundaryValue, std::vector<at::Tensor>> sent;    // sent on: the backward's roots
     std::map<BoundaryValue, std::vector<at::Tensor>> grads;   // came back for `sent`
     at::Tensor loss;                                          // where output 0 is made
+    std::vector<at::Tensor> roots, seeds;                     // from I, for W
   };
 
   bool RecvF(const Action& a, InFlight& mb);
@@ -77,7 +86,12 @@ class DeviceWorker {
   bool SendF(const Action& a, InFlight& mb);
   bool RecvB(const Action& a, InFlight& mb);
   void Backward(const Action& a, InFlight& mb);
+  void BackwardInput(const Action& a, InFlight& mb);
+  void BackwardWeight(const Action& a, InFlight& mb);
   bool SendB(const Action& a, InFlight& mb);
+  // The backward's roots (the loss, and what this stage sent on) and the
+  // gradients that seed them.
+  void Roots(InFlight& mb, std::vector<at::Tensor>& roots, std::vector<at::Tensor>& seeds) const;
   void Done(const Action& a) { flight_.erase({a.stage, a.microbatch}); }
   bool Training() const { return context_.training != nullptr; }
 

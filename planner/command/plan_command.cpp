@@ -18,6 +18,7 @@
 #include "planner/plan/plan_writer.h"
 #include "planner/plan_build/comparisons.h"
 #include "planner/plan_build/plan_build.h"
+#include "planner/plan_build/reschedule.h"
 #include "planner/profile/timer.h"
 #include "planner/report/gantt_svg.h"
 #include "planner/report/graph_dot.h"
@@ -95,11 +96,35 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
                                           : Concat("--stages ", request.stages, ": expected auto or 1 to --gpus (",
                                                    request.gpus, ")"));
   }
+  // interleaved-1f1b and zb-h1: planned as 1F1B over K·v stages, then
+  // folded onto K devices (reschedule.h).
+  const std::optional<ScheduleKind> folded =
+      request.schedule == ScheduleKind::kInterleaved1F1B || request.schedule == ScheduleKind::kZeroBubbleH1
+          ? request.schedule
+          : std::nullopt;
+  const int chunks = folded == ScheduleKind::kInterleaved1F1B ? (request.chunks > 0 ? request.chunks : 2) : 1;
+  if (request.chunks > 0 && folded != ScheduleKind::kInterleaved1F1B) {
+    throw InputError("--chunks: only --schedule interleaved-1f1b runs several stages per device");
+  }
+  if (folded) {
+    if (!request.profile.training) throw InputError(Concat("--schedule ", ScheduleName(*folded), ": a training schedule; --mode infer runs forward only"));
+    if (request.replicas > 1) throw InputError(Concat("--schedule ", ScheduleName(*folded), " with --replicas is not planned yet"));
+    if (!request.split.empty() || request.partitioner != "dp") {
+      throw InputError(Concat("--schedule ", ScheduleName(*folded), " plans with the dp partitioner only"));
+    }
+    const int K = request.stages > 0 ? request.stages : request.gpus;
+    if (request.microbatches > 0) {
+      if (std::string why = ScheduleRuledOut(*folded, K, request.microbatches, chunks); !why.empty()) {
+        throw InputError(Concat("--schedule ", ScheduleName(*folded), ": ", why));
+      }
+    }
+  }
   if (request.partitioner == "layers" && request.split.empty()) {
     throw InputError("--partitioner layers needs --split 'layer1,layer2|layer3,layer4,fc'");
   }
-  PlanDevices devices =
-      MakePlanDevices(request.gpus, request.profile.device_profile, request.profile.device, request.memory_bytes);
+  const int folded_devices = request.stages > 0 ? request.stages : request.gpus;
+  PlanDevices devices = MakePlanDevices(folded ? folded_devices * chunks : request.gpus,
+                                        request.profile.device_profile, request.profile.device, request.memory_bytes);
   // Hashed before it is loaded: the plan names the bytes that were profiled.
   CheckModelFile(request.profile.model_path);
   const std::string model_sha256 = Sha256File(request.profile.model_path);
@@ -141,9 +166,9 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   PlanRequest plan_request;
   plan_request.training = request.profile.training;
   plan_request.batch = profiled.profile.batch;
-  plan_request.stages = request.stages;
+  plan_request.stages = folded ? folded_devices * chunks : request.stages;
   plan_request.microbatches = request.microbatches;
-  plan_request.schedule = request.schedule;
+  plan_request.schedule = folded ? ScheduleKind::kOneFOneB : request.schedule;
   plan_request.method = request.partitioner;
   plan_request.tie_tolerance = request.tie_tolerance;
   plan_request.layer_split = request.split;
@@ -156,6 +181,15 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   source.profile_file = request.profile.profile_in;
   source.calibration = profiled.calibration;
   result.plan = BuildPlan(profiled.graph, profiled.profile, devices.cluster, plan_request, search, source);
+  if (folded) {
+    try {
+      Reschedule(result.plan, *folded, folded_devices);
+    } catch (const InputError& e) {
+      throw InputError(Concat(e.what(), " (the search chose ", result.plan.microbatches,
+                              " micro-batches: choose --microbatches)"));
+    }
+    result.plan.devices.resize(folded_devices);
+  }
   result.partition_ms = MsSince(search_start);
   const auto compare_start = std::chrono::steady_clock::now();
   result.plan.comparisons =

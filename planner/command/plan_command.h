@@ -23,6 +23,7 @@ struct PlanCommandRequest {
   int stages = 0;                      // 0: auto (1..gpus)
   int microbatches = 0;                // 0: auto
   std::optional<ScheduleKind> schedule;  // unset: auto
+  int chunks = 0;                      // interleaved-1f1b: stages per device; 0: 2
   std::string partitioner = "dp";      // dp | uniform | params | block | layers
   std::string split;                   // --split: compared with, or used by partitioner layers
   int64_t memory_bytes = 0;            // per device; 0: the device's own

@@ -14,10 +14,11 @@ std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule,
     throw InputError(Concat(stages, " stages for ", cluster.devices.size(), " devices"));
   }
   std::vector<StageSpec> specs(stages);
+  const std::vector<int> in_flight = MicrobatchesInFlight(BuildSchedule(schedule, stages, microbatches));
   for (int s = 0; s < stages; ++s) {
     specs[s].speed = cluster.devices[s].speed;
     specs[s].memory_bytes = cluster.devices[s].memory_bytes;
-    specs[s].in_flight = MicrobatchesInFlight(schedule, stages, microbatches, s);
+    specs[s].in_flight = in_flight[s];
     if (s > 0) specs[s].in_link = LinkAt(cluster, s - 1);
     if (s < stages - 1) specs[s].out_link = LinkAt(cluster, s);
     specs[s].replicas = cluster.replicas;

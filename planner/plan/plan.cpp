@@ -55,7 +55,8 @@ Schedule PlanSchedule(const Plan& plan) {
   schedule.kind = plan.schedule;
   schedule.stages = int(plan.stages.size());
   schedule.microbatches = plan.microbatches;
-  for (const PlanStage& stage : plan.stages) schedule.actions.push_back(stage.actions);
+  for (const PlanProgram& program : plan.programs) schedule.actions.push_back(program.actions);
+  for (const PlanStage& stage : plan.stages) schedule.stage_device.push_back(stage.program);
   return schedule;
 }
 
@@ -66,7 +67,7 @@ SimResult SimulatePlan(const Plan& plan) {
   std::vector<double> allreduce;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const PlanStage& stage = plan.stages[s];
-    times.push_back({stage.forward_ms, stage.backward_ms});
+    times.push_back({stage.forward_ms, stage.backward_ms, stage.input_backward_ms, stage.weight_backward_ms});
     memory.push_back({stage.static_bytes, stage.activation_bytes});
     allreduce.push_back(stage.allreduce_ms);
     if (s + 1 < plan.stages.size()) {

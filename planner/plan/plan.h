@@ -1,7 +1,8 @@
 // Plan: the contract between mpplan and mpexec, as plain values. One Plan is
-// one YAML file (format mpplan/v1, docs/plan-format.md): which model, which
-// inputs, how the batch is split, which canonical nodes run on which device,
-// the action list each stage runs, and what the planner predicted.
+// one YAML file (format mpplan/v2, docs/plan-format.md; v1 files are still
+// read): which model, which inputs, how the batch is split, which canonical
+// nodes run in which stage on which device, the action list each device runs
+// over its stages, and what the planner predicted.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,9 @@
 
 namespace mp {
 
-constexpr const char* kPlanFormat = "mpplan/v1";
+constexpr const char* kPlanFormat = "mpplan/v2";
+// The first format: one action list per stage, in stages[].actions.
+constexpr const char* kPlanFormatV1 = "mpplan/v1";
 
 struct PlanModel {
   std::string path;               // relative to the plan file's directory (or absolute)
@@ -55,6 +58,7 @@ using NodeRange = std::pair<int, int>;  // inclusive [first, last]
 struct PlanStage {
   int id = 0;
   int device = 0;                 // index into Plan::devices
+  int program = 0;                // index into Plan::programs: the list that runs it (not stored)
   std::vector<int> replica_devices;  // with replicas: replica r's copy runs on [r]; [0] == device
   std::vector<NodeRange> nodes;   // canonical ids, ascending, disjoint, not adjacent
   std::vector<std::string> layers;  // layer names in pipeline order (top two levels)
@@ -65,6 +69,8 @@ struct PlanStage {
   // Predictions for one micro-batch on this stage's device.
   double forward_ms = 0;
   double backward_ms = 0;
+  double input_backward_ms = 0;   // I and W, for schedules that split the backward
+  double weight_backward_ms = 0;
   double send_ms = 0;             // its activations to stage id + 1
   double send_gradients_ms = 0;   // its input gradients to stage id - 1
   double busy_fraction = 0;       // busy / step time
@@ -72,6 +78,13 @@ struct PlanStage {
   int64_t static_bytes = 0;       // parameters (+ gradients and optimizer state in training)
   int64_t activation_bytes = 0;   // held per micro-batch in flight
   int64_t peak_memory_bytes = 0;
+};
+
+// One device's program: the ordered actions of all its stages, in the
+// action grammar of torch.distributed.pipelining. With replicas, replica r
+// runs the same program on its copy of each stage.
+struct PlanProgram {
+  int device = 0;                 // index into Plan::devices (replica 0's)
   std::vector<Action> actions;
 };
 
@@ -153,6 +166,7 @@ struct Plan {
   std::vector<PlanDevice> devices;
   std::vector<PlanLink> links;     // one per boundary (stages - 1)
   std::vector<PlanStage> stages;
+  std::vector<PlanProgram> programs;  // one per device that runs stages
   PlanPrediction predicted;
   PlanProfile profile;
   std::vector<PlanCandidate> alternatives;

@@ -22,12 +22,38 @@ constexpr int64_t kMaxNodes = 10'000'000;
 constexpr int64_t kMaxMicrobatches = 1'000'000;
 constexpr int64_t kMaxBatch = int64_t(1) << 40;
 
+constexpr ScheduleKind kScheduleKinds[] = {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB,
+                                           ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleH1,
+                                           ScheduleKind::kForwardOnly};
+
 ScheduleKind ReadSchedule(const YamlCursor& c) {
   const std::string name = c.String();
-  if (name == "gpipe") return ScheduleKind::kGPipe;
-  if (name == "1f1b") return ScheduleKind::kOneFOneB;
-  if (name == "forward") return ScheduleKind::kForwardOnly;
-  c.Fail("unknown schedule '" + name + "' (expected gpipe, 1f1b or forward)");
+  for (ScheduleKind kind : kScheduleKinds) {
+    if (name == ScheduleName(kind)) return kind;
+  }
+  c.Fail("unknown schedule '" + name + "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1 or forward)");
+}
+
+bool IsV1(const Plan& plan) { return plan.format == kPlanFormatV1; }
+
+// An action list: every action parses, and names a micro-batch the plan has.
+std::vector<Action> ReadActions(const YamlCursor& list, const Plan& plan) {
+  std::vector<Action> actions;
+  const int n = list.ExpectList();
+  for (int i = 0; i < n; ++i) {
+    const YamlCursor a = list[i];
+    Action action;
+    try {
+      action = ParseAction(a.String());
+    } catch (const InputError& e) {
+      a.Fail(e.what());
+    }
+    if (action.microbatch >= plan.microbatches) {
+      a.Fail(Concat("micro-batch ", action.microbatch, " is out of range (the plan has ", plan.microbatches, ")"));
+    }
+    actions.push_back(action);
+  }
+  return actions;
 }
 
 TensorSpec ReadInput(const YamlCursor& c) {
@@ -65,9 +91,10 @@ PlanTensor ReadTensor(const YamlCursor& c, const char* peer_key, int stages) {
   return t;
 }
 
-PlanStage ReadStage(const YamlCursor& c, int index, const Plan& plan, int stages) {
-  c.ExpectMap({"id", "device", "nodes", "actions"},
-              {"replica_devices", "layers", "params", "receives", "sends", "predicted"});
+PlanStage ReadStage(const YamlCursor& c, int index, Plan& plan, int stages) {
+  std::vector<std::string> required = {"id", "device", "nodes"};
+  if (IsV1(plan)) required.push_back("actions");  // v2: programs
+  c.ExpectMap(required, {"replica_devices", "layers", "params", "receives", "sends", "predicted"});
   PlanStage s;
   s.id = c["id"].IntIn(0, kMaxInt);
   if (s.id != index) c["id"].Fail(Concat("stage ids must count up from 0: expected ", index, ", found ", s.id));
@@ -149,8 +176,9 @@ PlanStage ReadStage(const YamlCursor& c, int index, const Plan& plan, int stages
   }
   if (c.Has("predicted")) {
     const YamlCursor p = c["predicted"];
-    p.ExpectMap({}, {"forward_ms", "backward_ms", "send_ms", "send_gradients_ms", "busy_fraction", "allreduce_ms",
-                     "static_bytes", "activation_bytes", "peak_memory_bytes"});
+    p.ExpectMap({}, {"forward_ms", "backward_ms", "input_backward_ms", "weight_backward_ms", "send_ms",
+                     "send_gradients_ms", "busy_fraction", "allreduce_ms", "static_bytes", "activation_bytes",
+                     "peak_memory_bytes"});
     if (p.Has("allreduce_ms")) {
       s.allreduce_ms = p["allreduce_ms"].Number();
       if (plan.replicas == 1) p["allreduce_ms"].Fail("only a plan with replicas all-reduces between them");
@@ -158,6 +186,8 @@ PlanStage ReadStage(const YamlCursor& c, int index, const Plan& plan, int stages
     }
     if (p.Has("forward_ms")) s.forward_ms = p["forward_ms"].Number();
     if (p.Has("backward_ms")) s.backward_ms = p["backward_ms"].Number();
+    if (p.Has("input_backward_ms")) s.input_backward_ms = p["input_backward_ms"].Number();
+    if (p.Has("weight_backward_ms")) s.weight_backward_ms = p["weight_backward_ms"].Number();
     if (p.Has("send_ms")) s.send_ms = p["send_ms"].Number();
     if (p.Has("send_gradients_ms")) s.send_gradients_ms = p["send_gradients_ms"].Number();
     if (p.Has("busy_fraction")) s.busy_fraction = p["busy_fraction"].Number();
@@ -165,23 +195,59 @@ PlanStage ReadStage(const YamlCursor& c, int index, const Plan& plan, int stages
     if (p.Has("activation_bytes")) s.activation_bytes = p["activation_bytes"].Int();
     if (p.Has("peak_memory_bytes")) s.peak_memory_bytes = p["peak_memory_bytes"].Int();
   }
-  const YamlCursor actions = c["actions"];
-  const int n = actions.ExpectList();
-  for (int i = 0; i < n; ++i) {
-    const YamlCursor a = actions[i];
-    Action action;
-    try {
-      action = ParseAction(a.String());
-    } catch (const InputError& e) {
-      a.Fail(e.what());
+  if (IsV1(plan)) {  // one program per stage
+    const YamlCursor list = c["actions"];
+    PlanProgram program{s.device, ReadActions(list, plan)};
+    for (size_t i = 0; i < program.actions.size(); ++i) {
+      const Action& a = program.actions[i];
+      if (a.stage != s.id) list[int(i)].Fail(Concat("action ", FormatAction(a), " belongs to stage ", a.stage));
     }
-    if (action.stage != s.id) a.Fail(Concat("action ", a.String(), " belongs to stage ", action.stage));
-    if (action.microbatch >= plan.microbatches) {
-      a.Fail(Concat("micro-batch ", action.microbatch, " is out of range (the plan has ", plan.microbatches, ")"));
-    }
-    s.actions.push_back(action);
+    s.program = int(plan.programs.size());
+    plan.programs.push_back(std::move(program));
   }
   return s;
+}
+
+// v2: one program per device that runs stages, each action on a stage of
+// that device.
+void ReadPrograms(const YamlCursor& root, Plan& plan) {
+  const YamlCursor programs = root["programs"];
+  const int n = programs.ExpectList();
+  std::vector<int> program_of_device(plan.devices.size(), -1);
+  for (int p = 0; p < n; ++p) {
+    const YamlCursor c = programs[p];
+    c.ExpectMap({"device", "actions"});
+    const int64_t device = c["device"].Int();
+    if (device < 0 || device >= int64_t(plan.devices.size())) {
+      c["device"].Fail(Concat("device ", device, " is out of range (the plan has ", plan.devices.size(), " devices)"));
+    }
+    if (program_of_device[device] >= 0) {
+      c["device"].Fail(Concat("device ", device, " already runs programs[", program_of_device[device], "]"));
+    }
+    program_of_device[device] = p;
+    plan.programs.push_back({int(device), ReadActions(c["actions"], plan)});
+  }
+  for (PlanStage& stage : plan.stages) {
+    stage.program = program_of_device[stage.device];
+    if (stage.program < 0) {
+      root["stages"][stage.id]["device"].Fail(Concat("device ", stage.device, " has no program in programs"));
+    }
+  }
+  for (int p = 0; p < n; ++p) {
+    const auto& actions = plan.programs[p].actions;
+    for (size_t i = 0; i < actions.size(); ++i) {
+      const Action& a = actions[i];
+      const YamlCursor at = programs[p]["actions"][int(i)];
+      if (a.stage >= int(plan.stages.size())) {
+        at.Fail(Concat("action ", FormatAction(a), " names stage ", a.stage, " (the plan has ", plan.stages.size(),
+                       ")"));
+      }
+      if (plan.stages[a.stage].program != p) {
+        at.Fail(Concat("action ", FormatAction(a), " belongs to stage ", a.stage, ", which runs on device ",
+                       plan.stages[a.stage].device));
+      }
+    }
+  }
 }
 
 PlanCandidate ReadAlternative(const YamlCursor& c) {
@@ -224,8 +290,9 @@ PlanCandidate ReadComparison(const YamlCursor& c) {
 
 void ReadHeader(const YamlCursor& root, Plan& plan) {
   plan.format = root["format"].String();
-  if (plan.format != kPlanFormat) {
-    root["format"].Fail(Concat("unknown format '", plan.format, "' (this mpexec reads ", kPlanFormat, ")"));
+  if (plan.format != kPlanFormat && plan.format != kPlanFormatV1) {
+    root["format"].Fail(Concat("unknown format '", plan.format, "' (this mpexec reads ", kPlanFormat, " and ",
+                               kPlanFormatV1, ")"));
   }
   const YamlCursor model = root["model"];
   model.ExpectMap({"path", "sha256", "graph_fingerprint", "nodes"});
@@ -277,7 +344,8 @@ void ReadHeader(const YamlCursor& root, Plan& plan) {
   plan.schedule = ReadSchedule(root["schedule"]);
   if (IsTraining(plan.schedule) != plan.training) {
     root["schedule"].Fail(Concat("schedule ", ScheduleName(plan.schedule), " does not fit mode ", mode,
-                                 plan.training ? " (expected gpipe or 1f1b)" : " (expected forward)"));
+                                 plan.training ? " (expected gpipe, 1f1b, interleaved-1f1b or zb-h1)"
+                                               : " (expected forward)"));
   }
   if (root.Has("partitioner")) plan.partitioner = root["partitioner"].String();
   if (root.Has("split")) plan.split = root["split"].String();
@@ -359,22 +427,29 @@ void CheckCoverage(const YamlCursor& root, const Plan& plan) {
   }
 }
 
-// Each stage runs every micro-batch's forward (and backward) exactly once;
-// checked per stage before the whole schedule is replayed, so the error
-// names the stage, and so the replay is only ever asked of sizes the
-// document itself spells out.
-void CheckComputeCounts(const YamlCursor& stages, const Plan& plan) {
-  for (const PlanStage& stage : plan.stages) {
-    int forwards = 0, backwards = 0;
-    for (const Action& a : stage.actions) {
-      forwards += a.kind == ActionKind::kForward;
-      backwards += a.kind == ActionKind::kBackward;
+// Each stage runs every micro-batch's forward (and backward, whole or as I
+// and W) exactly once; checked per stage before the whole schedule is
+// replayed, so the error names the stage's list, and so the replay is only
+// ever asked of sizes the document itself spells out.
+void CheckComputeCounts(const YamlCursor& root, const Plan& plan) {
+  const size_t K = plan.stages.size();
+  std::vector<int> forwards(K, 0), backwards(K, 0), weights(K, 0);
+  for (const PlanProgram& program : plan.programs) {
+    for (const Action& a : program.actions) {
+      forwards[a.stage] += a.kind == ActionKind::kForward;
+      backwards[a.stage] += IsBackward(a.kind);
+      weights[a.stage] += a.kind == ActionKind::kBackwardWeight;
     }
-    const int want_backwards = plan.training ? plan.microbatches : 0;
-    if (forwards != plan.microbatches || backwards != want_backwards) {
-      stages[stage.id]["actions"].Fail(Concat("expected ", plan.microbatches, " forwards and ", want_backwards,
-                                              " backwards (one per micro-batch), found ", forwards, " and ",
-                                              backwards));
+  }
+  const int want_backwards = plan.training ? plan.microbatches : 0;
+  for (const PlanStage& stage : plan.stages) {
+    const int s = stage.id;
+    const bool split = SplitsBackward(plan.schedule);
+    if (forwards[s] != plan.microbatches || backwards[s] != want_backwards || weights[s] != (split ? backwards[s] : 0)) {
+      const YamlCursor list = IsV1(plan) ? root["stages"][s]["actions"] : root["programs"][stage.program]["actions"];
+      list.Fail(Concat("stage ", s, ": expected ", plan.microbatches, " forwards and ", want_backwards,
+                       split ? " I and as many W" : " backwards", " (one per micro-batch), found ", forwards[s],
+                       " and ", backwards[s], split ? Concat(" and ", weights[s]) : ""));
     }
   }
 }
@@ -449,24 +524,28 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
 
 Plan ParsePlan(const std::string& yaml, const std::string& source) {
   const YamlCursor root(LoadYamlDocument(yaml, source), source);
-  root.ExpectMap({"format", "model", "inputs", "mode", "batch", "microbatches", "schedule", "devices", "stages"},
-                 {"replicas", "replica_link", "microbatch_size", "partitioner", "split", "optimizer_state_factor", "links",
-                  "predicted", "profile",
-                  "alternatives", "comparisons", "warnings"});
   Plan plan;
+  plan.format = root["format"].String();  // checked in ReadHeader
+  std::vector<std::string> required = {"format", "model", "inputs", "mode", "batch", "microbatches", "schedule",
+                                       "devices", "stages"};
+  if (!IsV1(plan)) required.push_back("programs");
+  root.ExpectMap(required, {"replicas", "replica_link", "microbatch_size", "partitioner", "split",
+                            "optimizer_state_factor", "links", "predicted", "profile", "alternatives", "comparisons",
+                            "warnings"});
   ReadHeader(root, plan);
   ReadDevices(root, plan);
   const YamlCursor stages = root["stages"];
   const int k = stages.ExpectList();
   if (k == 0) stages.Fail("a plan needs at least one stage");
   for (int i = 0; i < k; ++i) plan.stages.push_back(ReadStage(stages[i], i, plan, k));
+  if (!IsV1(plan)) ReadPrograms(root, plan);
   CheckCoverage(root, plan);
   ReadLinks(root, plan);
-  CheckComputeCounts(stages, plan);
+  CheckComputeCounts(root, plan);
   try {
     ValidateSchedule(PlanSchedule(plan));
   } catch (const InputError& e) {
-    stages.Fail(Concat("the action lists cannot run: ", e.what()));
+    (IsV1(plan) ? stages : root["programs"]).Fail(Concat("the action lists cannot run: ", e.what()));
   }
   ReadResults(root, plan);
   return plan;

@@ -58,6 +58,10 @@ void WriteStage(YAML::Emitter& out, const PlanStage& s) {
   out << YAML::Key << "predicted" << YAML::Value << YAML::Flow << YAML::BeginMap;
   KeyValue(out, "forward_ms", s.forward_ms);
   KeyValue(out, "backward_ms", s.backward_ms);
+  if (s.input_backward_ms > 0 || s.weight_backward_ms > 0) {
+    KeyValue(out, "input_backward_ms", s.input_backward_ms);
+    KeyValue(out, "weight_backward_ms", s.weight_backward_ms);
+  }
   KeyValue(out, "send_ms", s.send_ms);
   KeyValue(out, "send_gradients_ms", s.send_gradients_ms);
   KeyValue(out, "busy_fraction", s.busy_fraction);
@@ -66,8 +70,14 @@ void WriteStage(YAML::Emitter& out, const PlanStage& s) {
   KeyValue(out, "activation_bytes", s.activation_bytes);
   KeyValue(out, "peak_memory_bytes", s.peak_memory_bytes);
   out << YAML::EndMap;
+  out << YAML::EndMap;
+}
+
+void WriteProgram(YAML::Emitter& out, const PlanProgram& program) {
+  out << YAML::BeginMap;
+  KeyValue(out, "device", program.device);
   std::vector<std::string> actions;
-  for (const Action& a : s.actions) actions.push_back(FormatAction(a));
+  for (const Action& a : program.actions) actions.push_back(FormatAction(a));
   out << YAML::Key << "actions" << YAML::Value;
   EmitFlowSeq(out, actions);
   out << YAML::EndMap;
@@ -112,7 +122,7 @@ std::string PlanToYaml(const Plan& p) {
   YAML::Emitter out;
   out.SetDoublePrecision(9);
   out << YAML::BeginMap;
-  KeyValue(out, "format", p.format);
+  KeyValue(out, "format", kPlanFormat);  // a v1 plan read in is written as v2
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
   KeyValue(out, "path", p.model.path);
   KeyValue(out, "sha256", p.model.sha256);
@@ -175,6 +185,9 @@ std::string PlanToYaml(const Plan& p) {
   out << YAML::EndSeq;
   out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;
   for (const PlanStage& s : p.stages) WriteStage(out, s);
+  out << YAML::EndSeq;
+  out << YAML::Key << "programs" << YAML::Value << YAML::BeginSeq;
+  for (const PlanProgram& program : p.programs) WriteProgram(out, program);
   out << YAML::EndSeq;
   out << YAML::Key << "predicted" << YAML::Value << YAML::BeginMap;
   KeyValue(out, "step_ms", p.predicted.step_ms);

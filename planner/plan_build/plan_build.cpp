@@ -213,9 +213,12 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
     ps.static_bytes = st.static_bytes;
     ps.activation_bytes = st.activation_bytes;
     ps.peak_memory_bytes = sim.peak_memory_bytes[s];
-    ps.actions = result.schedule.actions[s];
+    ps.program = result.schedule.DeviceOf(s);
     plan.stages.push_back(std::move(ps));
   }
+  plan.programs.resize(result.schedule.Devices());
+  for (int d = 0; d < result.schedule.Devices(); ++d) plan.programs[d].actions = result.schedule.actions[d];
+  for (const PlanStage& ps : plan.stages) plan.programs[ps.program].device = ps.device;
   plan.predicted.step_ms = sim.step_ms;
   if (const Band band = PredictionBand(profile, static_cast<int>(partition.stages.size())); !band.Empty()) {
     plan.predicted.step_low_ms = band.low * sim.step_ms;

@@ -43,6 +43,7 @@ text { font-family: 'DejaVu Sans', Helvetica, Arial, sans-serif; fill: #222222; 
 .swatch { stroke: #9a9da3; stroke-width: 0.6; }
 .fwd { fill: #9cc7f0; stroke: #3a78b5; stroke-width: 0.8; }
 .bwd { fill: #f6c28b; stroke: #c47a25; stroke-width: 0.8; }
+.wgt { fill: #c9e4b4; stroke: #5f9a3a; stroke-width: 0.8; }
 .act { fill: #4f9a5e; }
 .grad { fill: #a8659a; }
 .allreduce { fill: #d5d0e6; stroke: #6c5fa7; stroke-width: 0.8; }
@@ -109,18 +110,26 @@ std::string Span(double start, double end) { return FormatMs(start) + "\xE2\x80\
 }  // namespace
 
 std::string GanttSvg(const Plan& plan, const SimResult& sim) {
-  const int K = int(plan.stages.size());
+  // One row per device (program): its stages' actions in the order it runs them.
+  const int K = int(plan.programs.size());
   if (int(sim.timeline.size()) != K) {
     throw InputError(
-        Concat("gantt: the simulation has ", sim.timeline.size(), " stage timelines; the plan has ", K, " stages"));
+        Concat("gantt: the simulation has ", sim.timeline.size(), " device timelines; the plan has ", K, " programs"));
   }
+  const bool one_stage_each = K == int(plan.stages.size());
   std::vector<std::string> labels;
   size_t label_chars = 0;
-  for (const PlanStage& stage : plan.stages) {
+  for (int p = 0; p < K; ++p) {
+    std::string stages;
+    for (const PlanStage& stage : plan.stages) {
+      if (stage.program == p) stages += (stages.empty() ? "" : ",") + std::to_string(stage.id);
+    }
+    const PlanStage& stage = plan.stages[std::stoi(stages.substr(0, stages.find(',')))];
     // A long device name is cut before its " #id", which tells rows apart.
     const std::string device = DeviceLabel(plan, stage);
     const size_t id = std::min(device.rfind(" #"), device.size());
-    const std::string stage_text = "stage " + std::to_string(stage.id) + " \xC2\xB7 ";
+    const std::string stage_text =
+        (stages.find(',') == std::string::npos ? "stage " : "stages ") + stages + " \xC2\xB7 ";
     const size_t room = kMaxLabel - std::min(kMaxLabel - 8, DisplayWidth(stage_text + device.substr(id)));
     labels.push_back(stage_text + Truncate(device.substr(0, id), room) + device.substr(id));
     label_chars = std::max(label_chars, DisplayWidth(labels.back()));
@@ -138,15 +147,16 @@ std::string GanttSvg(const Plan& plan, const SimResult& sim) {
   const double height = axis_y + 48;
   auto X = [&](double ms) { return left + std::clamp(ms, 0.0, span) * scale; };
 
-  bool has[5] = {false, false, false, false, false};  // F, B, SEND_F, SEND_B, all-reduce
-  for (double ms : sim.allreduce_ms) has[4] = has[4] || ms > 0;
+  bool has[6] = {false, false, false, false, false, false};  // F, B or I, W, SEND_F, SEND_B, all-reduce
+  for (double ms : sim.allreduce_ms) has[5] = has[5] || ms > 0;
   for (const auto& row : sim.timeline) {
     for (const TimedAction& t : row) {
       const ActionKind k = t.action.kind;
       if (k == ActionKind::kForward) has[0] = true;
-      if (k == ActionKind::kBackward) has[1] = true;
-      if (k == ActionKind::kSendF && t.end_ms > t.start_ms) has[2] = true;
-      if (k == ActionKind::kSendB && t.end_ms > t.start_ms) has[3] = true;
+      if (IsBackward(k)) has[1] = true;
+      if (k == ActionKind::kBackwardWeight) has[2] = true;
+      if (k == ActionKind::kSendF && t.end_ms > t.start_ms) has[3] = true;
+      if (k == ActionKind::kSendB && t.end_ms > t.start_ms) has[4] = true;
     }
   }
 
@@ -171,7 +181,8 @@ std::string GanttSvg(const Plan& plan, const SimResult& sim) {
     const char* text;
     bool thin;
   } legend[] = {{"fwd", "forward (micro-batch no.)", false},
-                {"bwd", "backward", false},
+                {"bwd", has[2] ? "backward: input gradients (I)" : "backward", false},
+                {"wgt", "backward: weight gradients (W)", false},
                 {"act", "activations sent \xE2\x86\x92 next stage", true},
                 {"grad", "gradients sent \xE2\x86\x90 previous stage", true},
                 {"allreduce", "gradient all-reduce over the replicas", false},
@@ -179,8 +190,8 @@ std::string GanttSvg(const Plan& plan, const SimResult& sim) {
                 {"stepband", "error band of the step", false}};
   double lx = 20;
   const double ly = 62;
-  for (int i = 0; i < 7; ++i) {
-    if ((i < 5 && !has[i]) || (i == 6 && !banded)) continue;
+  for (int i = 0; i < 8; ++i) {
+    if ((i < 6 && !has[i]) || (i == 7 && !banded)) continue;
     svg << Rect(std::string(legend[i].cls) + " swatch", lx, legend[i].thin ? ly + 3 : ly, 16, legend[i].thin ? 5 : 11);
     svg << Text("legend", lx + 21, ly + 10, legend[i].text);
     lx += 21 + 6.1 * double(DisplayWidth(legend[i].text)) + 18;
@@ -220,7 +231,8 @@ std::string GanttSvg(const Plan& plan, const SimResult& sim) {
       if (IsCompute(k)) {
         const double x = x0 + 0.5, w = std::max(x1 - x0 - 1, 0.5);
         const std::string mb = std::to_string(t.action.microbatch);
-        svg << Rect(k == ActionKind::kForward ? "box fwd" : "box bwd", x, y + 1, w, kRowH - 2,
+        const char* cls = k == ActionKind::kForward ? "box fwd" : k == ActionKind::kBackwardWeight ? "box wgt" : "box bwd";
+        svg << Rect(cls, x, y + 1, w, kRowH - 2,
                     FormatAction(t.action) + ": " + Span(t.start_ms, t.end_ms));
         if (w >= 6.4 * double(mb.size()) + 2) svg << Text("mb", x + w / 2, y + kRowH / 2 + 3.5, mb, "middle");
       } else if (IsSend(k) && t.end_ms > t.start_ms) {
@@ -232,7 +244,7 @@ std::string GanttSvg(const Plan& plan, const SimResult& sim) {
                         Span(t.start_ms, t.end_ms));
       }
     }
-    if (s < int(sim.allreduce_ms.size()) && sim.allreduce_ms[s] > 0) {  // after the stage's last action
+    if (one_stage_each && s < int(sim.allreduce_ms.size()) && sim.allreduce_ms[s] > 0) {  // after the stage's last action
       double done = 0;
       for (const TimedAction& t : sim.timeline[s]) done = std::max(done, t.end_ms);
       const double x0 = X(done), x1 = X(done + sim.allreduce_ms[s]);

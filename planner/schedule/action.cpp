@@ -1,6 +1,7 @@
 // Formatting and parsing of pipeline actions ("0F3", "1RECV_B2"). The
 // grammar is torch.distributed.pipelining's _Action string form restricted
-// to the kinds mpexec runs: F, B (full backward) and the four transfers.
+// to the kinds mpexec runs: F, B (full backward), I and W (its input and
+// weight halves) and the four transfers.
 #include "planner/schedule/action.h"
 
 #include <array>
@@ -13,17 +14,19 @@ namespace mp {
 namespace {
 
 // Longest names first, so that "SEND_F" is not read as an unknown "S...".
-constexpr std::array<std::pair<const char*, ActionKind>, 6> kKindNames = {{
+constexpr std::array<std::pair<const char*, ActionKind>, kActionKinds> kKindNames = {{
     {"SEND_F", ActionKind::kSendF},
     {"RECV_F", ActionKind::kRecvF},
     {"SEND_B", ActionKind::kSendB},
     {"RECV_B", ActionKind::kRecvB},
     {"F", ActionKind::kForward},
     {"B", ActionKind::kBackward},
+    {"I", ActionKind::kBackwardInput},
+    {"W", ActionKind::kBackwardWeight},
 }};
 
-constexpr const char* kExpected = "expected <stage><kind><microbatch> with kind F, B, SEND_F, RECV_F, "
-                                  "SEND_B or RECV_B, e.g. 0F3 or 1RECV_B2";
+constexpr const char* kExpected = "expected <stage><kind><microbatch> with kind F, B, I, W, SEND_F, "
+                                  "RECV_F, SEND_B or RECV_B, e.g. 0F3 or 1RECV_B2";
 
 // Reads a run of digits at text[pos...] into value; false if none or too long.
 bool ReadNumber(const std::string& text, size_t& pos, int& value) {
@@ -40,7 +43,8 @@ bool ReadNumber(const std::string& text, size_t& pos, int& value) {
 
 }  // namespace
 
-bool IsCompute(ActionKind kind) { return kind == ActionKind::kForward || kind == ActionKind::kBackward; }
+bool IsCompute(ActionKind kind) { return !IsSend(kind) && !IsRecv(kind); }
+bool IsBackward(ActionKind kind) { return kind == ActionKind::kBackward || kind == ActionKind::kBackwardInput; }
 bool IsSend(ActionKind kind) { return kind == ActionKind::kSendF || kind == ActionKind::kSendB; }
 bool IsRecv(ActionKind kind) { return kind == ActionKind::kRecvF || kind == ActionKind::kRecvB; }
 

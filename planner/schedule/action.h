@@ -1,7 +1,10 @@
 // One step of a stage's pipeline program, in the action grammar of
 // torch.distributed.pipelining (its _Action string form): `<stage><kind><mb>`,
-// e.g. `0F3` (stage 0 runs the forward of micro-batch 3), `1B2`, and the
-// transfers `0SEND_F3`, `1RECV_F3`, `1SEND_B3`, `0RECV_B3`. The stage in an
+// e.g. `0F3` (stage 0 runs the forward of micro-batch 3), `1B2` (its full
+// backward), `1I2` and `1W2` (the backward split in two, for zero-bubble
+// schedules: I the gradients of the stage's inputs, W later those of its
+// weights), and the transfers `0SEND_F3`, `1RECV_F3`, `1SEND_B3`,
+// `0RECV_B3`. The stage in an
 // action is always the stage that performs it; a SEND/RECV's peer is the
 // neighbouring stage (stage + 1 for SEND_F/RECV_B, stage - 1 for RECV_F/SEND_B).
 #pragma once
@@ -11,7 +14,8 @@
 
 namespace mp {
 
-enum class ActionKind { kForward, kBackward, kSendF, kRecvF, kSendB, kRecvB };
+enum class ActionKind { kForward, kBackward, kSendF, kRecvF, kSendB, kRecvB, kBackwardInput, kBackwardWeight };
+constexpr int kActionKinds = 8;
 
 struct Action {
   int stage = 0;
@@ -34,7 +38,8 @@ struct TimedAction {
   double end_ms = 0;
 };
 
-bool IsCompute(ActionKind kind);  // F or B
+bool IsCompute(ActionKind kind);  // F, B, I or W
+bool IsBackward(ActionKind kind); // B or I: what sends gradients upstream
 bool IsSend(ActionKind kind);     // SEND_F or SEND_B
 bool IsRecv(ActionKind kind);     // RECV_F or RECV_B
 
@@ -45,11 +50,11 @@ int PeerStage(const Action& action);
 // 0SEND_F3 <-> 1RECV_F3, 1SEND_B3 <-> 0RECV_B3.
 Action MatchingTransfer(const Action& action);
 
-// "F", "B", "SEND_F", ...
+// "F", "B", "I", "W", "SEND_F", ...
 std::string KindName(ActionKind kind);
 
 // "0F3"; ParseAction is its inverse and throws InputError naming the text
-// and what was expected for anything else ("0W3", "F3", "0F", "-1F0").
+// and what was expected for anything else ("0X3", "F3", "0F", "-1F0").
 std::string FormatAction(const Action& action);
 Action ParseAction(const std::string& text);
 

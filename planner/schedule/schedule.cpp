@@ -1,60 +1,99 @@
-// Schedule generation, after GPipe (Huang et al., NeurIPS 2019: fill-drain)
-// and PipeDream-flush / 1F1B (Narayanan et al., "Memory-Efficient Pipeline-
-// Parallel DNN Training", ICML 2021), in torch.distributed.pipelining's
-// action grammar. With F and B one slot each, K = 3 stages, M = 4:
+// Schedule generation in torch.distributed.pipelining's action grammar, one
+// builder per kind, each drawn below with F, B, I and W one slot each
+// (columns are slots, `.` idle; F0 is micro-batch 0's forward on that row's
+// stage). The tests replay these drawings and check each kind's bubble
+// against its paper's formula.
 //
-//   gpipe    slot  0  1  2  3  4  5  6  7  8  9 10 11
+// gpipe (Huang et al., NeurIPS 2019: fill-drain), K = 3, M = 4: every
+// forward, then every backward; 2(M + K - 1) slots, M micro-batches held.
 //            s0   F0 F1 F2 F3  .  .  .  . B0 B1 B2 B3
 //            s1    . F0 F1 F2 F3  .  . B0 B1 B2 B3  .
 //            s2    .  . F0 F1 F2 F3 B0 B1 B2 B3  .  .
 //
-//   1f1b     slot  0  1  2  3  4  5  6  7  8  9 10 11
+// 1f1b (PipeDream-flush, Narayanan et al., ICML 2021), K = 3, M = 4: stage
+// s runs K - s - 1 warm-up forwards, then alternates F and B, then cools
+// down; the same 2(M + K - 1) slots, at most K - s micro-batches held.
 //            s0   F0 F1 F2  .  . B0 F3 B1  . B2  . B3
 //            s1    . F0 F1  . B0 F2 B1 F3 B2  . B3  .
 //            s2    .  . F0 B0 F1 B1 F2 B2 F3 B3  .  .
 //
-//   forward  slot  0  1  2  3  4  5
-//            s0   F0 F1 F2 F3  .  .
-//            s1    . F0 F1 F2 F3  .
-//            s2    .  . F0 F1 F2 F3
+// interleaved-1f1b (Megatron-LM, Narayanan et al., SC 2021), K = 2 devices,
+// v = 2 stages each (device d holds stages d and d + K: chunk c of device d
+// is stage cK + d), M = 4: forwards go round the chunks in groups of K
+// micro-batches; device d warms up with 2(K - d - 1) + (v - 1)K forwards,
+// then alternates, and backwards visit the chunks in reverse. Each action is
+// a chunk, 1/v of a stage's work, so the bubble is (K - 1)/(v M) of the
+// work where 1f1b's is (K - 1)/M. M must be a multiple of K. The order
+// (stage and micro-batch; the test replays it):
+//            d0   0F0 0F1 2F0 2F1 0F2 2B0 0F3 2B1 2F2 0B0 2F3 0B1 2B2 2B3 0B2 0B3
+//            d1   1F0 1F1 3F0 3B0 3F1 3B1 1F2 1B0 1F3 1B1 3F2 3B2 3F3 3B3 1B2 1B3
 //
-// Both training schedules take 2(M + K - 1) slots; 1f1b holds at most K - s
-// micro-batches' activations on stage s where gpipe holds M. Stage s of 1f1b
-// runs K - s - 1 warm-up forwards, then alternates F and B, then cools down.
-// (The simulator tests replay exactly these drawings.)
+// zb-h1 (ZB-H1, Qi et al., ICLR 2024), K = 3, M = 4: 1f1b's order with each
+// backward split into I (the input gradients, sent upstream at once) and W
+// (the weight gradients, which nothing waits for). Stage s defers its W by
+// s I's: the later stages, whose I the earlier ones wait for, run I as soon
+// as they can, and their W fill the cool-down where 1f1b idles. With
+// T_F = T_I = T_W the bubble is K - 1 slots against 1f1b's 3(K - 1), and no
+// stage holds more than K micro-batches (from F to W), 1f1b's peak.
+//            s0   F0 F1 F2  .  . I0 W0 F3 I1 W1 I2 W2 I3 W3
+//            s1    . F0 F1  . I0 F2 I1 W0 F3 I2 W1 I3 W2 W3
+//            s2    .  . F0 I0 F1 I1 F2 I2 W0 F3 I3 W1 W2 W3
+//
+// forward (inference), K = 3, M = 4: every forward, in order.
 #include "planner/schedule/schedule.h"
 
 #include <algorithm>
+#include <deque>
+#include <functional>
 
 #include "common/error.h"
 
 namespace mp {
 namespace {
 
-std::vector<Action> ComputeOrder(ScheduleKind kind, int stages, int microbatches, int s) {
-  std::vector<Action> order;
-  auto f = [&](int m) { order.push_back({s, ActionKind::kForward, m}); };
-  auto b = [&](int m) { order.push_back({s, ActionKind::kBackward, m}); };
-  switch (kind) {
-    case ScheduleKind::kForwardOnly:
-      for (int m = 0; m < microbatches; ++m) f(m);
-      break;
-    case ScheduleKind::kGPipe:
-      for (int m = 0; m < microbatches; ++m) f(m);
-      for (int m = 0; m < microbatches; ++m) b(m);
-      break;
-    case ScheduleKind::kOneFOneB: {
-      const int warmup = std::min(stages - s - 1, microbatches);
-      for (int m = 0; m < warmup; ++m) f(m);
-      for (int m = warmup; m < microbatches; ++m) {
-        f(m);
-        b(m - warmup);
-      }
-      for (int m = microbatches - warmup; m < microbatches; ++m) b(m);
-      break;
-    }
+using Emit = std::function<void(ActionKind, int chunk, int microbatch)>;
+
+void FillDrain(int microbatches, bool backward, const Emit& emit) {
+  for (int m = 0; m < microbatches; ++m) emit(ActionKind::kForward, 0, m);
+  if (!backward) return;
+  for (int m = 0; m < microbatches; ++m) emit(ActionKind::kBackward, 0, m);
+}
+
+// 1f1b on device d, its backward B, or I with W deferred by `defer_w` I's.
+void OneFOneB(int devices, int microbatches, int d, bool split, int defer_w, const Emit& emit) {
+  std::deque<int> weights;  // I done, W not yet
+  auto backward = [&](int m) {
+    if (!split) return emit(ActionKind::kBackward, 0, m);
+    emit(ActionKind::kBackwardInput, 0, m);
+    weights.push_back(m);
+    while (int(weights.size()) > defer_w) emit(ActionKind::kBackwardWeight, 0, weights.front()), weights.pop_front();
+  };
+  const int warmup = std::min(devices - d - 1, microbatches);
+  for (int m = 0; m < warmup; ++m) emit(ActionKind::kForward, 0, m);
+  for (int m = warmup; m < microbatches; ++m) {
+    emit(ActionKind::kForward, 0, m);
+    backward(m - warmup);
   }
-  return order;
+  for (int m = microbatches - warmup; m < microbatches; ++m) backward(m);
+  for (int m : weights) emit(ActionKind::kBackwardWeight, 0, m);
+}
+
+// Megatron-LM's interleaved order on device d: the k-th forward is chunk
+// (k mod Kv) / K of micro-batch (k / Kv) K + k mod K; backwards the same
+// with the chunks reversed.
+void Interleaved(int devices, int chunks, int microbatches, int d, const Emit& emit) {
+  const int group = devices * chunks;
+  const int total = chunks * microbatches;
+  auto microbatch = [&](int k) { return (k / group) * devices + k % devices; };
+  auto forward = [&](int k) { emit(ActionKind::kForward, (k % group) / devices, microbatch(k)); };
+  auto backward = [&](int k) { emit(ActionKind::kBackward, chunks - 1 - (k % group) / devices, microbatch(k)); };
+  const int warmup = std::min(2 * (devices - d - 1) + (chunks - 1) * devices, total);
+  for (int k = 0; k < warmup; ++k) forward(k);
+  for (int k = warmup; k < total; ++k) {
+    forward(k);
+    backward(k - warmup);
+  }
+  for (int k = total - warmup; k < total; ++k) backward(k);
 }
 
 }  // namespace
@@ -64,55 +103,102 @@ std::string ScheduleName(ScheduleKind kind) {
     case ScheduleKind::kGPipe: return "gpipe";
     case ScheduleKind::kOneFOneB: return "1f1b";
     case ScheduleKind::kForwardOnly: return "forward";
+    case ScheduleKind::kInterleaved1F1B: return "interleaved-1f1b";
+    case ScheduleKind::kZeroBubbleH1: return "zb-h1";
   }
   throw InternalError("ScheduleName: unknown ScheduleKind");
 }
 
 ScheduleKind ParseScheduleKind(const std::string& text) {
-  if (text == "gpipe") return ScheduleKind::kGPipe;
-  if (text == "1f1b") return ScheduleKind::kOneFOneB;
+  if (text == "gpipe" || text == "ScheduleGPipe") return ScheduleKind::kGPipe;
+  if (text == "1f1b" || text == "Schedule1F1B") return ScheduleKind::kOneFOneB;
   if (text == "forward" || text == "forward_only" || text == "infer") return ScheduleKind::kForwardOnly;
-  throw InputError(Concat("schedule '", text, "': expected gpipe, 1f1b or forward"));
+  if (text == "interleaved-1f1b" || text == "ScheduleInterleaved1F1B") return ScheduleKind::kInterleaved1F1B;
+  if (text == "zb-h1" || text == "ScheduleInterleavedZeroBubble") return ScheduleKind::kZeroBubbleH1;
+  throw InputError(Concat("schedule '", text, "': expected gpipe, 1f1b, interleaved-1f1b, zb-h1 or forward"));
 }
 
 bool IsTraining(ScheduleKind kind) { return kind != ScheduleKind::kForwardOnly; }
 
-Schedule BuildSchedule(ScheduleKind kind, int stages, int microbatches) {
-  if (stages < 1) throw InputError(Concat("schedule: ", stages, " stages; expected at least 1"));
-  if (microbatches < 1) {
-    throw InputError(Concat("schedule: ", microbatches, " micro-batches; expected at least 1"));
+bool SplitsBackward(ScheduleKind kind) { return kind == ScheduleKind::kZeroBubbleH1; }
+
+bool TakesChunks(ScheduleKind kind, int chunks) {
+  return kind == ScheduleKind::kInterleaved1F1B ? chunks >= 2 : chunks == 1;
+}
+
+std::string ScheduleRuledOut(ScheduleKind kind, int devices, int microbatches, int chunks) {
+  if (devices < 1) return Concat(devices, " devices; expected at least 1");
+  if (microbatches < 1) return Concat(microbatches, " micro-batches; expected at least 1");
+  if (kind == ScheduleKind::kInterleaved1F1B) {
+    if (chunks < 2) return Concat("interleaved-1f1b needs at least 2 stages per device, not ", chunks);
+    if (microbatches % devices != 0) {
+      return Concat("interleaved-1f1b needs M divisible by K (", microbatches, " micro-batches on ", devices,
+                    " devices)");
+    }
+  } else if (chunks != 1) {
+    return Concat(ScheduleName(kind), " runs one stage per device, not ", chunks);
   }
-  Schedule schedule{kind, stages, microbatches, {}};
-  schedule.actions.resize(stages);
-  for (int s = 0; s < stages; ++s) {
-    auto& list = schedule.actions[s];
-    for (const Action& a : ComputeOrder(kind, stages, microbatches, s)) {
-      const bool forward = a.kind == ActionKind::kForward;
-      const bool receives = forward ? s > 0 : s < stages - 1;
-      const bool sends = forward ? s < stages - 1 : s > 0;
-      if (receives) list.push_back({s, forward ? ActionKind::kRecvF : ActionKind::kRecvB, a.microbatch});
-      list.push_back(a);
-      if (sends) list.push_back({s, forward ? ActionKind::kSendF : ActionKind::kSendB, a.microbatch});
+  return "";
+}
+
+Schedule BuildSchedule(ScheduleKind kind, int devices, int microbatches, int chunks) {
+  if (std::string why = ScheduleRuledOut(kind, devices, microbatches, chunks); !why.empty()) {
+    throw InputError(Concat("schedule: ", why));
+  }
+  Schedule schedule;
+  schedule.kind = kind;
+  schedule.stages = devices * chunks;
+  schedule.microbatches = microbatches;
+  schedule.actions.resize(devices);
+  if (chunks > 1) {
+    for (int s = 0; s < schedule.stages; ++s) schedule.stage_device.push_back(s % devices);
+  }
+  const int last = schedule.stages - 1;
+  for (int d = 0; d < devices; ++d) {
+    auto& list = schedule.actions[d];
+    const Emit emit = [&](ActionKind k, int chunk, int m) {
+      const int s = chunk * devices + d;
+      const bool forward = k == ActionKind::kForward;
+      const bool receives = forward ? s > 0 : IsBackward(k) && s < last;
+      const bool sends = forward ? s < last : IsBackward(k) && s > 0;
+      if (receives) list.push_back({s, forward ? ActionKind::kRecvF : ActionKind::kRecvB, m});
+      list.push_back({s, k, m});
+      if (sends) list.push_back({s, forward ? ActionKind::kSendF : ActionKind::kSendB, m});
+    };
+    switch (kind) {
+      case ScheduleKind::kForwardOnly: FillDrain(microbatches, false, emit); break;
+      case ScheduleKind::kGPipe: FillDrain(microbatches, true, emit); break;
+      case ScheduleKind::kOneFOneB: OneFOneB(devices, microbatches, d, false, 0, emit); break;
+      case ScheduleKind::kZeroBubbleH1: OneFOneB(devices, microbatches, d, true, d, emit); break;
+      case ScheduleKind::kInterleaved1F1B: Interleaved(devices, chunks, microbatches, d, emit); break;
     }
   }
   return schedule;
 }
 
-std::vector<Action> ComputeActions(const std::vector<Action>& stage_actions) {
+std::vector<Action> ComputeActions(const std::vector<Action>& list) {
   std::vector<Action> out;
-  for (const Action& a : stage_actions) {
+  for (const Action& a : list) {
     if (IsCompute(a.kind)) out.push_back(a);
   }
   return out;
 }
 
-int MicrobatchesInFlight(ScheduleKind kind, int stages, int microbatches, int stage) {
-  switch (kind) {
-    case ScheduleKind::kGPipe: return microbatches;
-    case ScheduleKind::kOneFOneB: return std::min(stages - stage, microbatches);
-    case ScheduleKind::kForwardOnly: return 1;
+std::vector<int> MicrobatchesInFlight(const Schedule& schedule) {
+  std::vector<int> held(schedule.stages, 0), peak(schedule.stages, 0);
+  const bool training = IsTraining(schedule.kind);
+  for (const auto& list : schedule.actions) {
+    for (const Action& a : list) {
+      if (a.stage < 0 || a.stage >= schedule.stages) continue;
+      if (a.kind == ActionKind::kForward) {
+        peak[a.stage] = std::max(peak[a.stage], ++held[a.stage]);
+        if (!training) --held[a.stage];
+      } else if (a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardWeight) {
+        --held[a.stage];
+      }
+    }
   }
-  throw InternalError("MicrobatchesInFlight: unknown ScheduleKind");
+  return peak;
 }
 
 }  // namespace mp

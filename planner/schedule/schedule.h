@@ -1,7 +1,10 @@
-// Pipeline schedules: for K stages and M micro-batches, each stage's ordered
-// list of actions (compute and transfers), the same lists the simulator times
-// and the executor runs. Kinds: gpipe (fill-drain), 1f1b (PipeDream-flush)
-// and forward (inference). ValidateSchedule proves a list set can run.
+// Pipeline schedules: for K devices, v stages per device and M micro-batches,
+// each device's ordered list of actions (compute and transfers) over its
+// stages, the same lists the simulator times and the executor runs. Kinds:
+// gpipe (fill-drain), 1f1b (PipeDream-flush), interleaved-1f1b (Megatron-LM's
+// looped virtual stages), zb-h1 (zero bubble with 1F1B's memory: the
+// backward split into I and W) and forward (inference). ValidateSchedule
+// proves a list set can run.
 #pragma once
 
 #include <string>
@@ -11,40 +14,68 @@
 
 namespace mp {
 
-enum class ScheduleKind { kGPipe, kOneFOneB, kForwardOnly };
+enum class ScheduleKind { kGPipe, kOneFOneB, kForwardOnly, kInterleaved1F1B, kZeroBubbleH1 };
 
-// "gpipe", "1f1b", "forward"; ParseScheduleKind also accepts "forward_only"
-// and "infer", and throws InputError naming the text otherwise.
+// "gpipe", "1f1b", "forward", "interleaved-1f1b", "zb-h1";
+// ParseScheduleKind also accepts "forward_only" and "infer", and
+// torch.distributed.pipelining's class names (ScheduleGPipe, Schedule1F1B,
+// ScheduleInterleaved1F1B, ScheduleInterleavedZeroBubble as zb-h1 at one
+// stage per device), and throws InputError naming the text otherwise.
 std::string ScheduleName(ScheduleKind kind);
 ScheduleKind ParseScheduleKind(const std::string& text);
 
-bool IsTraining(ScheduleKind kind);  // gpipe and 1f1b run backwards
+bool IsTraining(ScheduleKind kind);  // every kind but forward runs backwards
+bool SplitsBackward(ScheduleKind kind);  // runs I and W instead of B
+// Stages per device the kind takes: 1, or for interleaved-1f1b any v >= 2.
+bool TakesChunks(ScheduleKind kind, int chunks);
 
 struct Schedule {
   ScheduleKind kind = ScheduleKind::kGPipe;
-  int stages = 1;
+  int stages = 1;        // K·v: every stage runs on one device
   int microbatches = 1;
-  std::vector<std::vector<Action>> actions;  // [stage] -> ordered actions
+  std::vector<std::vector<Action>> actions;  // [device] -> ordered actions of its stages
+  // [stage] -> its device (an index into actions); empty: stage s on device
+  // s, one stage per device.
+  std::vector<int> stage_device;
+
+  int Devices() const { return int(actions.size()); }
+  int DeviceOf(int stage) const { return stage_device.empty() ? stage : stage_device.at(stage); }
 };
 
-// Builds the per-stage lists with transfers inserted: a RECV right before the
-// compute that needs it, a SEND right after the compute that made it.
-// Throws InputError for stages < 1 or microbatches < 1.
-Schedule BuildSchedule(ScheduleKind kind, int stages, int microbatches);
+// Builds the lists for `devices` devices of `chunks` stages each (stage s on
+// device s mod K: the looped placement), with transfers inserted: a RECV
+// right before the compute that needs it, a SEND right after the compute
+// that made it. Throws InputError naming the rule for a kind that cannot
+// take these numbers (devices, microbatches < 1; interleaved-1f1b with
+// chunks < 2 or M not a multiple of K; chunks > 1 for the others).
+Schedule BuildSchedule(ScheduleKind kind, int devices, int microbatches, int chunks = 1);
 
-// The compute actions of one stage only (F/B), in schedule order.
-std::vector<Action> ComputeActions(const std::vector<Action>& stage_actions);
+// Why `kind` cannot run K devices x v chunks x M micro-batches, or "" when
+// it can (the search's reason for ruling it out).
+std::string ScheduleRuledOut(ScheduleKind kind, int devices, int microbatches, int chunks);
 
-// The most micro-batches whose activations a stage holds at once: M for
-// gpipe, min(K - stage, M) for 1f1b, 1 for forward.
-int MicrobatchesInFlight(ScheduleKind kind, int stages, int microbatches, int stage);
+// The compute actions of one list only (F/B/I/W), in schedule order.
+std::vector<Action> ComputeActions(const std::vector<Action>& list);
 
-// Throws InputError naming the first problem: an action on the wrong stage, a
-// micro-batch out of range, a missing or repeated F/B, a B before its F, a
-// compute before the RECV it needs, a SEND before the compute that makes its
-// tensor, a SEND without the matching RECV on the peer stage (or vice
-// versa), or a deadlock: some stage waits on a RECV whose SEND can never run
-// (sends are asynchronous, receives block, as in batch_isend_irecv).
+// The most micro-batches whose activations each stage holds at once (from F
+// until its B, or its W), from the lists themselves: M for gpipe, K - s for
+// 1f1b, 1 for forward.
+std::vector<int> MicrobatchesInFlight(const Schedule& schedule);
+
+// Throws InputError naming the device, the step and the action of the first
+// problem, followed by the schedule grid around it: an action on a stage
+// of another device, a micro-batch out of range, a missing or repeated
+// F/B/I/W, B mixed with I/W for one micro-batch, a B or I before its F, a W
+// before its I, a compute before the RECV it needs, a SEND before the
+// compute that makes its tensor, a SEND without the matching RECV on the
+// peer stage (or vice versa), or a deadlock: some device waits on a RECV
+// whose SEND can never run (sends are asynchronous, receives block, as in
+// batch_isend_irecv).
 void ValidateSchedule(const Schedule& schedule);
+
+// The lists as torch.distributed.pipelining's _format_pipeline_order prints
+// them: one column per device, one row per step, steps [from, to) only
+// (clamped); compute actions and transfers alike.
+std::string FormatScheduleGrid(const Schedule& schedule, int from = 0, int to = 1 << 30);
 
 }  // namespace mp

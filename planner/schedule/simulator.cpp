@@ -1,9 +1,9 @@
-// SimulateStep: an event-driven replay of the per-stage action lists. Every
-// resource (a stage's device, one direction of a link) serves exactly one
+// SimulateStep: an event-driven replay of the per-device action lists. Every
+// resource (a device, one direction of a link) serves exactly one
 // list in that list's order, so each action's start is fixed once the
-// actions it waits on are timed; stages are advanced in rounds until each is
+// actions it waits on are timed; devices are advanced in rounds until each is
 // blocked on a RECV whose SEND has not been timed yet. A round with no
-// progress is a deadlock. Cost: O(actions + rounds * stages).
+// progress is a deadlock. Cost: O(actions + rounds * devices).
 #include "planner/schedule/simulator.h"
 
 #include <algorithm>
@@ -18,50 +18,67 @@ namespace {
 constexpr double kNotYet = -1;
 constexpr int kContentionRounds = 12;
 
-// Each compute action's time, per stage in list order (0 for the others).
+// Each compute action's time, per device in list order (0 for the others).
 using Durations = std::vector<std::vector<double>>;
 
 // One replay of the lists with the actions' compute times fixed.
 SimResult Replay(const Schedule& sch, const Durations& durations, const std::vector<TransferTimes>& transfers,
                  const std::vector<StageMemory>& memory, const std::vector<double>& allreduce_ms) {
-  const int K = sch.stages;
+  const int S = sch.stages;
+  const int D = sch.Devices();
   const int M = sch.microbatches;
   // arrival[dir][boundary * M + mb]: when a transfer lands on the receiver.
   std::vector<double> arrival[2];
-  arrival[0].assign(size_t(std::max(K - 1, 0)) * M, kNotYet);  // forward activations
+  arrival[0].assign(size_t(std::max(S - 1, 0)) * M, kNotYet);  // forward activations
   arrival[1] = arrival[0];                                      // backward gradients
-  std::vector<double> lane_free[2] = {std::vector<double>(K, 0), std::vector<double>(K, 0)};
-  std::vector<double> clock(K, 0);
-  std::vector<size_t> next(K, 0);
+  std::vector<double> lane_free[2] = {std::vector<double>(S, 0), std::vector<double>(S, 0)};
+  std::vector<double> clock(D, 0);
+  std::vector<size_t> next(D, 0);
+  std::vector<double> stage_done(S, 0);
 
   SimResult result;
-  result.busy_ms.assign(K, 0);
-  result.timeline.resize(K);
-  result.max_in_flight.assign(K, 0);
-  std::vector<int> in_flight(K, 0);
-  for (int s = 0; s < K; ++s) result.timeline[s].reserve(sch.actions[s].size());
+  result.busy_ms.assign(S, 0);
+  result.device_busy_ms.assign(D, 0);
+  result.timeline.resize(D);
+  result.max_in_flight.assign(S, 0);
+  result.device_peak_memory_bytes.assign(D, 0);
+  std::vector<int> in_flight(S, 0);
+  std::vector<int64_t> held(D, 0);  // activations a device's stages hold now
+  for (int d = 0; d < D; ++d) result.timeline[d].reserve(sch.actions[d].size());
+  auto activation = [&](int s) { return memory.empty() ? int64_t(0) : memory[s].activation_bytes; };
 
   size_t remaining = 0;
   for (const auto& list : sch.actions) remaining += list.size();
   const bool training = IsTraining(sch.kind);
   while (remaining > 0) {
     bool progressed = false;
-    for (int s = 0; s < K; ++s) {
-      const auto& list = sch.actions[s];
-      while (next[s] < list.size()) {
-        const Action& a = list[next[s]];
-        TimedAction timed{a, clock[s], clock[s]};
-        if (a.microbatch < 0 || a.microbatch >= M) {
-          throw InputError(Concat("simulate: ", FormatAction(a), " micro-batch out of range (", M, ")"));
+    for (int d = 0; d < D; ++d) {
+      const auto& list = sch.actions[d];
+      while (next[d] < list.size()) {
+        const Action& a = list[next[d]];
+        const int s = a.stage;
+        TimedAction timed{a, clock[d], clock[d]};
+        if (s < 0 || s >= S || a.microbatch < 0 || a.microbatch >= M) {
+          throw InputError(Concat("simulate: ", FormatAction(a), " stage or micro-batch out of range (", S,
+                                  " stages, ", M, " micro-batches)"));
         }
         if (IsCompute(a.kind)) {
-          timed.end_ms = clock[s] = clock[s] + durations[s][next[s]];
+          timed.end_ms = clock[d] = clock[d] + durations[d][next[d]];
           result.busy_ms[s] += timed.end_ms - timed.start_ms;
-          in_flight[s] += a.kind == ActionKind::kForward ? 1 : -1;
-          result.max_in_flight[s] = std::max(result.max_in_flight[s], training ? in_flight[s] : 1);
+          result.device_busy_ms[d] += timed.end_ms - timed.start_ms;
+          if (a.kind == ActionKind::kForward) {
+            ++in_flight[s];
+            held[d] += activation(s);
+            result.max_in_flight[s] = std::max(result.max_in_flight[s], training ? in_flight[s] : 1);
+            result.device_peak_memory_bytes[d] = std::max(result.device_peak_memory_bytes[d], held[d]);
+            if (!training) --in_flight[s], held[d] -= activation(s);
+          } else if (a.kind != ActionKind::kBackwardInput) {
+            --in_flight[s];
+            held[d] -= activation(s);
+          }
         } else {
           const int peer = PeerStage(a);
-          if (peer < 0 || peer >= K) throw InputError(Concat("simulate: ", FormatAction(a), " has no peer stage"));
+          if (peer < 0 || peer >= S) throw InputError(Concat("simulate: ", FormatAction(a), " has no peer stage"));
           const int boundary = std::min(s, peer);
           const int dir = (a.kind == ActionKind::kSendF || a.kind == ActionKind::kRecvF) ? 0 : 1;
           double& landed = arrival[dir][size_t(boundary) * M + a.microbatch];
@@ -69,45 +86,46 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
             const double ms = transfers.empty() ? 0
                               : dir == 0        ? transfers[boundary].forward_ms
                                                 : transfers[boundary].backward_ms;
-            timed.start_ms = std::max(clock[s], lane_free[dir][boundary]);
+            timed.start_ms = std::max(clock[d], lane_free[dir][boundary]);
             timed.end_ms = lane_free[dir][boundary] = landed = timed.start_ms + ms;
           } else {
             if (landed == kNotYet) break;  // blocked until the peer sends
-            timed.end_ms = clock[s] = std::max(clock[s], landed);
+            timed.end_ms = clock[d] = std::max(clock[d], landed);
           }
         }
-        result.timeline[s].push_back(timed);
-        ++next[s];
+        stage_done[s] = std::max(stage_done[s], timed.end_ms);
+        result.timeline[d].push_back(timed);
+        ++next[d];
         --remaining;
         progressed = true;
       }
     }
     if (!progressed) {
-      for (int s = 0; s < K; ++s) {
-        if (next[s] < sch.actions[s].size()) {
-          throw InputError(Concat("simulate: schedule deadlocks at stage ", s, " action ",
-                                  FormatAction(sch.actions[s][next[s]])));
+      for (int d = 0; d < D; ++d) {
+        if (next[d] < sch.actions[d].size()) {
+          throw InputError(Concat("simulate: schedule deadlocks on device ", d, " at action ",
+                                  FormatAction(sch.actions[d][next[d]])));
         }
       }
     }
   }
 
-  result.allreduce_ms = allreduce_ms.empty() ? std::vector<double>(K, 0) : allreduce_ms;
-  for (int s = 0; s < K; ++s) {
-    double done = clock[s];
-    for (const auto& t : result.timeline[s]) done = std::max(done, t.end_ms);
-    result.step_ms = std::max(result.step_ms, done + result.allreduce_ms[s]);
-  }
+  result.allreduce_ms = allreduce_ms.empty() ? std::vector<double>(S, 0) : allreduce_ms;
+  for (int s = 0; s < S; ++s) result.step_ms = std::max(result.step_ms, stage_done[s] + result.allreduce_ms[s]);
+  for (int d = 0; d < D; ++d) result.step_ms = std::max(result.step_ms, clock[d]);
   double idle = 0;
-  result.idle_ms.resize(K);
-  result.peak_memory_bytes.resize(K);
-  for (int s = 0; s < K; ++s) {
-    result.idle_ms[s] = result.step_ms - result.busy_ms[s];
-    idle += result.idle_ms[s];
+  result.idle_ms.resize(D);
+  for (int d = 0; d < D; ++d) {
+    result.idle_ms[d] = result.step_ms - result.device_busy_ms[d];
+    idle += result.idle_ms[d];
+  }
+  result.peak_memory_bytes.resize(S);
+  for (int s = 0; s < S; ++s) {
     const StageMemory mem = memory.empty() ? StageMemory{} : memory[s];
     result.peak_memory_bytes[s] = mem.static_bytes + mem.activation_bytes * result.max_in_flight[s];
+    result.device_peak_memory_bytes[sch.DeviceOf(s)] += mem.static_bytes;
   }
-  result.bubble_fraction = result.step_ms > 0 ? idle / (K * result.step_ms) : 0;
+  result.bubble_fraction = result.step_ms > 0 ? idle / (D * result.step_ms) : 0;
   return result;
 }
 
@@ -136,10 +154,10 @@ Durations AverageSlowdown(const SimResult& timed, const std::vector<double>& slo
   }
   const auto at = [&](double t) { return integral[std::lower_bound(times.begin(), times.end(), t) - times.begin()]; };
   Durations average(timed.timeline.size());
-  for (size_t s = 0; s < timed.timeline.size(); ++s) {
-    for (const TimedAction& t : timed.timeline[s]) {
+  for (size_t d = 0; d < timed.timeline.size(); ++d) {
+    for (const TimedAction& t : timed.timeline[d]) {
       const double span = t.end_ms - t.start_ms;
-      average[s].push_back(IsCompute(t.action.kind) && span > 0 ? (at(t.end_ms) - at(t.start_ms)) / span : 1.0);
+      average[d].push_back(IsCompute(t.action.kind) && span > 0 ? (at(t.end_ms) - at(t.start_ms)) / span : 1.0);
     }
   }
   return average;
@@ -151,9 +169,12 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
                        const std::vector<TransferTimes>& transfers, const std::vector<StageMemory>& memory,
                        const std::vector<double>& allreduce_ms, const std::vector<double>& slowdown) {
   const int K = sch.stages;
-  if (int(stages.size()) != K || int(sch.actions.size()) != K) {
-    throw InputError(Concat("simulate: ", stages.size(), " stage times and ", sch.actions.size(), " action lists for ",
-                            K, " stages"));
+  if (int(stages.size()) != K) {
+    throw InputError(Concat("simulate: ", stages.size(), " stage times for ", K, " stages"));
+  }
+  if (sch.stage_device.empty() ? sch.Devices() != K : int(sch.stage_device.size()) != K) {
+    throw InputError(Concat("simulate: ", sch.Devices(), " action lists and ", sch.stage_device.size(),
+                            " stage placements for ", K, " stages"));
   }
   if (!transfers.empty() && int(transfers.size()) != K - 1) {
     throw InputError(Concat("simulate: ", transfers.size(), " transfer times for ", K - 1, " boundaries"));
@@ -166,12 +187,16 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
   }
   for (double f : slowdown)
     if (!(f >= 1)) throw InputError(Concat("simulate: slowdown factor ", f, "; expected >= 1"));
-  Durations base(K);
-  for (int s = 0; s < K; ++s) {
-    for (const Action& a : sch.actions[s]) {
-      base[s].push_back(a.kind == ActionKind::kForward    ? stages[s].forward_ms
-                        : a.kind == ActionKind::kBackward ? stages[s].backward_ms
-                                                          : 0.0);
+  Durations base(sch.Devices());
+  for (int d = 0; d < sch.Devices(); ++d) {
+    for (const Action& a : sch.actions[d]) {
+      const StageTimes* t = a.stage >= 0 && a.stage < K ? &stages[a.stage] : nullptr;
+      base[d].push_back(!t                                         ? 0.0
+                        : a.kind == ActionKind::kForward        ? t->forward_ms
+                        : a.kind == ActionKind::kBackward       ? t->backward_ms
+                        : a.kind == ActionKind::kBackwardInput  ? t->input_backward_ms
+                        : a.kind == ActionKind::kBackwardWeight ? t->weight_backward_ms
+                                                                : 0.0);
     }
   }
   SimResult result = Replay(sch, base, transfers, memory, allreduce_ms);
@@ -184,12 +209,12 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
     const Durations average = AverageSlowdown(result, slowdown);
     Durations slowed = base;
     double change = 0;
-    for (int s = 0; s < K; ++s) {
-      for (size_t i = 0; i < slowed[s].size(); ++i) {
-        slowed[s][i] *= average[s][i];
-        const double before = result.timeline[s][i].end_ms - result.timeline[s][i].start_ms;
-        if (IsCompute(sch.actions[s][i].kind) && before > 0)
-          change = std::max(change, std::abs(slowed[s][i] / before - 1));
+    for (int d = 0; d < sch.Devices(); ++d) {
+      for (size_t i = 0; i < slowed[d].size(); ++i) {
+        slowed[d][i] *= average[d][i];
+        const double before = result.timeline[d][i].end_ms - result.timeline[d][i].start_ms;
+        if (IsCompute(sch.actions[d][i].kind) && before > 0)
+          change = std::max(change, std::abs(slowed[d][i] / before - 1));
       }
     }
     result = Replay(sch, slowed, transfers, memory, allreduce_ms);

@@ -1,9 +1,10 @@
-// Discrete-event simulation of one pipeline step: replays a Schedule's action
-// lists with per-stage compute times and per-boundary transfer times, and
-// reports the step time, busy/idle time and bubble, the peak memory of each
-// stage and a timeline a report can draw as a Gantt chart.
+// Discrete-event simulation of one pipeline step: replays a Schedule's
+// per-device action lists with per-stage compute times and per-boundary
+// transfer times, and reports the step time, busy/idle time and bubble, the
+// peak memory of each stage and device and a timeline a report can draw as a
+// Gantt chart.
 //
-// Cost model: a stage's device runs its F/B one at a time in list order; a
+// Cost model: a device runs its stages' F/B/I/W one at a time in list order; a
 // SEND starts its transfer on the link to the peer as soon as the tensor is
 // ready and the link is free (links are full duplex: activations forward and
 // gradients backward travel on separate lanes, each one transfer at a time);
@@ -25,7 +26,11 @@ namespace mp {
 
 struct StageTimes {
   double forward_ms = 0;   // one micro-batch
-  double backward_ms = 0;
+  double backward_ms = 0;  // B: the whole backward
+  // I and W, the backward split (zero-bubble schedules): the input
+  // gradients, then the weight gradients.
+  double input_backward_ms = 0;
+  double weight_backward_ms = 0;
 };
 
 // The boundary between stage s and s + 1: the time to move one micro-batch's
@@ -38,26 +43,30 @@ struct TransferTimes {
 
 struct StageMemory {
   int64_t static_bytes = 0;      // parameters (+ gradients, optimizer state)
-  int64_t activation_bytes = 0;  // per micro-batch held by the stage
+  int64_t activation_bytes = 0;  // per micro-batch held by the stage (from F until B or W)
 };
 
 struct SimResult {
   double step_ms = 0;
-  std::vector<double> busy_ms;            // per stage: sum of F/B times
-  std::vector<double> idle_ms;            // per stage: step_ms - busy_ms
-  double bubble_fraction = 0;             // sum idle / (stages * step_ms)
-  std::vector<int> max_in_flight;         // micro-batches held at once
-  std::vector<int64_t> peak_memory_bytes; // static + max_in_flight * activation
+  std::vector<double> busy_ms;            // per stage: sum of its F/B/I/W times
+  std::vector<double> device_busy_ms;     // per device: its stages' busy_ms
+  std::vector<double> idle_ms;            // per device: step_ms - device_busy_ms
+  double bubble_fraction = 0;             // sum idle / (devices * step_ms)
+  std::vector<int> max_in_flight;         // per stage: micro-batches held at once
+  std::vector<int64_t> peak_memory_bytes; // per stage: static + max_in_flight * activation
+  // Per device: its stages' static bytes plus the most activations its
+  // stages hold at one moment.
+  std::vector<int64_t> device_peak_memory_bytes;
   std::vector<double> allreduce_ms;       // per stage: its gradient all-reduce after its last action
-  std::vector<std::vector<TimedAction>> timeline;  // per stage, in list order
+  std::vector<std::vector<TimedAction>> timeline;  // per device, in list order
 };
 
-// `stages` has one entry per stage; `transfers` one per boundary (K - 1) or
-// is empty for free transfers; `memory` one per stage or empty (all zero);
+// `stages` has one entry per stage; `transfers` one per boundary between
+// consecutive stages (stages - 1) or is empty for free transfers; `memory` one per stage or empty (all zero);
 // `allreduce_ms` one per stage or empty: data-parallel replicas all-reduce a
 // stage's gradients once its last action is done, so the step ends when the
 // last stage's all-reduce does (idle and bubble include that time);
-// `slowdown` is empty or the factors (each >= 1) for 1, 2, ... stages
+// `slowdown` is empty or the factors (each >= 1) for 1, 2, ... devices
 // computing at once, the last one serving any more. Throws InputError for
 // mismatched sizes, factors below 1 and lists that deadlock.
 SimResult SimulateStep(const Schedule& schedule, const std::vector<StageTimes>& stages,

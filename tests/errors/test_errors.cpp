@@ -478,7 +478,7 @@ ERROR_CASE("plan-format-version", "plan with an unknown format version") {
   c.names = "format";
   c.setup = [](const fs::path& dir) {
     ToyPlan(dir);
-    Edit(dir / "toy.plan.yaml", "format: mpplan/v1", "format: mpplan/v9");
+    Edit(dir / "toy.plan.yaml", "format: mpplan/v2", "format: mpplan/v9");
   };
 }
 

@@ -84,7 +84,52 @@ void TrainEveryZooModel(int stages) {
   }
 }
 
+// interleaved-1f1b (2 stages per device) and zb-h1 (I and W) on `devices`
+// devices: the losses and the state equal one device's, as with gpipe.
+void TrainEveryZooModelBeyond1F1B(int devices) {
+  for (const std::string& file : mp::test::ZooFiles()) {
+    if (file.rfind("inplace.", 0) == 0 || file.rfind("toy.", 0) == 0) continue;  // see above
+    if (file == "resnet50.trace.pt") continue;                                   // the scripted one stands for it
+    for (const std::string schedule : {"interleaved-1f1b", "zb-h1"}) {
+      if (schedule == "interleaved-1f1b" && devices > 2) continue;  // 8 stages: more than the small models have
+      CAPTURE(file);
+      CAPTURE(schedule);
+      const std::string plan = TrainPlan(file, devices, schedule);
+      const auto run = Mpexec(plan + " --steps 2 --lr 0.01 --momentum 0.9 --verify --json");
+      INFO(run.out);
+      REQUIRE(run.status == 0);
+      const auto j = nlohmann::json::parse(run.out);
+      CHECK(j["schedule"] == schedule);
+      CHECK(j["verify"] == true);
+      CHECK(j["verify_detail"]["max_loss_relative_diff"].get<double>() <= 1e-5);
+      CHECK(j["verify_detail"]["max_state_relative_diff"].get<double>() <= 1e-5);
+      CHECK(j["stages"].size() == size_t(schedule == "zb-h1" ? devices : 2 * devices));
+    }
+  }
+}
+
 }  // namespace
+
+TEST_CASE("interleaved-1f1b and zb-h1 train every zoo model at 2 devices as one device does") {
+  TrainEveryZooModelBeyond1F1B(2);
+}
+
+TEST_CASE("zb-h1 trains every zoo model at 4 devices as one device does") { TrainEveryZooModelBeyond1F1B(4); }
+
+TEST_CASE("interleaved-1f1b and zb-h1 over processes: a device's stages stay in one process") {
+  for (const std::string schedule : {"interleaved-1f1b", "zb-h1"}) {
+    CAPTURE(schedule);
+    const std::string plan = TrainPlan("gpt.script.pt", 2, schedule);
+    const auto run = Mpexec(plan + " --steps 2 --verify --json --launch-local 2");
+    INFO(run.out);
+    REQUIRE(run.status == 0);
+    const auto j = nlohmann::json::parse(run.out);
+    CHECK(j["verify"] == true);
+    CHECK(j["verify_detail"]["max_state_relative_diff"].get<double>() <= 1e-5);
+    // Stages 0 and 2 on rank 0, 1 and 3 on rank 1 (zb-h1: one each).
+    CHECK(j["stage_ranks"] == (schedule == "zb-h1" ? nlohmann::json{0, 1} : nlohmann::json{0, 1, 0, 1}));
+  }
+}
 
 TEST_CASE("training plans of every zoo model at 2 stages match the same micro-batches trained on one device") {
   TrainEveryZooModel(2);

@@ -112,8 +112,9 @@ inline Plan SamplePlan(int stages = 3, int microbatches = 4, ScheduleKind kind =
     st.backward_ms = training ? 2 * st.forward_ms : 0;
     st.static_bytes = (training ? 4 : 1) * st.param_bytes;
     st.activation_bytes = 3 * 4 * 64 * 56 * 56 * 4;
-    st.actions = schedule.actions[s];
+    st.program = s;
     plan.stages.push_back(st);
+    plan.programs.push_back({st.device, schedule.actions[s]});
   }
   const SimResult sim = SimulatePlan(plan);
   double one_device = 0;

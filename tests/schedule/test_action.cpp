@@ -16,11 +16,13 @@ TEST_CASE("FormatAction writes the _Action string form") {
   CHECK(mp::FormatAction({1, ActionKind::kSendB, 3}) == "1SEND_B3");
   CHECK(mp::FormatAction({0, ActionKind::kRecvB, 3}) == "0RECV_B3");
   CHECK(mp::FormatAction({12, ActionKind::kForward, 105}) == "12F105");
+  CHECK(mp::FormatAction({3, ActionKind::kBackwardInput, 5}) == "3I5");
+  CHECK(mp::FormatAction({3, ActionKind::kBackwardWeight, 5}) == "3W5");
 }
 
 TEST_CASE("ParseAction inverts FormatAction for every kind") {
   for (auto kind : {ActionKind::kForward, ActionKind::kBackward, ActionKind::kSendF, ActionKind::kRecvF,
-                    ActionKind::kSendB, ActionKind::kRecvB}) {
+                    ActionKind::kSendB, ActionKind::kRecvB, ActionKind::kBackwardInput, ActionKind::kBackwardWeight}) {
     for (Action a : {Action{0, kind, 0}, Action{7, kind, 31}, Action{63, kind, 1000}}) {
       CHECK(mp::ParseAction(mp::FormatAction(a)) == a);
     }
@@ -47,7 +49,7 @@ TEST_CASE("peers and matching transfers") {
 
 TEST_CASE("ParseAction rejects malformed actions and names them") {
   CHECK_THROWS_WITH_AS(mp::ParseAction("F3"), doctest::Contains("'F3': no stage number"), InputError);
-  CHECK_THROWS_WITH_AS(mp::ParseAction("0W3"), doctest::Contains("unknown kind 'W'"), InputError);
+  CHECK_THROWS_WITH_AS(mp::ParseAction("0X3"), doctest::Contains("unknown kind 'X'"), InputError);
   CHECK_THROWS_WITH_AS(mp::ParseAction("0SEND3"), doctest::Contains("unknown kind 'SEND'"), InputError);
   CHECK_THROWS_WITH_AS(mp::ParseAction("0F"), doctest::Contains("no micro-batch number"), InputError);
   CHECK_THROWS_WITH_AS(mp::ParseAction("0F3x"), doctest::Contains("'0F3x'"), InputError);

@@ -10,17 +10,23 @@ using mp::ScheduleKind;
 
 namespace {
 
-std::string Computes(const mp::Schedule& s, int stage) {
-  return mp::FormatActions(mp::ComputeActions(s.actions[stage]));
+std::string Computes(const mp::Schedule& s, int device) {
+  return mp::FormatActions(mp::ComputeActions(s.actions[device]));
 }
+
+constexpr ScheduleKind kTraining[] = {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kZeroBubbleH1};
 
 }  // namespace
 
 TEST_CASE("schedule names parse and format") {
-  for (auto kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kForwardOnly}) {
+  for (auto kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kForwardOnly,
+                    ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleH1}) {
     CHECK(mp::ParseScheduleKind(mp::ScheduleName(kind)) == kind);
   }
   CHECK(mp::ParseScheduleKind("infer") == ScheduleKind::kForwardOnly);
+  // torch.distributed.pipelining's class names.
+  CHECK(mp::ParseScheduleKind("ScheduleInterleaved1F1B") == ScheduleKind::kInterleaved1F1B);
+  CHECK(mp::ParseScheduleKind("Schedule1F1B") == ScheduleKind::kOneFOneB);
   CHECK_THROWS_WITH_AS(mp::ParseScheduleKind("pipedream"), doctest::Contains("'pipedream'"), InputError);
 }
 
@@ -46,6 +52,39 @@ TEST_CASE("1f1b: warm-up, steady one-forward-one-backward, cool-down") {
   mp::ValidateSchedule(few);
 }
 
+TEST_CASE("interleaved-1f1b: looped stages, forwards in groups of K per chunk, backwards chunks reversed") {
+  auto s = mp::BuildSchedule(ScheduleKind::kInterleaved1F1B, 2, 4, 2);
+  CHECK(s.stages == 4);
+  CHECK(s.Devices() == 2);
+  CHECK(s.DeviceOf(2) == 0);
+  CHECK(s.DeviceOf(3) == 1);
+  // Device 0 warms up with 2(K - 1) + (v - 1)K = 4 forwards.
+  CHECK(Computes(s, 0) == "0F0 0F1 2F0 2F1 0F2 2B0 0F3 2B1 2F2 0B0 2F3 0B1 2B2 2B3 0B2 0B3");
+  CHECK(Computes(s, 1) == "1F0 1F1 3F0 3B0 3F1 3B1 1F2 1B0 1F3 1B1 3F2 3B2 3F3 3B3 1B2 1B3");
+  // Stage 1 sends to stage 2 on the other device, and stage 3 (the last) sends nothing forward.
+  CHECK(mp::FormatActions(s.actions[1]).rfind("1RECV_F0 1F0 1SEND_F0", 0) == 0);
+  CHECK(mp::FormatActions(s.actions[0]).find("2RECV_F0 2F0 2SEND_F0") != std::string::npos);
+  mp::ValidateSchedule(s);
+  CHECK_THROWS_WITH_AS(mp::BuildSchedule(ScheduleKind::kInterleaved1F1B, 2, 3, 2),
+                       doctest::Contains("interleaved-1f1b needs M divisible by K"), InputError);
+  CHECK_THROWS_WITH_AS(mp::BuildSchedule(ScheduleKind::kInterleaved1F1B, 2, 4, 1),
+                       doctest::Contains("at least 2 stages per device"), InputError);
+  CHECK_THROWS_WITH_AS(mp::BuildSchedule(ScheduleKind::kOneFOneB, 2, 4, 2),
+                       doctest::Contains("1f1b runs one stage per device"), InputError);
+}
+
+TEST_CASE("zb-h1: 1f1b's order with I for B, stage s deferring its W by s I's") {
+  auto s = mp::BuildSchedule(ScheduleKind::kZeroBubbleH1, 3, 4);
+  CHECK(Computes(s, 0) == "0F0 0F1 0F2 0I0 0W0 0F3 0I1 0W1 0I2 0W2 0I3 0W3");
+  CHECK(Computes(s, 1) == "1F0 1F1 1I0 1F2 1I1 1W0 1F3 1I2 1W1 1I3 1W2 1W3");
+  CHECK(Computes(s, 2) == "2F0 2I0 2F1 2I1 2F2 2I2 2W0 2F3 2I3 2W1 2W2 2W3");
+  // I sends the input gradients upstream; W sends nothing.
+  CHECK(mp::FormatActions(s.actions[1]).find("1RECV_B0 1I0 1SEND_B0") != std::string::npos);
+  mp::ValidateSchedule(s);
+  // Every stage holds at most K micro-batches (1f1b's stage 0).
+  for (int held : mp::MicrobatchesInFlight(s)) CHECK(held <= 3);
+}
+
 TEST_CASE("forward-only has no backward and no gradient transfers") {
   auto s = mp::BuildSchedule(ScheduleKind::kForwardOnly, 2, 3);
   CHECK(mp::FormatActions(s.actions[0]) == "0F0 0SEND_F0 0F1 0SEND_F1 0F2 0SEND_F2");
@@ -54,10 +93,16 @@ TEST_CASE("forward-only has no backward and no gradient transfers") {
 }
 
 TEST_CASE("every generated schedule validates, and sends pair with receives") {
-  for (auto kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kForwardOnly}) {
+  for (auto kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kForwardOnly,
+                    ScheduleKind::kZeroBubbleH1, ScheduleKind::kInterleaved1F1B}) {
     for (int k = 1; k <= 6; ++k) {
       for (int m = 1; m <= 9; ++m) {
-        auto s = mp::BuildSchedule(kind, k, m);
+        const int v = kind == ScheduleKind::kInterleaved1F1B ? 2 + m % 2 : 1;
+        if (!mp::ScheduleRuledOut(kind, k, m, v).empty()) continue;
+        CAPTURE(mp::ScheduleName(kind));
+        CAPTURE(k);
+        CAPTURE(m);
+        auto s = mp::BuildSchedule(kind, k, m, v);
         CHECK_NOTHROW(mp::ValidateSchedule(s));
         int sends = 0, recvs = 0, computes = 0;
         for (const auto& list : s.actions) {
@@ -68,24 +113,27 @@ TEST_CASE("every generated schedule validates, and sends pair with receives") {
           }
         }
         const int passes = mp::IsTraining(kind) ? 2 : 1;
+        const int computes_per_mb = !mp::IsTraining(kind) ? 1 : mp::SplitsBackward(kind) ? 3 : 2;
         CHECK(sends == recvs);
-        CHECK(sends == passes * (k - 1) * m);
-        CHECK(computes == passes * k * m);
+        CHECK(sends == passes * (k * v - 1) * m);
+        CHECK(computes == computes_per_mb * k * v * m);
       }
     }
   }
 }
 
 TEST_CASE("in-flight micro-batches per stage") {
-  CHECK(mp::MicrobatchesInFlight(ScheduleKind::kGPipe, 4, 8, 0) == 8);
-  CHECK(mp::MicrobatchesInFlight(ScheduleKind::kOneFOneB, 4, 8, 0) == 4);
-  CHECK(mp::MicrobatchesInFlight(ScheduleKind::kOneFOneB, 4, 8, 3) == 1);
-  CHECK(mp::MicrobatchesInFlight(ScheduleKind::kOneFOneB, 4, 2, 0) == 2);
-  CHECK(mp::MicrobatchesInFlight(ScheduleKind::kForwardOnly, 4, 8, 0) == 1);
+  using V = std::vector<int>;
+  CHECK(mp::MicrobatchesInFlight(mp::BuildSchedule(ScheduleKind::kGPipe, 4, 8)) == V{8, 8, 8, 8});
+  CHECK(mp::MicrobatchesInFlight(mp::BuildSchedule(ScheduleKind::kOneFOneB, 4, 8)) == V{4, 3, 2, 1});
+  CHECK(mp::MicrobatchesInFlight(mp::BuildSchedule(ScheduleKind::kOneFOneB, 4, 2)) == V{2, 2, 2, 1});
+  CHECK(mp::MicrobatchesInFlight(mp::BuildSchedule(ScheduleKind::kForwardOnly, 4, 8)) == V{1, 1, 1, 1});
+  // zb-h1 holds a micro-batch until its W: later stages hold more than in 1f1b, none more than K.
+  CHECK(mp::MicrobatchesInFlight(mp::BuildSchedule(ScheduleKind::kZeroBubbleH1, 4, 8)) == V{4, 4, 4, 4});
 }
 
 TEST_CASE("BuildSchedule rejects empty requests") {
-  CHECK_THROWS_WITH_AS(mp::BuildSchedule(ScheduleKind::kGPipe, 0, 4), doctest::Contains("0 stages"), InputError);
+  CHECK_THROWS_WITH_AS(mp::BuildSchedule(ScheduleKind::kGPipe, 0, 4), doctest::Contains("0 devices"), InputError);
   CHECK_THROWS_WITH_AS(mp::BuildSchedule(ScheduleKind::kGPipe, 2, 0), doctest::Contains("0 micro-batches"),
                        InputError);
 }
@@ -124,5 +172,47 @@ TEST_CASE("ValidateSchedule names what is wrong") {
   CHECK_THROWS_WITH_AS(mp::ValidateSchedule(forward), doctest::Contains("forward-only"), InputError);
   auto lonely = mp::BuildSchedule(ScheduleKind::kForwardOnly, 1, 1);
   lonely.actions[0] = mp::ParseActions("0F0 0SEND_F0");
-  CHECK_THROWS_WITH_AS(mp::ValidateSchedule(lonely), doctest::Contains("peer stage 1 does not exist"), InputError);
+  CHECK_THROWS_WITH_AS(mp::ValidateSchedule(lonely), doctest::Contains("peer stage 1, which does not exist"),
+                       InputError);
+}
+
+TEST_CASE("ValidateSchedule: I and W, stages on devices, and the grid in the message") {
+  auto zb = mp::BuildSchedule(ScheduleKind::kZeroBubbleH1, 2, 2);
+  auto with = [&](int device, const std::string& list) {
+    auto s = zb;
+    s.actions[device] = mp::ParseActions(list);
+    return s;
+  };
+  CHECK_THROWS_WITH_AS(mp::ValidateSchedule(with(1, "1RECV_F0 1F0 1W0 1I0 1SEND_B0 1RECV_F1 1F1 1I1 1SEND_B1 1W1")),
+                       doctest::Contains("schedule device 1 step 2: 1W0 comes before 1I0"), InputError);
+  CHECK_THROWS_WITH_AS(mp::ValidateSchedule(with(1, "1RECV_F0 1F0 1I0 1SEND_B0 1RECV_F1 1F1 1I1 1SEND_B1 1W1")),
+                       doctest::Contains("no 1W0"), InputError);
+  CHECK_THROWS_WITH_AS(
+      mp::ValidateSchedule(with(1, "1RECV_F0 1F0 1I0 1B0 1SEND_B0 1W0 1RECV_F1 1F1 1I1 1SEND_B1 1W1")),
+      doctest::Contains("1B0 follows 1I0"), InputError);
+  // The message ends with the grid around the step, one column per device.
+  try {
+    mp::ValidateSchedule(with(1, "1RECV_F0 1F0 1W0 1I0 1SEND_B0 1RECV_F1 1F1 1I1 1SEND_B1 1W1"));
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    const std::string text = e.what();
+    CHECK(text.find("\n          Rank 0    Rank 1") != std::string::npos);
+    CHECK(text.find("Step 02:  0F1       1W0") != std::string::npos);
+  }
+  // Interleaved: stage 2 lives on device 0, so device 1 may not run it.
+  auto looped = mp::BuildSchedule(ScheduleKind::kInterleaved1F1B, 2, 2, 2);
+  std::swap(looped.actions[0], looped.actions[1]);
+  CHECK_THROWS_WITH_AS(mp::ValidateSchedule(looped), doctest::Contains("names stage 1, which runs on device 1"),
+                       InputError);
+}
+
+TEST_CASE("the schedule grid: one column per device, one row per step") {
+  const auto s = mp::BuildSchedule(ScheduleKind::kOneFOneB, 2, 1);
+  CHECK(mp::FormatScheduleGrid(s) ==
+        "          Rank 0    Rank 1\n"
+        "Step 00:  0F0       1RECV_F0\n"
+        "Step 01:  0SEND_F0  1F0\n"
+        "Step 02:  0RECV_B0  1B0\n"
+        "Step 03:  0B0       1SEND_B0");
+  CHECK(mp::FormatScheduleGrid(s, 1, 2) == "          Rank 0    Rank 1\nStep 01:  0SEND_F0  1F0");
 }

@@ -51,10 +51,55 @@ TEST_CASE("equal stages, no communication: (M + K - 1) t and bubble (K - 1) / (M
           for (int s = 0; s < k; ++s) {
             CHECK(r.busy_ms[s] == Approx(m * t));
             CHECK(r.idle_ms[s] == Approx((k - 1) * t));
-            CHECK(r.max_in_flight[s] == mp::MicrobatchesInFlight(kind, k, m, s));
+            CHECK(r.max_in_flight[s] == mp::MicrobatchesInFlight(mp::BuildSchedule(kind, k, m))[s]);
           }
         }
       }
+    }
+  }
+}
+
+TEST_CASE("interleaved-1f1b: bubble (K - 1) / (v M) of the work, against 1f1b's (K - 1) / M") {
+  for (int k = 2; k <= 4; ++k) {
+    for (int v = 2; v <= 3; ++v) {
+      for (int m = k; m <= 4 * k; m += k) {
+        CAPTURE(k);
+        CAPTURE(v);
+        CAPTURE(m);
+        // A stage of the 1f1b plan is v chunks: each chunk takes 1/v of its F and B.
+        const double f = 1, b = 2;
+        const auto sch = mp::BuildSchedule(ScheduleKind::kInterleaved1F1B, k, m, v);
+        const auto r = mp::SimulateStep(sch, std::vector<mp::StageTimes>(k * v, {f / v, b / v}));
+        const double work = m * (f + b);
+        for (int d = 0; d < k; ++d) {
+          CHECK(r.device_busy_ms[d] == Approx(work));
+          CHECK(r.idle_ms[d] / work == Approx(double(k - 1) / (v * m)));
+        }
+        const auto onef = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kOneFOneB, k, m),
+                                           std::vector<mp::StageTimes>(k, {f, b}));
+        CHECK(onef.idle_ms[0] / work == Approx(double(k - 1) / m));
+        CHECK(r.step_ms < onef.step_ms);
+      }
+    }
+  }
+}
+
+TEST_CASE("zb-h1: with T_F = T_I = T_W the bubble is a third of 1f1b's") {
+  for (int k = 2; k <= 6; ++k) {
+    for (int m = k; m <= 3 * k; ++m) {
+      CAPTURE(k);
+      CAPTURE(m);
+      mp::StageTimes t;
+      t.forward_ms = 1;
+      t.backward_ms = 2;  // B = I + W
+      t.input_backward_ms = 1;
+      t.weight_backward_ms = 1;
+      const std::vector<mp::StageTimes> times(k, t);
+      const auto zb = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kZeroBubbleH1, k, m), times);
+      const auto onef = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kOneFOneB, k, m), times);
+      CHECK(onef.step_ms == Approx(3.0 * (m + k - 1)));
+      CHECK(zb.step_ms == Approx(3.0 * m + (k - 1)));
+      for (int d = 0; d < k; ++d) CHECK(zb.idle_ms[d] == Approx(onef.idle_ms[d] / 3));
     }
   }
 }
@@ -70,6 +115,16 @@ TEST_CASE("the schedules drawn in schedule.cpp, slot by slot") {
   CHECK(Starts(onef, 1) == "F0@1 F1@2 B0@4 F2@5 B1@6 F3@7 B2@8 B3@10");
   CHECK(Starts(onef, 2) == "F0@2 B0@3 F1@4 B1@5 F2@6 B2@7 F3@8 B3@9");
   CHECK(onef.step_ms == Approx(12));
+  mp::StageTimes third;  // F, I and W one slot each
+  third.forward_ms = third.input_backward_ms = third.weight_backward_ms = 1;
+  auto zb = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kZeroBubbleH1, 3, 4), {third, third, third});
+  CHECK(Starts(zb, 0) == "F0@0 F1@1 F2@2 I0@5 W0@6 F3@7 I1@8 W1@9 I2@10 W2@11 I3@12 W3@13");
+  CHECK(Starts(zb, 1) == "F0@1 F1@2 I0@4 F2@5 I1@6 W0@7 F3@8 I2@9 W1@10 I3@11 W2@12 W3@13");
+  CHECK(Starts(zb, 2) == "F0@2 I0@3 F1@4 I1@5 F2@6 I2@7 W0@8 F3@9 I3@10 W1@11 W2@12 W3@13");
+  CHECK(zb.step_ms == Approx(14));
+  const std::vector<mp::StageTimes> half(4, {0.5, 0.5});  // a stage's chunk: half of a unit stage
+  auto looped = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kInterleaved1F1B, 2, 4, 2), half);
+  CHECK(looped.step_ms == Approx(9));
   auto fwd = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kForwardOnly, 3, 4), unit);
   CHECK(Starts(fwd, 2) == "F0@2 F1@3 F2@4 F3@5");
 }
@@ -106,6 +161,19 @@ TEST_CASE("1f1b, 2 stages, slow last stage and 1 ms links, timed by hand") {
   CHECK(r.bubble_fraction == Approx(14.0 / 32));
   CHECK(r.max_in_flight == std::vector<int>{2, 1});
   CHECK(r.peak_memory_bytes == std::vector<int64_t>{20, 10});
+  CHECK(r.device_peak_memory_bytes == std::vector<int64_t>{20, 10});
+}
+
+TEST_CASE("a device's memory sums its stages: static always, activations while held") {
+  // 2 devices, 2 stages each; stage s holds 100 + s bytes static, 10 per micro-batch.
+  const auto sch = mp::BuildSchedule(ScheduleKind::kInterleaved1F1B, 2, 2, 2);
+  std::vector<mp::StageMemory> memory;
+  for (int s = 0; s < 4; ++s) memory.push_back({100 + s, 10});
+  const auto r = mp::SimulateStep(sch, std::vector<mp::StageTimes>(4, {1, 1}), {}, memory);
+  // Device 0 (stages 0 and 2) runs 0F0 0F1 2F0 2F1 before its first backward: 4 micro-batches held.
+  CHECK(r.max_in_flight == std::vector<int>{2, 2, 2, 1});
+  CHECK(r.device_peak_memory_bytes[0] == 100 + 102 + 4 * 10);
+  CHECK(r.device_peak_memory_bytes[1] == 101 + 103 + 3 * 10);
 }
 
 TEST_CASE("3 stages, gpipe, a busy link delays the second transfer") {
@@ -127,7 +195,7 @@ TEST_CASE("SimulateStep rejects mismatched inputs and deadlocks") {
   CHECK_THROWS_WITH_AS(mp::SimulateStep(s, {{1, 1}, {1, 1}}, {{1, 1}, {1, 1}}),
                        doctest::Contains("2 transfer times for 1 boundaries"), mp::InputError);
   s.actions[0] = mp::ParseActions("0F0 0F1 0RECV_B0 0SEND_F0 0SEND_F1 0B0 0RECV_B1 0B1");
-  CHECK_THROWS_WITH_AS(mp::SimulateStep(s, {{1, 1}, {1, 1}}), doctest::Contains("deadlocks at stage 0 action 0RECV_B0"),
+  CHECK_THROWS_WITH_AS(mp::SimulateStep(s, {{1, 1}, {1, 1}}), doctest::Contains("deadlocks on device 0 at action 0RECV_B0"),
                        mp::InputError);
 }
 
