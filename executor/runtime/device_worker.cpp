@@ -186,31 +186,22 @@ void DeviceWorker::Backward(const Action& a, InFlight& mb) {
   if (a.stage == 0) Done(a);  // nothing goes further back
 }
 
-void DeviceWorker::BackwardInput(const Action&, InFlight& mb) {
-  Roots(mb, mb.roots, mb.seeds);
-  std::vector<at::Tensor> leaves;
+void DeviceWorker::BackwardInput(const Action& a, InFlight& mb) {
+  std::vector<at::Tensor> roots, seeds, leaves, params;
+  Roots(mb, roots, seeds);
   for (const auto& [key, list] : mb.leaves) {
     for (const at::Tensor& leaf : list) {
       if (leaf.defined()) leaves.push_back(leaf);
     }
   }
-  if (mb.roots.empty() || leaves.empty()) return;
-  const std::vector<at::Tensor> grads =
-      torch::autograd::grad(mb.roots, leaves, mb.seeds, /*retain_graph=*/true, /*create_graph=*/false,
-                            /*allow_unused=*/true);
-  for (size_t i = 0; i < leaves.size(); ++i) {
-    if (grads[i].defined()) leaves[i].mutable_grad() = grads[i];
-  }
-}
-
-void DeviceWorker::BackwardWeight(const Action& a, InFlight& mb) {
-  std::vector<at::Tensor> params;
   for (const auto& [key, param] : context_.loaded.layout.stage_params[a.stage]) {
     if (param.requires_grad()) params.push_back(param);
   }
-  if (!mb.roots.empty() && !params.empty()) {
-    torch::autograd::backward(mb.roots, mb.seeds, /*retain_graph=*/false, /*create_graph=*/false, params);
-  }
+  mb.split = std::make_unique<SplitBackward>(std::move(roots), std::move(seeds), leaves, params);
+}
+
+void DeviceWorker::BackwardWeight(const Action& a, InFlight& mb) {
+  if (mb.split) mb.split->Weights();
   Done(a);  // the last action of a micro-batch on its stage
 }
 

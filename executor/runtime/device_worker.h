@@ -12,25 +12,23 @@
 // gradients add up; SEND_B then sends each received leaf's .grad upstream.
 // Parameter gradients accumulate in .grad across micro-batches.
 //
-// I and W (zero-bubble schedules) split B: I computes only the gradients of
-// the received leaves (autograd::grad, the graph kept) so SEND_B can go at
-// once; W later runs the backward again from the same roots into the
-// stage's parameters only, and frees the graph. W recomputes the chain of
-// input gradients that leads to the weights (docs/executor.md measures the
-// cost); capturing the gradients at weight-consuming nodes during I would
-// save it.
+// I and W (zero-bubble schedules) split B (split_backward.h): I computes
+// only the gradients of the received leaves, so SEND_B can go at once; W
+// later computes the parameters' gradients from what I kept.
 #pragma once
 
 #include <ATen/core/ivalue.h>
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "executor/loaded_plan.h"
 #include "executor/pipeline.h"
 #include "executor/runtime/links.h"
+#include "executor/runtime/split_backward.h"
 
 namespace mp {
 
@@ -77,7 +75,7 @@ class DeviceWorker {
     std::map<BoundaryValue, std::vector<at::Tensor>> sent;    // sent on: the backward's roots
     std::map<BoundaryValue, std::vector<at::Tensor>> grads;   // came back for `sent`
     at::Tensor loss;                                          // where output 0 is made
-    std::vector<at::Tensor> roots, seeds;                     // from I, for W
+    std::unique_ptr<SplitBackward> split;                     // from I, for W
   };
 
   bool RecvF(const Action& a, InFlight& mb);

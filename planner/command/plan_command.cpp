@@ -98,24 +98,23 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   }
   // interleaved-1f1b and zb-h1: planned as 1F1B over K·v stages, then
   // folded onto K devices (reschedule.h).
-  const std::optional<ScheduleKind> folded =
-      request.schedule == ScheduleKind::kInterleaved1F1B || request.schedule == ScheduleKind::kZeroBubbleH1
-          ? request.schedule
-          : std::nullopt;
-  const int chunks = folded == ScheduleKind::kInterleaved1F1B ? (request.chunks > 0 ? request.chunks : 2) : 1;
-  if (request.chunks > 0 && folded != ScheduleKind::kInterleaved1F1B) {
+  const ScheduleKind kind = request.schedule.value_or(ScheduleKind::kOneFOneB);
+  const bool folded = kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kZeroBubbleH1;
+  const int chunks = kind == ScheduleKind::kInterleaved1F1B ? (request.chunks > 0 ? request.chunks : 2) : 1;
+  if (request.chunks > 0 && kind != ScheduleKind::kInterleaved1F1B) {
     throw InputError("--chunks: only --schedule interleaved-1f1b runs several stages per device");
   }
   if (folded) {
-    if (!request.profile.training) throw InputError(Concat("--schedule ", ScheduleName(*folded), ": a training schedule; --mode infer runs forward only"));
-    if (request.replicas > 1) throw InputError(Concat("--schedule ", ScheduleName(*folded), " with --replicas is not planned yet"));
+    const std::string flag = "--schedule " + ScheduleName(kind);
+    if (!request.profile.training) throw InputError(flag + ": a training schedule; --mode infer runs forward only");
+    if (request.replicas > 1) throw InputError(flag + " with --replicas is not planned yet");
     if (!request.split.empty() || request.partitioner != "dp") {
-      throw InputError(Concat("--schedule ", ScheduleName(*folded), " plans with the dp partitioner only"));
+      throw InputError(flag + " plans with the dp partitioner only");
     }
     const int K = request.stages > 0 ? request.stages : request.gpus;
     if (request.microbatches > 0) {
-      if (std::string why = ScheduleRuledOut(*folded, K, request.microbatches, chunks); !why.empty()) {
-        throw InputError(Concat("--schedule ", ScheduleName(*folded), ": ", why));
+      if (std::string why = ScheduleRuledOut(kind, K, request.microbatches, chunks); !why.empty()) {
+        throw InputError(flag + ": " + why);
       }
     }
   }
@@ -183,7 +182,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   result.plan = BuildPlan(profiled.graph, profiled.profile, devices.cluster, plan_request, search, source);
   if (folded) {
     try {
-      Reschedule(result.plan, *folded, folded_devices);
+      Reschedule(result.plan, kind, folded_devices);
     } catch (const InputError& e) {
       throw InputError(Concat(e.what(), " (the search chose ", result.plan.microbatches,
                               " micro-batches: choose --microbatches)"));

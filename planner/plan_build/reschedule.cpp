@@ -2,6 +2,7 @@
 #include "planner/plan_build/reschedule.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "common/error.h"
 
@@ -30,13 +31,18 @@ void Reschedule(Plan& plan, ScheduleKind kind, int devices) {
     stage.program = schedule.DeviceOf(stage.id);
     stage.device = plan.programs[stage.program].device;
     if (SplitsBackward(kind) && stage.input_backward_ms == 0 && stage.weight_backward_ms == 0) {
-      stage.input_backward_ms = stage.weight_backward_ms = stage.backward_ms / 2;
+      // A stage that receives nothing needing a gradient (the first) has no
+      // input gradients to compute: its W is its whole backward.
+      const bool inputs_need_grad = std::any_of(stage.receives.begin(), stage.receives.end(),
+                                                [](const PlanTensor& t) { return t.gradient; });
+      stage.input_backward_ms = inputs_need_grad ? stage.backward_ms / 2 : 0;
+      stage.weight_backward_ms = stage.backward_ms - stage.input_backward_ms;
       estimated = true;
     }
   }
   if (estimated) {
-    plan.warnings.push_back("I and W are each estimated as half of a stage's backward: the profile does not measure "
-                            "the split yet");
+    plan.warnings.push_back("I and W are each estimated as half of a stage's backward (the first stage's W as all "
+                            "of it): the profile does not measure the split yet");
   }
   const SimResult sim = SimulatePlan(plan);
   const double scale = plan.predicted.step_ms > 0 ? sim.step_ms / plan.predicted.step_ms : 1;
@@ -50,6 +56,17 @@ void Reschedule(Plan& plan, ScheduleKind kind, int devices) {
   for (PlanStage& stage : plan.stages) {
     stage.busy_fraction = sim.step_ms > 0 ? sim.busy_ms[stage.id] / sim.step_ms : 0;
     stage.peak_memory_bytes = sim.peak_memory_bytes[stage.id];
+  }
+  // The 1F1B plan's comparison with one device no longer holds.
+  const std::string stale = "pipelining over ";
+  auto& w = plan.warnings;
+  w.erase(std::remove_if(w.begin(), w.end(), [&](const std::string& t) { return t.rfind(stale, 0) == 0; }), w.end());
+  if (plan.predicted.one_device_step_ms > 0 && sim.step_ms > plan.predicted.one_device_step_ms) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "pipelining over %d devices with %s is predicted slower than one device (%.2f ms vs %.2f ms a step)",
+                  devices, ScheduleName(kind).c_str(), sim.step_ms, plan.predicted.one_device_step_ms);
+    w.push_back(text);
   }
 }
 

@@ -16,7 +16,8 @@ namespace mp {
 // Throws InputError naming the rule when the plan cannot take the schedule
 // (ScheduleRuledOut: M divisible by K for interleaved, S a multiple of K,
 // replicas, inference). Where the stages carry no I/W split, I and W are
-// each estimated as half of B, and the plan says so in its warnings.
+// each estimated as half of B (a stage whose inputs need no gradient: W is
+// all of B), and the plan says so in its warnings.
 void Reschedule(Plan& plan, ScheduleKind kind, int devices);
 
 }  // namespace mp

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "common/byte_size.h"
+#include "common/error.h"
 #include "planner/report/report_format.h"
 
 namespace mp {
@@ -53,6 +54,11 @@ void DropEmptyColumns(ReportTable& table) {
 std::string WhyChosen(const Plan& plan, const PlanCandidate* chosen, bool beaten) {
   const auto& alts = plan.alternatives;
   if (alts.empty()) return "no alternatives recorded";
+  if (plan.programs.size() != plan.stages.size() || SplitsBackward(plan.schedule)) {
+    return Concat("asked for: the partition is 1f1b's best over ", plan.stages.size(), " stages (",
+                  Plural(int64_t(alts.size()), "alternative"), " tried), run as ", ScheduleName(plan.schedule),
+                  " on ", plan.programs.size(), " devices");
+  }
   int simulated = 0, bound = 0, infeasible = 0;
   for (const PlanCandidate& a : alts) {
     if (!a.feasible) {
@@ -186,7 +192,11 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
                                        FormatRatio(p.speedup_vs_one_device) + ")"});
   }
   lines.push_back({"bubble", FormatPercent(p.bubble_fraction) + " of device time idle"});
-  lines.push_back({"stages (K)", std::to_string(plan.stages.size())});
+  lines.push_back({"stages (K)", plan.programs.size() == plan.stages.size()
+                                     ? std::to_string(plan.stages.size())
+                                     : Concat(plan.stages.size(), " on ", plan.programs.size(), " devices (",
+                                              plan.stages.size() / std::max<size_t>(plan.programs.size(), 1),
+                                              " each)")});
   if (plan.replicas > 1) {
     std::string text = std::to_string(plan.replicas) + " copies of the pipeline, " +
                        Plural(ReplicaBatch(plan), "sample") + " each:";

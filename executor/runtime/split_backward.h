@@ -1,0 +1,44 @@
+// The backward split in two for zero-bubble schedules (`I` and `W`), after
+// Qi et al. (ICLR 2024) and torch.distributed.pipelining's
+// stage_backward_input / stage_backward_weight:
+//
+// - I computes the gradients of the stage's received tensors only, keeping
+//   the autograd graph. Before it runs, the graph is walked once: L is the
+//   set of nodes on a path to a received tensor (what I executes); a node of
+//   L whose edges lead out of L towards parameters is an "intermediate",
+//   and a hook on it keeps the gradient that reaches it during I.
+// - W starts the engine at each intermediate with the kept gradient and asks
+//   for its own parameters only, so it computes the weight gradients (and
+//   the cheap nodes between, such as a weight's transpose) without the
+//   input-gradient chain again. Parameters that no intermediate reaches
+//   alone (the stages whose inputs need no gradient, such as the first;
+//   a weight used in two places) take one more backward from the roots,
+//   into those parameters only: correct, and as costly as before.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <vector>
+
+namespace mp {
+
+class SplitBackward {
+ public:
+  // I: the backward from `roots` (seeded with `seeds`) into `leaves` only;
+  // each leaf's gradient lands in its .grad. `params`: the stage's
+  // parameters that W will compute gradients for.
+  SplitBackward(std::vector<at::Tensor> roots, std::vector<at::Tensor> seeds, const std::vector<at::Tensor>& leaves,
+                const std::vector<at::Tensor>& params);
+  // W: accumulates the parameters' gradients into their .grad and frees
+  // what I kept. Once.
+  void Weights();
+
+ private:
+  struct Group;
+  std::vector<at::Tensor> roots_, seeds_;
+  std::vector<std::shared_ptr<Group>> groups_;  // one per intermediate
+  std::vector<at::Tensor> rest_;                // parameters W reaches from the roots
+};
+
+}  // namespace mp
