@@ -14,6 +14,13 @@
 //               turns for all models but one; the measured step inside
 //               the predicted band in 5/6 of the turns; at most 2/3 of
 //               the errors positive.
+//   schedules   the zoo MLP and GPT on 2 devices, 1 thread each, M = 2, 4, 8,
+//               one profile per model: every schedule's measured step and
+//               bubble (idle share of device time) beside the predicted;
+//               targets: interleaved-1f1b and zb-h1 measured faster than
+//               1f1b wherever predicted more than 5% faster, and every
+//               prediction within 10%. 1f1b runs twice, for the noise
+//               between two identical runs.
 //   held out    torchvision classifiers nothing was tuned on
 //               (MODELS_DIR/heldout), the same way, each turn's profile
 //               planned twice: at the M the planner chooses (target: the
@@ -26,7 +33,7 @@
 // ratios are medians of interleaved repeats so a noisy neighbour hits both
 // sides.
 //
-// Usage: bench_exec MODELS_DIR OUT_DIR [--quick] [--only overhead,efficiency,fidelity,heldout]
+// Usage: bench_exec MODELS_DIR OUT_DIR [--quick] [--only overhead,efficiency,fidelity,schedules,heldout]
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
@@ -91,7 +98,18 @@ struct Measured {
   double low_ms = 0, high_ms = 0;  // 0: the plan has no band
   double drift = 1;
   double busy_error = 0;           // the stages' busy time over the predicted, mean, - 1
+  std::vector<double> busy_ms;     // per stage, a step's
 };
+
+// Idle share of device time: each device's step time less its stages'
+// busy time, over devices x step.
+double Bubble(const mp::Plan& plan, const std::vector<double>& busy_ms, double step_ms) {
+  std::vector<double> busy(plan.programs.size(), 0);
+  for (const mp::PlanStage& stage : plan.stages) busy[stage.program] += busy_ms.at(stage.id);
+  double idle = 0;
+  for (double b : busy) idle += std::max(0.0, step_ms - b);
+  return step_ms > 0 ? idle / (double(busy.size()) * step_ms) : 0;
+}
 
 // `mpexec PLAN --json` with 1 thread per stage. Steps: enough for a second
 // of stepping, 15 to 201.
@@ -116,6 +134,7 @@ Measured RunMpexec(const std::string& mpexec, const std::string& plan, double pr
   double busy = 0, predicted_busy = 0;
   for (const auto& stage : result.at("stages")) {
     busy += stage.at("busy_ms").get<double>();
+    m.busy_ms.push_back(stage.at("busy_ms").get<double>());
     predicted_busy += stage.at("predicted_busy_ms").get<double>();
   }
   m.busy_error = predicted_busy > 0 ? busy / predicted_busy - 1 : 0;
@@ -272,6 +291,65 @@ int main(int argc, char** argv) {
                     "above) %s\n",
                     above, all, below, sign_ok ? "ok" : "MISSED");
       }
+    }
+    // --- schedules: every schedule on 2 devices, M = 2, 4, 8, one profile.
+    if (args->Wants("schedules")) {
+      struct Case {
+        std::string file;
+        int64_t batch;
+      };
+      std::vector<Case> cases = {{"mlp.script.pt", 256}, {"gpt.script.pt", 16}};
+      const std::vector<int> counts = quick ? std::vector<int>{2} : std::vector<int>{2, 4, 8};
+      const std::vector<std::string> schedules = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "1f1b"};
+      if (quick) cases.resize(1);
+      int faster = 0, faster_wanted = 0, within = 0, runs = 0;
+      std::vector<double> noise;
+      for (const Case& c : cases) {
+        const std::string model = models + "/" + c.file;
+        const std::string profile = out + "/" + c.file + ".schedules.profile.yaml";
+        MakePlan(mpplan, model, out + "/" + c.file + ".schedules.plan.yaml", true, 2, 2, c.batch, true, "",
+                 "--profile-out " + profile);
+        for (int m : counts) {
+          std::vector<double> measured(schedules.size()), predicted(schedules.size());
+          std::string list;
+          for (size_t k = 0; k < schedules.size(); ++k) {
+            const std::string& name = schedules[k];
+            const std::string plan = MakePlan(mpplan, model,
+                                              out + "/" + c.file + ".M" + std::to_string(m) + "." + name +
+                                                  (k + 1 == schedules.size() ? ".again" : "") + ".plan.yaml",
+                                              true, 2, m, c.batch, true, "", "--schedule " + name + " --profile-in " + profile);
+            const mp::Plan read = mp::ReadPlan(plan);
+            const Measured r = RunMpexec(mpexec, plan, read.predicted.step_ms, quick);
+            measured[k] = r.step_ms;
+            predicted[k] = r.predicted_ms;
+            within += std::abs(r.step_ms / r.predicted_ms - 1) <= 0.10;
+            runs += 1;
+            char line[200];
+            std::snprintf(line, sizeof line, "%s %.1f / %.1f ms (%+.1f%%), bubble %.0f%% / %.0f%%",
+                          k + 1 == schedules.size() ? "1f1b again" : name.c_str(), r.step_ms, r.predicted_ms,
+                          100 * (r.step_ms / r.predicted_ms - 1), 100 * Bubble(read, r.busy_ms, r.step_ms),
+                          100 * read.predicted.bubble_fraction);
+            list += (list.empty() ? "" : "; ") + std::string(line);
+            std::fprintf(stderr, "schedules %s M=%d: %s\n", c.file.c_str(), m, line);
+          }
+          noise.push_back(std::abs(measured[4] / measured[1] - 1));
+          const double onef = (measured[1] + measured[4]) / 2;
+          for (size_t k : {size_t(2), size_t(3)}) {
+            if (predicted[k] < 0.95 * predicted[1]) {
+              faster_wanted += 1;
+              faster += measured[k] < onef;
+            }
+          }
+          std::printf("schedules   %-14s M=%d  measured / predicted: %s\n", c.file.c_str(), m, list.c_str());
+        }
+      }
+      const bool faster_ok = faster == faster_wanted, within_ok = within == runs;
+      all_ok = all_ok && faster_ok && within_ok;
+      std::printf("schedules   measured faster than 1f1b in %d of the %d cases predicted more than 5%% faster %s\n", faster,
+                  faster_wanted, faster_ok ? "ok" : "MISSED");
+      std::printf("schedules   predictions within 10%% in %d of %d runs %s; 1f1b run twice differed by %.1f%% "
+                  "(median; the noise)\n",
+                  within, runs, within_ok ? "ok" : "MISSED", 100 * Median(noise));
     }
     // --- held out: torchvision classifiers, the planner's M and size 1.
     if (args->Wants("heldout")) {

@@ -89,7 +89,8 @@ void TrainEveryZooModel(int stages) {
 void TrainEveryZooModelBeyond1F1B(int devices) {
   for (const std::string& file : mp::test::ZooFiles()) {
     if (file.rfind("inplace.", 0) == 0 || file.rfind("toy.", 0) == 0) continue;  // see above
-    if (file == "resnet50.trace.pt") continue;                                   // the scripted one stands for it
+    // At 4 devices the traced models repeat their scripted twins' graphs (CI time).
+    if (file == "resnet50.trace.pt" || (devices > 2 && file.find(".trace.") != std::string::npos)) continue;
     for (const std::string schedule : {"interleaved-1f1b", "zb-h1"}) {
       if (schedule == "interleaved-1f1b" && devices > 2) continue;  // 8 stages: more than the small models have
       CAPTURE(file);
