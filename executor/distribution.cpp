@@ -78,17 +78,16 @@ Distribution Distribute(const std::vector<int>& stage_program, int replicas, int
   for (int p : stage_program) programs = std::max(programs, p + 1);
   // Ranks per replica: at most one per device program (one per stage but
   // with several stages per device).
-  const int stages = programs;
   const std::string noun = programs == int(stage_program.size()) ? " stage" : " device";
-  const std::string plan = replicas > 1 ? Concat(replicas, " replicas of ", stages, noun, stages == 1 ? "" : "s")
-                                        : Concat(stages, noun, stages == 1 ? "" : "s");
+  const std::string plan = replicas > 1 ? Concat(replicas, " replicas of ", programs, noun, programs == 1 ? "" : "s")
+                                        : Concat(programs, noun, programs == 1 ? "" : "s");
   if (world % replicas != 0) {
     throw InputError(Concat("WORLD_SIZE=", world, ": the plan has ", plan, ", so the ranks must be a multiple of ",
-                            replicas, " (", replicas, " x 1 to ", replicas, " x ", stages, ")"));
+                            replicas, " (", replicas, " x 1 to ", replicas, " x ", programs, ")"));
   }
   const int per_replica = world / replicas;
-  if (per_replica > stages) {
-    throw InputError(Concat("WORLD_SIZE=", world, ": the plan has ", plan, ", so at most ", int64_t(stages) * replicas,
+  if (per_replica > programs) {
+    throw InputError(Concat("WORLD_SIZE=", world, ": the plan has ", plan, ", so at most ", int64_t(programs) * replicas,
                             " ranks can run it"));
   }
   Distribution dist;

@@ -8,7 +8,6 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
-#include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -81,9 +80,13 @@ SplitBackward::SplitBackward(std::vector<at::Tensor> roots, std::vector<at::Tens
     if (!in_l[node]) continue;
     std::vector<ag::Node*> walk;
     std::unordered_set<const ag::Node*> visited;
-    for (const ag::Edge& e : node->next_edges()) {
-      if (e.function && !in_l[e.function.get()] && visited.insert(e.function.get()).second) walk.push_back(e.function.get());
-    }
+    auto push_children_outside_l = [&](const ag::Node* n) {
+      for (const ag::Edge& e : n->next_edges()) {
+        ag::Node* child = e.function.get();
+        if (child && !in_l[child] && visited.insert(child).second) walk.push_back(child);
+      }
+    };
+    push_children_outside_l(node);
     while (!walk.empty()) {
       ag::Node* n = walk.back();
       walk.pop_back();
@@ -91,9 +94,7 @@ SplitBackward::SplitBackward(std::vector<at::Tensor> roots, std::vector<at::Tens
         owners[p->second].insert(node);
         owned[node].push_back(p->second);
       }
-      for (const ag::Edge& e : n->next_edges()) {
-        if (e.function && !in_l[e.function.get()] && visited.insert(e.function.get()).second) walk.push_back(e.function.get());
-      }
+      push_children_outside_l(n);
     }
   }
   std::set<const at::Tensor*> grouped;
@@ -112,13 +113,11 @@ SplitBackward::SplitBackward(std::vector<at::Tensor> roots, std::vector<at::Tens
     if (!grouped.count(&p)) rest_.push_back(p);
   }
   // I.
-  std::vector<at::Tensor> wanted;
-  for (const at::Tensor& leaf : leaves) wanted.push_back(leaf);
-  if (wanted.empty()) return;
+  if (leaves.empty()) return;
   const std::vector<at::Tensor> grads =
-      ag::grad(roots_, wanted, seeds_, /*retain_graph=*/true, /*create_graph=*/false, /*allow_unused=*/true);
-  for (size_t i = 0; i < wanted.size(); ++i) {
-    if (grads[i].defined()) wanted[i].mutable_grad() = grads[i];
+      ag::grad(roots_, leaves, seeds_, /*retain_graph=*/true, /*create_graph=*/false, /*allow_unused=*/true);
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (grads[i].defined()) at::Tensor(leaves[i]).mutable_grad() = grads[i];
   }
 }
 

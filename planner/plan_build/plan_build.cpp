@@ -89,12 +89,7 @@ std::vector<std::string> Warnings(const OpGraph& graph, const Profile& profile, 
                                 ": results differ from one-device training"));
     }
   }
-  if (plan.stages.size() > 1 && plan.predicted.one_device_step_ms > 0 &&
-      plan.predicted.step_ms > plan.predicted.one_device_step_ms) {
-    warnings.push_back(Concat("pipelining over ", plan.stages.size(), " stages is predicted slower than one device (",
-                              Ms(plan.predicted.step_ms), " vs ", Ms(plan.predicted.one_device_step_ms),
-                              " a step); --stages 1 would be faster"));
-  }
+  if (std::string slower = SlowerThanOneDeviceWarning(plan); !slower.empty()) warnings.push_back(slower);
   for (const PlanStage& stage : plan.stages) {
     const int64_t limit = plan.devices[stage.device].memory_bytes;
     if (limit > 0 && stage.peak_memory_bytes > 0.9 * double(limit)) {
@@ -138,6 +133,19 @@ std::vector<std::string> StageLayers(const OpGraph& graph, const std::vector<int
     if (std::find(layers.begin(), layers.end(), name) == layers.end()) layers.push_back(name);
   }
   return layers;
+}
+
+std::string SlowerThanOneDeviceWarning(const Plan& plan) {
+  if (plan.stages.size() < 2 || plan.predicted.one_device_step_ms <= 0 ||
+      plan.predicted.step_ms <= plan.predicted.one_device_step_ms) {
+    return "";
+  }
+  const size_t devices = plan.programs.empty() ? plan.stages.size() : plan.programs.size();
+  const std::string over = devices == plan.stages.size()
+                               ? Concat(devices, " stages")
+                               : Concat(devices, " devices with ", ScheduleName(plan.schedule));
+  return Concat("pipelining over ", over, " is predicted slower than one device (", Ms(plan.predicted.step_ms), " vs ",
+                Ms(plan.predicted.one_device_step_ms), " a step); --stages 1 would be faster");
 }
 
 double OneDeviceStepMs(const OpGraph& graph, const Profile& profile, const Cluster& cluster,

@@ -2,9 +2,9 @@
 #include "planner/plan_build/reschedule.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "common/error.h"
+#include "planner/plan_build/plan_build.h"
 
 namespace mp {
 
@@ -58,16 +58,10 @@ void Reschedule(Plan& plan, ScheduleKind kind, int devices) {
     stage.peak_memory_bytes = sim.peak_memory_bytes[stage.id];
   }
   // The 1F1B plan's comparison with one device no longer holds.
-  const std::string stale = "pipelining over ";
   auto& w = plan.warnings;
-  w.erase(std::remove_if(w.begin(), w.end(), [&](const std::string& t) { return t.rfind(stale, 0) == 0; }), w.end());
-  if (plan.predicted.one_device_step_ms > 0 && sim.step_ms > plan.predicted.one_device_step_ms) {
-    char text[160];
-    std::snprintf(text, sizeof text,
-                  "pipelining over %d devices with %s is predicted slower than one device (%.2f ms vs %.2f ms a step)",
-                  devices, ScheduleName(kind).c_str(), sim.step_ms, plan.predicted.one_device_step_ms);
-    w.push_back(text);
-  }
+  w.erase(std::remove_if(w.begin(), w.end(), [](const std::string& t) { return t.rfind("pipelining over ", 0) == 0; }),
+          w.end());
+  if (std::string slower = SlowerThanOneDeviceWarning(plan); !slower.empty()) w.push_back(slower);
 }
 
 }  // namespace mp

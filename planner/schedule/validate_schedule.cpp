@@ -6,8 +6,6 @@
 // receives that must reach every list's end. Every message names the
 // device, the step and the action, and ends with the grid around it.
 #include <algorithm>
-#include <iomanip>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -176,25 +174,26 @@ std::string FormatScheduleGrid(const Schedule& sch, int from, int to) {
   for (const auto& list : sch.actions) longest = std::max(longest, list.size());
   from = std::max(from, 0);
   to = std::min<int>(to, int(longest));
-  constexpr int kWidth = 10;
-  std::ostringstream out;
-  out << std::left << std::setw(10) << "";
-  for (int d = 0; d < sch.Devices(); ++d) out << std::setw(kWidth) << Concat("Rank ", d);
-  for (int step = from; step < to; ++step) {
-    out << "\n" << std::setw(10) << Concat("Step ", step < 10 ? "0" : "", step, ":");
-    for (const auto& list : sch.actions) {
-      out << std::setw(kWidth) << (step < int(list.size()) ? FormatAction(list[step]) : "");
+  // A row: a 10-wide label, then 10-wide cells, with no trailing spaces.
+  constexpr size_t kWidth = 10;
+  auto row = [&](const std::string& label, const std::vector<std::string>& cells) {
+    std::string line = label;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (cells[c].empty()) continue;
+      line.resize(std::max(line.size(), (c + 1) * kWidth), ' ');
+      line += cells[c];
     }
+    return line;
+  };
+  std::vector<std::string> ranks;
+  for (int d = 0; d < sch.Devices(); ++d) ranks.push_back(Concat("Rank ", d));
+  std::string text = row("", ranks);
+  for (int step = from; step < to; ++step) {
+    std::vector<std::string> cells;
+    for (const auto& list : sch.actions) cells.push_back(step < int(list.size()) ? FormatAction(list[step]) : "");
+    text += "\n" + row(Concat("Step ", step < 10 ? "0" : "", step, ":"), cells);
   }
-  std::string text = out.str();
-  // No trailing spaces on any line.
-  std::string trimmed;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    line.erase(line.find_last_not_of(' ') + 1);
-    trimmed += (trimmed.empty() ? "" : "\n") + line;
-  }
-  return trimmed;
+  return text;
 }
 
 }  // namespace mp
