@@ -11,14 +11,18 @@ void Name(nlohmann::json& events, const char* what, int pid, int tid, const std:
   events.push_back({{"ph", "M"}, {"name", what}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}});
 }
 
-void Add(nlohmann::json& events, int pid, const TimedAction& timed) {
+// One track per device: the program that runs the action's stage.
+void Add(nlohmann::json& events, int pid, const Plan& plan, const TimedAction& timed) {
   const Action& action = timed.action;
   const double start_ms = timed.start_ms, end_ms = timed.end_ms;
+  const char* category = !IsCompute(action.kind)                    ? "transfer"
+                         : action.kind == ActionKind::kBackwardWeight ? "weight"
+                                                                      : "compute";
   events.push_back({{"ph", "X"},
                     {"pid", pid},
-                    {"tid", action.stage},
+                    {"tid", plan.stages.at(action.stage).program},
                     {"name", FormatAction(action)},
-                    {"cat", IsCompute(action.kind) ? "compute" : "transfer"},
+                    {"cat", category},
                     {"ts", start_ms * 1000},
                     {"dur", (end_ms - start_ms) * 1000},
                     {"args", {{"microbatch", action.microbatch}}}});
@@ -30,14 +34,21 @@ std::string ChromeTrace(const Plan& plan, const PipelineRun& run) {
   nlohmann::json events = nlohmann::json::array();
   Name(events, "process_name", 1, 0, "measured");
   Name(events, "process_name", 2, 0, "predicted");
-  for (size_t s = 0; s < plan.stages.size(); ++s) {
-    for (int pid : {1, 2}) Name(events, "thread_name", pid, int(s), "stage " + std::to_string(s));
+  for (size_t p = 0; p < plan.programs.size(); ++p) {
+    std::string stages;
+    for (const PlanStage& s : plan.stages) {
+      if (s.program == int(p)) stages += (stages.empty() ? "" : ",") + std::to_string(s.id);
+    }
+    const std::string name = plan.programs.size() == plan.stages.size()
+                                 ? "stage " + stages
+                                 : "device " + std::to_string(plan.programs[p].device) + " (stages " + stages + ")";
+    for (int pid : {1, 2}) Name(events, "thread_name", pid, int(p), name);
   }
   for (const auto& measured : run.events) {
-    for (const TimedAction& t : measured) Add(events, 1, t);
+    for (const TimedAction& t : measured) Add(events, 1, plan, t);
   }
   for (const auto& predicted : SimulatePlan(plan).timeline) {
-    for (const TimedAction& t : predicted) Add(events, 2, t);
+    for (const TimedAction& t : predicted) Add(events, 2, plan, t);
   }
   return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump();
 }

@@ -18,7 +18,6 @@
 #include "planner/plan/plan_writer.h"
 #include "planner/plan_build/comparisons.h"
 #include "planner/plan_build/plan_build.h"
-#include "planner/plan_build/reschedule.h"
 #include "planner/profile/timer.h"
 #include "planner/report/gantt_svg.h"
 #include "planner/report/graph_dot.h"
@@ -96,24 +95,19 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
                                           : Concat("--stages ", request.stages, ": expected auto or 1 to --gpus (",
                                                    request.gpus, ")"));
   }
-  // interleaved-1f1b and zb-h1: planned as 1F1B over K·v stages, then
-  // folded onto K devices (reschedule.h).
-  const ScheduleKind kind = request.schedule.value_or(ScheduleKind::kOneFOneB);
-  const bool folded = kind == ScheduleKind::kInterleaved1F1B || kind == ScheduleKind::kZeroBubbleH1;
-  const int chunks = kind == ScheduleKind::kInterleaved1F1B ? (request.chunks > 0 ? request.chunks : 2) : 1;
-  if (request.chunks > 0 && kind != ScheduleKind::kInterleaved1F1B) {
+  // Refused before profiling: what no search could plan.
+  if (request.chunks > 0 && request.schedule != ScheduleKind::kInterleaved1F1B) {
     throw InputError("--chunks: only --schedule interleaved-1f1b runs several stages per device");
   }
-  if (folded) {
+  if (request.schedule && *request.schedule != ScheduleKind::kForwardOnly &&
+      *request.schedule != ScheduleKind::kGPipe && *request.schedule != ScheduleKind::kOneFOneB) {
+    const ScheduleKind kind = *request.schedule;
     const std::string flag = "--schedule " + ScheduleName(kind);
     if (!request.profile.training) throw InputError(flag + ": a training schedule; --mode infer runs forward only");
     if (request.replicas > 1) throw InputError(flag + " with --replicas is not planned yet");
-    if (!request.split.empty() || request.partitioner != "dp") {
-      throw InputError(flag + " plans with the dp partitioner only");
-    }
-    const int K = request.stages > 0 ? request.stages : request.gpus;
-    if (request.microbatches > 0) {
-      if (std::string why = ScheduleRuledOut(kind, K, request.microbatches, chunks); !why.empty()) {
+    const int chunks = kind == ScheduleKind::kInterleaved1F1B ? (request.chunks > 0 ? request.chunks : 2) : 1;
+    if (request.microbatches > 0 && request.stages > 0) {
+      if (std::string why = ScheduleRuledOut(kind, request.stages, request.microbatches, chunks); !why.empty()) {
         throw InputError(flag + ": " + why);
       }
     }
@@ -121,9 +115,8 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   if (request.partitioner == "layers" && request.split.empty()) {
     throw InputError("--partitioner layers needs --split 'layer1,layer2|layer3,layer4,fc'");
   }
-  const int folded_devices = request.stages > 0 ? request.stages : request.gpus;
-  PlanDevices devices = MakePlanDevices(folded ? folded_devices * chunks : request.gpus,
-                                        request.profile.device_profile, request.profile.device, request.memory_bytes);
+  PlanDevices devices = MakePlanDevices(request.gpus, request.profile.device_profile, request.profile.device,
+                                        request.memory_bytes);
   // Hashed before it is loaded: the plan names the bytes that were profiled.
   CheckModelFile(request.profile.model_path);
   const std::string model_sha256 = Sha256File(request.profile.model_path);
@@ -165,9 +158,10 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   PlanRequest plan_request;
   plan_request.training = request.profile.training;
   plan_request.batch = profiled.profile.batch;
-  plan_request.stages = folded ? folded_devices * chunks : request.stages;
+  plan_request.stages = request.stages;
   plan_request.microbatches = request.microbatches;
-  plan_request.schedule = folded ? ScheduleKind::kOneFOneB : request.schedule;
+  plan_request.schedule = request.schedule;
+  plan_request.chunks = request.chunks;
   plan_request.method = request.partitioner;
   plan_request.tie_tolerance = request.tie_tolerance;
   plan_request.layer_split = request.split;
@@ -180,15 +174,6 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   source.profile_file = request.profile.profile_in;
   source.calibration = profiled.calibration;
   result.plan = BuildPlan(profiled.graph, profiled.profile, devices.cluster, plan_request, search, source);
-  if (folded) {
-    try {
-      Reschedule(result.plan, kind, folded_devices);
-    } catch (const InputError& e) {
-      throw InputError(Concat(e.what(), " (the search chose ", result.plan.microbatches,
-                              " micro-batches: choose --microbatches)"));
-    }
-    result.plan.devices.resize(folded_devices);
-  }
   result.partition_ms = MsSince(search_start);
   const auto compare_start = std::chrono::steady_clock::now();
   result.plan.comparisons =

@@ -44,11 +44,16 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
   for (int p = 0; p < n; ++p) c.position.at(order[p]) = p;
   c.forward_ms.resize(n);
   c.backward_ms.assign(n, 0);
+  c.input_backward_ms.assign(n, 0);
+  c.weight_backward_ms.assign(n, 0);
   c.param_bytes.assign(n, 0);
   c.output_bytes.assign(n, 0);
   for (int p = 0; p < n; ++p) {
     c.forward_ms[p] = ForwardMs(profile, order[p], microbatch);
-    if (training) c.backward_ms[p] = BackwardMs(profile, order[p], microbatch);
+    if (!training) continue;
+    c.backward_ms[p] = BackwardMs(profile, order[p], microbatch);
+    c.input_backward_ms[p] = InputBackwardMs(profile, order[p], microbatch);
+    c.weight_backward_ms[p] = WeightBackwardMs(profile, order[p], microbatch);
   }
   std::vector<int64_t> grow(n + 2, 0), grad_grow(n + 2, 0);
   for (const OpValue& v : graph.values) {

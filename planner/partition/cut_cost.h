@@ -38,6 +38,8 @@ struct OrderCosts {
   std::vector<int> position;               // node id -> position
   std::vector<double> forward_ms;          // per position, one micro-batch
   std::vector<double> backward_ms;         // per position; 0 in inference
+  std::vector<double> input_backward_ms;   // per position: zb-h1's I and W (InputBackwardMs)
+  std::vector<double> weight_backward_ms;
   std::vector<int64_t> param_bytes;        // per position: parameters it reads first
   std::vector<int64_t> output_bytes;       // per position: what it produces (activations)
   std::vector<int64_t> cut_bytes;          // per cut 0..n: activations crossing forward

@@ -17,7 +17,7 @@ std::vector<CutTensor> CutTensors(const OrderCosts& costs, int cut, int peer) {
 }  // namespace
 
 Partition MakePartition(const StageCostModel& model, const std::vector<int>& bounds, const std::string& method,
-                        ScheduleKind schedule, int microbatches, bool with_tensors) {
+                        ScheduleKind schedule, int microbatches, bool with_tensors, int chunks) {
   const OrderCosts& costs = model.Costs();
   const int K = model.Stages();
   const int n = model.Positions();
@@ -25,10 +25,12 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
     throw InternalError(Concat("partition bounds: ", bounds.size(), " entries for ", K, " stages of ", n,
                                " positions"));
   }
+  if (chunks < 1 || K % chunks != 0) throw InternalError(Concat("partition: ", K, " stages in chunks of ", chunks));
   Partition p;
   p.method = method;
   p.training = costs.training;
   p.schedule = schedule;
+  p.chunks = chunks;
   p.microbatches = microbatches;
   p.microbatch_size = costs.microbatch;
   p.order = costs.order;
@@ -39,14 +41,17 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
     if (e <= a) throw InternalError(Concat("partition bounds: stage ", s, " is empty [", a, ", ", e, ")"));
     Stage st;
     st.index = s;
-    st.device = s;
+    st.device = s % (K / chunks);
     st.nodes.assign(costs.order.begin() + a, costs.order.begin() + e);
     const double speed = model.Spec(s).speed;
     for (int q = a; q < e; ++q) {
       st.forward_ms += speed * costs.forward_ms[q];
       st.backward_ms += speed * costs.backward_ms[q];
+      st.input_backward_ms += speed * costs.input_backward_ms[q];
+      st.weight_backward_ms += speed * costs.weight_backward_ms[q];
       st.param_bytes += costs.param_bytes[q];
     }
+    if (s == 0) st.input_backward_ms = 0, st.weight_backward_ms = st.backward_ms;
     st.transfer_ms = model.InMs(s, a) + model.OutMs(s, e);
     if (costs.training) st.allreduce_ms = AllReduceMs(st.param_bytes, model.Spec(s).replicas, model.Spec(s).replica_link);
     st.cost_ms = model.StageMs(s, a, e);
@@ -81,11 +86,12 @@ SimResult SimulatePartition(const Partition& p) {
   std::vector<StageMemory> memory;
   std::vector<double> allreduce;
   for (const Stage& st : p.stages) {
-    times.push_back({st.forward_ms, st.backward_ms});
+    times.push_back({st.forward_ms, st.backward_ms, st.input_backward_ms, st.weight_backward_ms});
     memory.push_back({st.static_bytes, st.activation_bytes});
     allreduce.push_back(st.allreduce_ms);
   }
-  return SimulateStep(BuildSchedule(p.schedule, int(p.stages.size()), p.microbatches), times, p.transfers, memory,
+  const int devices = int(p.stages.size()) / p.chunks;
+  return SimulateStep(BuildSchedule(p.schedule, devices, p.microbatches, p.chunks), times, p.transfers, memory,
                       allreduce, p.slowdown);
 }
 

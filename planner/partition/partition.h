@@ -29,6 +29,10 @@ struct Stage {
   std::vector<CutTensor> sends;    // to stage index + 1
   double forward_ms = 0;           // one micro-batch on its device
   double backward_ms = 0;
+  // zb-h1's I and W; a first stage's I is 0 and its W its whole backward
+  // (no gradient leaves it: the runtime runs one backward into its weights).
+  double input_backward_ms = 0;
+  double weight_backward_ms = 0;
   double transfer_ms = 0;          // its sends and receives, both directions
   double cost_ms = 0;              // forward + backward + transfer: the DP's objective
   int64_t param_bytes = 0;
@@ -45,6 +49,7 @@ struct Partition {
   std::string method;              // dp | uniform | params | block | layers
   bool training = false;
   ScheduleKind schedule = ScheduleKind::kGPipe;
+  int chunks = 1;                  // stages per device (interleaved-1f1b: v); stage s on device s % (K / v)
   int microbatches = 1;
   int64_t microbatch_size = 0;
   std::vector<int> order;          // the pipeline order that was cut
@@ -61,7 +66,7 @@ struct Partition {
 // lists them only for the partition it keeps: they cost O(values) a cut).
 // Throws InternalError for malformed bounds.
 Partition MakePartition(const StageCostModel& model, const std::vector<int>& bounds, const std::string& method,
-                        ScheduleKind schedule, int microbatches, bool with_tensors = true);
+                        ScheduleKind schedule, int microbatches, bool with_tensors = true, int chunks = 1);
 
 // Fills every stage's receives and sends by liveness over `costs`.
 void ListCutTensors(Partition& partition, const OrderCosts& costs);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "common/byte_size.h"
 #include "common/error.h"
@@ -18,17 +19,60 @@
 namespace mp {
 namespace {
 
-std::vector<ScheduleKind> Schedules(const PlanRequest& request) {
+// A schedule to try, with its stages per device.
+struct ScheduleChoice {
+  ScheduleKind kind;
+  int chunks;
+};
+
+std::vector<ScheduleChoice> Schedules(const PlanRequest& request, int replicas) {
+  const int v = request.chunks > 0 ? request.chunks : 2;
+  if (request.chunks > 0 && request.schedule != ScheduleKind::kInterleaved1F1B) {
+    throw InputError("chunks: only the interleaved-1f1b schedule runs several stages per device");
+  }
+  // A layer split fixes the stages, one per device.
+  const bool layers = request.method == "layers";
+  if (layers && request.schedule == ScheduleKind::kInterleaved1F1B) {
+    throw InputError("interleaved-1f1b cuts K·v stages: it plans with dp, uniform, params or block, not a layer split");
+  }
   if (!request.schedule) {
-    if (!request.training) return {ScheduleKind::kForwardOnly};
-    return {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB};
+    if (!request.training) return {{ScheduleKind::kForwardOnly, 1}};
+    std::vector<ScheduleChoice> all = {{ScheduleKind::kGPipe, 1}, {ScheduleKind::kOneFOneB, 1}};
+    if (replicas > 1) return all;  // the others are not planned with replicas yet
+    all.push_back({ScheduleKind::kZeroBubbleH1, 1});
+    if (!layers) all.push_back({ScheduleKind::kInterleaved1F1B, v});
+    return all;
   }
   if (IsTraining(*request.schedule) != request.training) {
     throw InputError(Concat("schedule ", ScheduleName(*request.schedule), " does not fit ",
                             request.training ? "training" : "inference", " (expected ",
-                            request.training ? "gpipe or 1f1b" : "forward", ")"));
+                            request.training ? "gpipe, 1f1b, interleaved-1f1b or zb-h1" : "forward", ")"));
   }
-  return {*request.schedule};
+  return {{*request.schedule, *request.schedule == ScheduleKind::kInterleaved1F1B ? v : 1}};
+}
+
+// Why the search does not try `choice` on K devices with M micro-batches,
+// or "".
+std::string NotTried(const ScheduleChoice& choice, int K, int M, const Cluster& cluster, int useful_nodes) {
+  if (std::string why = ScheduleRuledOut(choice.kind, K, M, choice.chunks); !why.empty()) return why;
+  if (choice.chunks == 1) return "";
+  if (!IsHomogeneous(cluster)) {
+    return Concat(ScheduleName(choice.kind), " needs identical devices and links (its last stage sends to the first device)");
+  }
+  if (K * choice.chunks > useful_nodes) {
+    return Concat(K * choice.chunks, " stages for ", useful_nodes, " nodes that compute");
+  }
+  return "";
+}
+
+int ScheduleRank(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::kOneFOneB: return 0;
+    case ScheduleKind::kGPipe: return 1;
+    case ScheduleKind::kZeroBubbleH1: return 2;
+    case ScheduleKind::kInterleaved1F1B: return 3;
+    default: return 4;
+  }
 }
 
 std::vector<int> Microbatches(const Profile& profile, const PlanRequest& request, int64_t batch) {
@@ -83,16 +127,22 @@ std::string MemoryProblem(const Partition& p) {
 
 // No schedule finishes a step before stage s has done M forwards and
 // backwards, after micro-batch 0 has come through the stages before it and
-// before its gradient has gone back through them.
+// (unless W may come last: zb-h1) before its gradient has gone back
+// through them; nor before each device has done its stages' work.
 double StepLowerBound(const Partition& p) {
-  double fill = 0, bound = 0;
+  const bool w_last = SplitsBackward(p.schedule);
+  double forward_fill = 0, backward_fill = 0, bound = 0;
+  std::vector<double> device_work(p.stages.size() / p.chunks, 0);
   for (size_t s = 0; s < p.stages.size(); ++s) {
     const Stage& st = p.stages[s];
-    bound = std::max(bound, fill + p.microbatches * (st.forward_ms + st.backward_ms));
-    fill += st.forward_ms + st.backward_ms;
-    if (s < p.transfers.size()) fill += p.transfers[s].forward_ms + p.transfers[s].backward_ms;
+    const double work = p.microbatches * (st.forward_ms + st.backward_ms);
+    bound = std::max(bound, forward_fill + work + (w_last ? 0 : backward_fill));
+    device_work[st.device] += work;
+    forward_fill += st.forward_ms;
+    backward_fill += st.backward_ms;
+    if (s < p.transfers.size()) forward_fill += p.transfers[s].forward_ms, backward_fill += p.transfers[s].backward_ms;
   }
-  return bound;
+  return std::max(bound, *std::max_element(device_work.begin(), device_work.end()));
 }
 
 bool MemoryCanBind(const StageCostModel& model) {
@@ -112,12 +162,13 @@ struct Candidate {
 }  // namespace
 
 bool Simpler(const PlanCandidate& a, const PlanCandidate& b, int64_t batch) {
+  const int a_devices = a.stages / a.chunks, b_devices = b.stages / b.chunks;
+  if (a_devices != b_devices) return a_devices < b_devices;
   if (a.stages != b.stages) return a.stages < b.stages;
   const bool a_even = batch % a.microbatches == 0, b_even = batch % b.microbatches == 0;
   if (a_even != b_even) return a_even;
   if (a.microbatches != b.microbatches) return a.microbatches < b.microbatches;
-  const bool a_1f1b = a.schedule == ScheduleKind::kOneFOneB, b_1f1b = b.schedule == ScheduleKind::kOneFOneB;
-  if (a_1f1b != b_1f1b) return a_1f1b;
+  if (a.schedule != b.schedule) return ScheduleRank(a.schedule) < ScheduleRank(b.schedule);
   return a.step_ms < b.step_ms;
 }
 
@@ -173,7 +224,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     }
     k_min = k_max = k;
   }
-  const auto schedules = Schedules(request);
+  const auto schedules = Schedules(request, cluster.replicas);
   const auto counts = Microbatches(profile, request, batch);
   const auto order = PipelineOrder(graph);
   const bool shared_table = request.method == "dp" && IsHomogeneous(cluster);
@@ -190,18 +241,21 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
                                        : std::max(std::min(ranking.high, 1 + kMaxNoiseWindow), 1 + request.tie_tolerance)};
   SearchResult result;
   std::vector<Candidate> ties;  // simulated, within the tie window of the fastest so far
+  std::set<size_t> ruled_out;   // alternatives a schedule's own rule excludes
   double fastest_ms = 0;
   for (int M : counts) {
     const int64_t size = MicrobatchSize(batch, M);
     Cluster sized = cluster;
     sized.shared_slowdown = SharedSlowdownFor(cluster, profile, size);
     const OrderCosts costs = ComputeOrderCosts(graph, profile, order, size, request.training);
-    const StageCostModel base(costs, StageSpecs(sized, schedules.front(), 1, M), request.optimizer_state_factor);
+    // One stage on one device: the order's sums, shared by every model below.
+    const ScheduleKind one_stage = request.training ? ScheduleKind::kOneFOneB : ScheduleKind::kForwardOnly;
+    const StageCostModel base(costs, StageSpecs(sized, one_stage, 1, M), request.optimizer_state_factor);
     const int k_top = std::min(k_max, request.stages > 0 ? k_max : std::max(1, base.UsefulNodes()));
     std::optional<BottleneckDp> table;
     std::optional<StageCostModel> table_model;
-    for (ScheduleKind kind : schedules) {
-      if (shared_table) {
+    for (const auto& [kind, chunks] : schedules) {
+      if (shared_table && chunks == 1) {
         // Schedules differ only in memory; where it binds no stage, one table serves both.
         StageCostModel top = base.WithStages(StageSpecs(sized, kind, k_top, M));
         if (!table || MemoryCanBind(top) || MemoryCanBind(*table_model)) {
@@ -211,20 +265,33 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
       }
       for (int K = k_top; K >= k_min; --K) {
         PlanCandidate alt;
-        alt.stages = K;
+        alt.stages = K * chunks;
+        alt.chunks = chunks;
         alt.microbatches = M;
         alt.microbatch_size = size;
         alt.schedule = kind;
-        const StageCostModel model = base.WithStages(StageSpecs(sized, kind, K, M));
+        if (std::string why = NotTried({kind, chunks}, K, M, sized, base.UsefulNodes()); !why.empty()) {
+          // Listed where the user asked for this schedule, or where the
+          // schedule's own rule (M divisible by K) excludes it; more stages
+          // than nodes, or one device, are no alternative to list.
+          const bool rule = K > 1 && K * chunks <= base.UsefulNodes();
+          if (schedules.size() == 1 || rule) {
+            alt.why_not = why;
+            ruled_out.insert(result.alternatives.size());
+            result.alternatives.push_back(alt);
+          }
+          continue;
+        }
         try {
+          const StageCostModel model = base.WithStages(StageSpecs(sized, kind, K * chunks, M, chunks));
           std::vector<int> bounds;
-          if (shared_table && K <= base.UsefulNodes()) {
+          if (shared_table && chunks == 1 && K <= base.UsefulNodes()) {
             DpSolution s = table->Solve(K);
             bounds = s.feasible ? s.bounds : PartitionDp(model).bounds;  // PartitionDp says why not
           } else {
             bounds = MethodBounds(request.method, model, graph, groups);
           }
-          Partition p = MakePartition(model, bounds, request.method, kind, M, false);
+          Partition p = MakePartition(model, bounds, request.method, kind, M, false, chunks);
           alt.bottleneck_ms = p.bottleneck_ms;
           for (const Stage& st : p.stages) alt.peak_memory_bytes = std::max(alt.peak_memory_bytes, st.peak_memory_bytes);
           if (!p.fits) {
@@ -260,9 +327,17 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     }
   }
   if (ties.empty()) {
+    // The reason to give: the most stages tried, preferring a partition
+    // that failed to one a schedule's rule excluded.
     const PlanCandidate* closest = nullptr;
-    for (const auto& alt : result.alternatives) {
-      if (!closest || alt.stages > closest->stages) closest = &alt;
+    bool closest_ruled = true;
+    for (size_t i = 0; i < result.alternatives.size(); ++i) {
+      const PlanCandidate& alt = result.alternatives[i];
+      const bool ruled = ruled_out.count(i) > 0;
+      if (!closest || (closest_ruled && !ruled) || (ruled == closest_ruled && alt.stages > closest->stages)) {
+        closest = &alt;
+        closest_ruled = ruled;
+      }
     }
     throw PlanError(Concat("no feasible plan among ", result.alternatives.size(), " alternatives; with ",
                            closest ? closest->stages : 0, " stages: ", closest ? closest->why_not : "none tried"));
@@ -275,8 +350,9 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   result.chosen = chosen->index;
   result.predicted = std::move(chosen->sim);
   result.partition = std::move(chosen->partition);
-  result.schedule = BuildSchedule(result.partition.schedule, int(result.partition.stages.size()),
-                                  result.partition.microbatches);
+  result.schedule = BuildSchedule(result.partition.schedule,
+                                  int(result.partition.stages.size()) / result.partition.chunks,
+                                  result.partition.microbatches, result.partition.chunks);
   return result;
 }
 

@@ -1,6 +1,7 @@
-// The plan search: over stage counts K, micro-batch counts M and schedules,
-// partition the pipeline order (with the DP or a baseline), simulate one
-// step, and keep the fastest. Alternatives predicted within the tie window
+// The plan search: over device counts K, micro-batch counts M and schedules
+// (with their stages per device v: K·v stages), partition the pipeline
+// order (with the DP or a baseline), simulate one step, and keep the
+// fastest. Alternatives predicted within the tie window
 // of the fastest (the request's tie tolerance, or the profile's ranking
 // band, counted up to 10%, where wider: band.h) are ties, and the simplest of them is chosen
 // (Simpler), so noise in the profile does not move the choice between
@@ -37,9 +38,12 @@ constexpr double kDefaultTieTolerance = 0.04;
 struct PlanRequest {
   bool training = true;
   int64_t batch = 0;                      // 0: the profile's batch
-  int stages = 0;                         // 0: search 1..devices
+  int stages = 0;                         // devices the pipeline uses (K); 0: search 1..devices
   int microbatches = 0;                   // 0: search the profiled sizes
-  std::optional<ScheduleKind> schedule;   // unset: gpipe and 1f1b, or forward in inference
+  // Unset (auto): in training every schedule (gpipe, 1f1b, zb-h1,
+  // interleaved-1f1b), in inference forward.
+  std::optional<ScheduleKind> schedule;
+  int chunks = 0;                         // interleaved-1f1b's stages per device v; 0: 2
   std::string method = "dp";              // dp | uniform | params | block | layers
   std::string layer_split;                // method layers: "layer1,layer2 | layer3,layer4,fc"
   double optimizer_state_factor = 2;      // Adam keeps two moments per parameter
@@ -59,12 +63,13 @@ struct SearchResult {
   int chosen = -1;                        // of the chosen one: the simplest tie
 };
 
-// Among alternatives that tie, a is simpler than b: fewer stages, then
-// micro-batches of equal size (they split `batch` evenly, as users split
-// by hand; they are also few among the counts, so noise moves the choice
-// less than between neighbouring ragged counts), then fewer micro-batches,
-// then 1F1B over GPipe (the same time with fewer activations held), then
-// the faster.
+// Among alternatives that tie, a is simpler than b: fewer devices, then
+// fewer stages (one per device before interleaving), then micro-batches of
+// equal size (they split `batch` evenly, as users split by hand; they are
+// also few among the counts, so noise moves the choice less than between
+// neighbouring ragged counts), then fewer micro-batches, then the schedule
+// in the order 1f1b (GPipe's time with fewer activations held), gpipe,
+// zb-h1 (1F1B's memory, more actions), interleaved-1f1b, then the faster.
 bool Simpler(const PlanCandidate& a, const PlanCandidate& b, int64_t batch);
 
 

@@ -9,18 +9,23 @@
 
 namespace mp {
 
-std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule, int stages, int microbatches) {
-  if (stages < 1 || stages > int(cluster.devices.size())) {
-    throw InputError(Concat(stages, " stages for ", cluster.devices.size(), " devices"));
+std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule, int stages, int microbatches,
+                                  int chunks) {
+  const int devices = chunks >= 1 ? stages / chunks : 0;
+  if (stages < 1 || devices < 1 || devices * chunks != stages || devices > int(cluster.devices.size())) {
+    throw InputError(Concat(stages, " stages in chunks of ", chunks, " for ", cluster.devices.size(), " devices"));
   }
   std::vector<StageSpec> specs(stages);
-  const std::vector<int> in_flight = MicrobatchesInFlight(BuildSchedule(schedule, stages, microbatches));
+  const std::vector<int> in_flight = MicrobatchesInFlight(BuildSchedule(schedule, devices, microbatches, chunks));
+  // Looped stages cross device boundaries in turn, the last back to the first.
+  const auto link_after = [&](int s) { return LinkAt(cluster, chunks > 1 ? 0 : s); };
   for (int s = 0; s < stages; ++s) {
-    specs[s].speed = cluster.devices[s].speed;
-    specs[s].memory_bytes = cluster.devices[s].memory_bytes;
+    const Device& device = cluster.devices[s % devices];
+    specs[s].speed = device.speed;
+    specs[s].memory_bytes = device.memory_bytes == kUnlimitedMemory ? kUnlimitedMemory : device.memory_bytes / chunks;
     specs[s].in_flight = in_flight[s];
-    if (s > 0) specs[s].in_link = LinkAt(cluster, s - 1);
-    if (s < stages - 1) specs[s].out_link = LinkAt(cluster, s);
+    if (s > 0) specs[s].in_link = link_after(s - 1);
+    if (s < stages - 1) specs[s].out_link = link_after(s);
     specs[s].replicas = cluster.replicas;
     specs[s].replica_link = cluster.replica_link;
     specs[s].slowdown = PipelineSlowdown(cluster.shared_slowdown, stages, cluster.replicas);

@@ -38,9 +38,13 @@ struct StageSpec {
   std::vector<double> slowdown;
 };
 
-// Stage s of `stages` runs on cluster.devices[s] (the first `stages` devices)
-// and holds as many micro-batches as the schedule keeps in flight there.
-std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule, int stages, int microbatches);
+// Stage s of `stages` runs on cluster.devices[s % (stages / chunks)] (the
+// first stages / chunks devices, looped) and holds as many micro-batches as
+// the schedule keeps in flight there. With chunks v > 1 a stage may use
+// 1/v of its device's memory, so a device's v stages together fit it; its
+// links are the cluster's (interleaved plans need a homogeneous cluster).
+std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule, int stages, int microbatches,
+                                  int chunks = 1);
 
 class StageCostModel {
  public:

@@ -129,6 +129,7 @@ struct PlanCandidate {
   std::string method;             // comparisons: dp | uniform | params | block | layers
   std::string split;              // layers: the user's split text
   int stages = 0;
+  int chunks = 1;                 // stages per device: the devices are stages / chunks
   int microbatches = 0;
   int64_t microbatch_size = 0;
   ScheduleKind schedule = ScheduleKind::kGPipe;

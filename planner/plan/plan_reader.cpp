@@ -252,10 +252,11 @@ void ReadPrograms(const YamlCursor& root, Plan& plan) {
 
 PlanCandidate ReadAlternative(const YamlCursor& c) {
   c.ExpectMap({"stages", "microbatches", "schedule"},
-              {"microbatch_size", "feasible", "simulated", "step_ms", "bottleneck_ms", "bubble_fraction",
+              {"chunks", "microbatch_size", "feasible", "simulated", "step_ms", "bottleneck_ms", "bubble_fraction",
                "peak_memory_bytes", "why_not", "tie"});
   PlanCandidate a;
   a.stages = c["stages"].IntIn(1, kMaxInt);
+  if (c.Has("chunks")) a.chunks = c["chunks"].IntIn(1, a.stages);
   a.microbatches = c["microbatches"].IntIn(1, kMaxInt);
   a.schedule = ReadSchedule(c["schedule"]);
   if (c.Has("microbatch_size")) a.microbatch_size = c["microbatch_size"].Int();

@@ -86,6 +86,7 @@ void WriteProgram(YAML::Emitter& out, const PlanProgram& program) {
 void WriteAlternative(YAML::Emitter& out, const PlanCandidate& a) {
   out << YAML::Flow << YAML::BeginMap;
   KeyValue(out, "stages", a.stages);
+  if (a.chunks > 1) KeyValue(out, "chunks", a.chunks);
   KeyValue(out, "microbatches", a.microbatches);
   KeyValue(out, "microbatch_size", a.microbatch_size);
   KeyValue(out, "schedule", ScheduleName(a.schedule));

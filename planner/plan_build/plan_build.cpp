@@ -188,7 +188,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
   }
   const int K = int(partition.stages.size());
   for (int b = 0; b + 1 < K; ++b) {
-    const Link link = LinkAt(cluster, b);
+    const Link link = LinkAt(cluster, partition.chunks > 1 ? 0 : b);  // looped stages: a homogeneous cluster
     plan.links.push_back({link.bandwidth_bytes_per_s, link.latency_ms});
   }
   for (int s = 0; s < K; ++s) {
@@ -213,6 +213,10 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
     for (const CutTensor& c : st.sends) ps.sends.push_back(MakeTensor(graph, profile, c, plan.microbatch_size));
     ps.forward_ms = st.forward_ms;
     ps.backward_ms = st.backward_ms;
+    if (SplitsBackward(partition.schedule)) {
+      ps.input_backward_ms = st.input_backward_ms;
+      ps.weight_backward_ms = st.weight_backward_ms;
+    }
     ps.send_ms = s + 1 < K ? partition.transfers[s].forward_ms : 0;
     ps.send_gradients_ms = s > 0 ? partition.transfers[s - 1].backward_ms : 0;
     ps.busy_fraction = sim.step_ms > 0 ? sim.busy_ms[s] / sim.step_ms : 0;

@@ -75,6 +75,8 @@ Profile AnalyticProfile(const Profile& shapes, const OpGraph& graph, const Devic
     node.forward_ms.assign(profile.microbatch_sizes.size(), 0);
     node.spread.assign(profile.microbatch_sizes.size(), 0);
     node.backward_ms.assign(profile.training ? profile.microbatch_sizes.size() : 0, 0);
+    node.input_backward_ms.clear();  // estimated from backward_ms (InputBackwardMs)
+    node.weight_backward_ms.clear();
     for (size_t i = 0; i < profile.microbatch_sizes.size(); ++i) {
       node.forward_ms[i] = RooflineMs(node.flops[i], node.bytes_moved[i], peak, device);
       if (profile.training && on_path[node.id])

@@ -69,7 +69,11 @@ void ExtrapolateWork(const std::vector<int64_t>& probed, const std::vector<int64
     extend(cost.bytes_moved);
     cost.forward_ms.assign(sizes.size(), 0.0);
     cost.spread.assign(sizes.size(), 0.0);
-    if (profile.training) cost.backward_ms.assign(sizes.size(), 0.0);
+    if (profile.training) {
+      cost.backward_ms.assign(sizes.size(), 0.0);
+      cost.input_backward_ms.assign(sizes.size(), 0.0);
+      cost.weight_backward_ms.assign(sizes.size(), 0.0);
+    }
   }
 }
 
@@ -218,7 +222,11 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
       NodeCost& cost = profile.nodes[n];
       cost.forward_ms.push_back(s.forward_ms);
       cost.spread.push_back(s.forward_spread);
-      if (options.training) cost.backward_ms.push_back(s.backward_ms);
+      if (options.training) {
+        cost.backward_ms.push_back(s.backward_ms);
+        cost.input_backward_ms.push_back(s.input_backward_ms);
+        cost.weight_backward_ms.push_back(s.weight_backward_ms);
+      }
       cost.flops.push_back(s.work.flops);
       cost.bytes_moved.push_back(s.work.bytes_moved);
       cost.param_bytes = s.param_bytes;

@@ -12,6 +12,12 @@
 // on each node's outputs with the gradients its readers produced and passes
 // the input gradients up. Outputs that are the very tensors the
 // node received (list and tuple construction, unpacking) are routed directly.
+// Every other kept pass in training times each node's backward split in two
+// as zb-h1's I and W run it: first the gradients of the inputs that depend
+// on the model's inputs (the graph kept), then those of the inputs computed
+// from parameters alone (the parameters, a transposed weight, nn.LSTM's
+// weight list). A node with both kinds of input gives those passes' samples
+// to I and W only; its B comes from the other passes.
 #include "planner/profile/node_by_node.h"
 
 #include <torch/csrc/autograd/autograd.h>
@@ -98,6 +104,7 @@ class Engine {
     result_.value_bytes.assign(ids_.size(), 0);
     params_in_.assign(ids_.size(), 0);
     ComputeLastUses();
+    ComputeParameterOnly();
   }
 
   PassResult Run(const std::vector<IValue>& model_inputs) {
@@ -108,9 +115,10 @@ class Engine {
     if (options_.timed && options_.whole_graph)
       whole = std::make_unique<WholeGraph>(canonical_, model_inputs, options_);
     std::vector<double> whole_forward, whole_backward;
-    std::vector<std::vector<double>> forward(n), backward(n);
+    std::vector<std::vector<double>> forward(n), backward(n), input_backward(n), weight_backward(n);
     for (int pass = 0; pass < passes; ++pass) {
       const bool keep = pass >= warmup;
+      const bool split = keep && (pass - warmup) % 2 == 1;
       if (keep && options_.timed && options_.between_passes) options_.between_passes();
       // Each backward runs on the graph its own pass's forward just built,
       // as a training step does: a backward repeated on one retained graph
@@ -137,9 +145,10 @@ class Engine {
         grads_.assign(ids_.size(), {});
         SeedOutputGrads();
         for (int i = static_cast<int>(n) - 1; i >= 0; --i) {
-          const double ms = Backward(i);
-          if (keep) backward[i].push_back(ms);
-          pass_ms += ms;
+          const BackwardTimes t = Backward(i, split);
+          if (keep && !t.split) backward[i].push_back(t.input_ms + t.weight_ms);
+          if (split) input_backward[i].push_back(t.input_ms), weight_backward[i].push_back(t.weight_ms);
+          pass_ms += t.input_ms + t.weight_ms;
           if (options_.progress) options_.progress();
         }
       }
@@ -158,7 +167,16 @@ class Engine {
       node.forward_ms = Quantile(forward[i], 0.5);
       const double p10 = Quantile(forward[i], 0.1), p90 = Quantile(forward[i], 0.9);
       node.forward_spread = node.forward_ms > 0 ? (p90 - p10) / node.forward_ms : 0;
-      if (options_.training) node.backward_ms = Quantile(backward[i], 0.5);
+      if (!options_.training) continue;
+      node.backward_ms = Quantile(backward[i], 0.5);
+      if (input_backward[i].empty()) {  // one kept pass: no split measured; halves where it would split
+        const bool both = has_input_part_[i] && has_weight_part_[i];
+        node.input_backward_ms = both ? node.backward_ms / 2 : has_weight_part_[i] ? 0 : node.backward_ms;
+      } else {
+        node.input_backward_ms = Quantile(input_backward[i], 0.5);
+        node.weight_backward_ms = Quantile(weight_backward[i], 0.5);
+      }
+      if (input_backward[i].empty()) node.weight_backward_ms = node.backward_ms - node.input_backward_ms;
     }
     if (whole) result_.whole_forward = Summarise(whole_forward);
     if (!options_.training) return std::move(result_);
@@ -326,9 +344,34 @@ class Engine {
     sum = sum.defined() ? sum + grad : grad;
   }
 
+  // Values computed from parameters alone (the parameters themselves
+  // included): their gradients are W's. Constants count as neither.
+  void ComputeParameterOnly() {
+    parameter_only_.assign(ids_.size(), false);
+    for (size_t i = canonical_.num_model_inputs; i < canonical_.graph->inputs().size(); ++i) parameter_only_[i] = true;
+    for (const Node* node : canonical_.nodes) {
+      bool any = false, all = true;
+      for (const Value* in : OuterInputs(node)) {
+        if (in->node()->kind() == c10::prim::Constant) continue;
+        any = any || parameter_only_[Id(in)];
+        all = all && parameter_only_[Id(in)];
+      }
+      for (const Value* out : node->outputs()) parameter_only_[Id(out)] = any && all;
+    }
+    has_input_part_.assign(canonical_.nodes.size(), false);
+    has_weight_part_.assign(canonical_.nodes.size(), false);
+  }
+
+  struct BackwardTimes {
+    double input_ms = 0;   // all of it when not split
+    double weight_ms = 0;
+    bool split = false;    // timed as two calls
+  };
+
   // One backward of node n with the gradients its readers produced in this
-  // pass; returns its time. The autograd graph is kept for the next pass.
-  double Backward(int n) {
+  // pass; returns its time, split into I and W when `split` and the node
+  // has inputs of both kinds. The autograd graph is kept for the next pass.
+  BackwardTimes Backward(int n, bool split) {
     const Recorded& record = records_[n];
     std::vector<at::Tensor> outs, out_grads;
     std::vector<std::pair<at::Tensor, at::Tensor>> direct;  // output is an input leaf
@@ -352,20 +395,37 @@ class Engine {
     for (int id : record.written) grads_[id].clear();
     for (const Value* out : canonical_.nodes[n]->outputs()) grads_[Id(out)].clear();
 
-    std::vector<at::Tensor> leaf_grads;
-    double ms = 0;
+    std::vector<at::Tensor> leaf_grads(record.leaves.size());
+    BackwardTimes times;
     if (!outs.empty() && !record.leaves.empty()) {
-      ms = Timed([&] {
-        leaf_grads = torch::autograd::grad(outs, record.leaves, out_grads, /*retain_graph=*/false,
-                                           /*create_graph=*/false, /*allow_unused=*/true);
-      });
+      std::vector<size_t> parts[2];  // leaf indices: [0] I's, [1] W's
+      for (size_t i = 0; i < record.leaves.size(); ++i) parts[parameter_only_[record.leaf_slots[i].first]].push_back(i);
+      if (!parts[0].empty()) has_input_part_[n] = true;
+      if (!parts[1].empty()) has_weight_part_[n] = true;
+      times.split = split && !parts[0].empty() && !parts[1].empty();
+      auto grads_into = [&](const std::vector<size_t>& part, bool keep_graph) {
+        std::vector<at::Tensor> leaves;
+        for (size_t i : part) leaves.push_back(record.leaves[i]);
+        const auto grads = torch::autograd::grad(outs, leaves, out_grads, keep_graph, /*create_graph=*/false,
+                                                 /*allow_unused=*/true);
+        for (size_t k = 0; k < part.size(); ++k) leaf_grads[part[k]] = grads[k];
+      };
+      if (times.split) {
+        times.input_ms = Timed([&] { grads_into(parts[0], /*keep_graph=*/true); });
+        times.weight_ms = Timed([&] { grads_into(parts[1], /*keep_graph=*/false); });
+      } else {
+        std::vector<size_t> all(record.leaves.size());
+        for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+        const double ms = Timed([&] { grads_into(all, /*keep_graph=*/false); });
+        (parts[0].empty() ? times.weight_ms : times.input_ms) = ms;
+      }
     }
     for (size_t i = 0; i < leaf_grads.size(); ++i) AddGrad(record.leaf_slots[i], leaf_grads[i]);
     for (const auto& [leaf, grad] : direct) {
       for (size_t i = 0; i < record.leaves.size(); ++i)
         if (record.leaves[i].is_same(leaf)) AddGrad(record.leaf_slots[i], grad);
     }
-    return ms;
+    return times;
   }
 
   const CanonicalGraph& canonical_;
@@ -376,6 +436,8 @@ class Engine {
   std::vector<std::vector<bool>> writes_;               // per program input: written in place
   std::vector<int> last_use_;
   std::vector<int64_t> params_in_;  // parameter bytes a value is or carries
+  std::vector<bool> parameter_only_;  // value id -> computed from parameters alone
+  std::vector<bool> has_input_part_, has_weight_part_;  // node: some leaf of that kind was seen
   std::vector<IValue> env_;
   std::vector<Recorded> records_;
   std::vector<std::vector<at::Tensor>> grads_;  // value id -> gradient per flattened tensor

@@ -19,6 +19,12 @@ struct NodeSample {
   double forward_ms = 0;
   double forward_spread = 0;
   double backward_ms = 0;
+  // Training: the backward split as zb-h1 runs it (I, then W), timed in
+  // passes of their own (node_by_node.cpp); I + W is B within the cost of
+  // a second autograd call. A node that reads no parameter-only value is
+  // all I; one whose inputs are all parameter-only values is all W.
+  double input_backward_ms = 0;
+  double weight_backward_ms = 0;
   NodeWork work;
   int64_t output_bytes = 0;
   int64_t param_bytes = 0;

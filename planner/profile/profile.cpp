@@ -36,6 +36,21 @@ double BackwardMs(const Profile& profile, int node, int64_t microbatch) {
   return InterpolateAt(profile.microbatch_sizes, cost.backward_ms, microbatch);
 }
 
+double InputBackwardMs(const Profile& profile, int node, int64_t microbatch) {
+  const auto& cost = profile.nodes.at(node);
+  if (cost.input_backward_ms.empty()) {
+    const double b = BackwardMs(profile, node, microbatch);
+    return cost.param_bytes > 0 ? b / 2 : b;
+  }
+  return InterpolateAt(profile.microbatch_sizes, cost.input_backward_ms, microbatch);
+}
+
+double WeightBackwardMs(const Profile& profile, int node, int64_t microbatch) {
+  const auto& cost = profile.nodes.at(node);
+  if (cost.weight_backward_ms.empty()) return BackwardMs(profile, node, microbatch) - InputBackwardMs(profile, node, microbatch);
+  return InterpolateAt(profile.microbatch_sizes, cost.weight_backward_ms, microbatch);
+}
+
 int64_t OutputBytes(const Profile& profile, int node, int64_t microbatch) {
   const auto& cost = profile.nodes.at(node);
   return cost.output_bytes_fixed + cost.output_bytes_per_sample * microbatch;

@@ -20,6 +20,12 @@ struct NodeCost {
   std::string layer;                 // layer2.3.conv1; "" for the root module
   std::vector<double> forward_ms;    // median forward time
   std::vector<double> backward_ms;   // median backward time; 0 in inference profiles
+  // Training profiles measured since 2026-11-24: the backward split into
+  // the input gradients (zb-h1's I) and the parameter gradients (W), each
+  // timed on its own (node_by_node.h). Empty otherwise: InputBackwardMs
+  // and WeightBackwardMs estimate them.
+  std::vector<double> input_backward_ms;
+  std::vector<double> weight_backward_ms;
   std::vector<double> spread;        // (p90 - p10) / median of the forward samples
   std::vector<double> flops;         // FLOP estimate of one forward (0 when not a compute op)
   std::vector<double> bytes_moved;   // bytes read + written by one forward
@@ -122,6 +128,10 @@ bool CanInterpolate(const Profile& profile, int64_t m);
 
 double ForwardMs(const Profile& profile, int node, int64_t microbatch);
 double BackwardMs(const Profile& profile, int node, int64_t microbatch);
+// A node's I and W: measured where the profile has them; else a node that
+// reads parameters splits its backward in halves and any other is all I.
+double InputBackwardMs(const Profile& profile, int node, int64_t microbatch);
+double WeightBackwardMs(const Profile& profile, int node, int64_t microbatch);
 int64_t OutputBytes(const Profile& profile, int node, int64_t microbatch);
 int64_t ValueBytesAt(const Profile& profile, int value, int64_t microbatch);
 

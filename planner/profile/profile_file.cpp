@@ -62,7 +62,8 @@ TensorSpec ReadInput(const YamlCursor& c) {
 
 NodeCost ReadNode(const YamlCursor& c, size_t id, size_t sizes, bool training) {
   c.ExpectMap({"id", "kind", "layer", "forward_ms", "backward_ms", "spread", "flops", "bytes_moved", "output_bytes",
-               "param_bytes"});
+               "param_bytes"},
+              {"input_backward_ms", "weight_backward_ms"});
   NodeCost n;
   n.id = int(c["id"].Int());
   if (n.id != int(id)) c["id"].Fail(Concat("expected ", id, ", found ", n.id));
@@ -78,6 +79,17 @@ NodeCost ReadNode(const YamlCursor& c, size_t id, size_t sizes, bool training) {
     if (list->size() != sizes && !(may_be_empty && list->empty())) {
       entries.Fail(Concat(list->size(), " entries for ", sizes, " micro-batch sizes"));
     }
+  }
+  // Optional (profiles before 2026-11-24 have neither): both or none.
+  if (c.Has("input_backward_ms") != c.Has("weight_backward_ms")) {
+    c.Fail("expected input_backward_ms and weight_backward_ms together");
+  }
+  for (const auto& [key, list] : {std::pair<const char*, std::vector<double>*>{"input_backward_ms", &n.input_backward_ms},
+                                  {"weight_backward_ms", &n.weight_backward_ms}}) {
+    if (!c.Has(key)) continue;
+    const YamlCursor entries = c[key];
+    *list = entries.NumberList();
+    if (list->size() != sizes) entries.Fail(Concat(list->size(), " entries for ", sizes, " micro-batch sizes"));
   }
   const ValueBytes out = ReadBytes(c["output_bytes"]);
   n.output_bytes_per_sample = out.per_sample;
@@ -184,6 +196,12 @@ std::string ProfileToYaml(const Profile& p) {
     EmitFlowSeq(out, n.forward_ms);
     out << YAML::Key << "backward_ms" << YAML::Value;
     EmitFlowSeq(out, n.backward_ms);
+    if (!n.input_backward_ms.empty()) {
+      out << YAML::Key << "input_backward_ms" << YAML::Value;
+      EmitFlowSeq(out, n.input_backward_ms);
+      out << YAML::Key << "weight_backward_ms" << YAML::Value;
+      EmitFlowSeq(out, n.weight_backward_ms);
+    }
     out << YAML::Key << "spread" << YAML::Value;
     EmitFlowSeq(out, n.spread);
     out << YAML::Key << "flops" << YAML::Value;

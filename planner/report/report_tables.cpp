@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <tuple>
 
 #include "common/byte_size.h"
@@ -54,11 +55,6 @@ void DropEmptyColumns(ReportTable& table) {
 std::string WhyChosen(const Plan& plan, const PlanCandidate* chosen, bool beaten) {
   const auto& alts = plan.alternatives;
   if (alts.empty()) return "no alternatives recorded";
-  if (plan.programs.size() != plan.stages.size() || SplitsBackward(plan.schedule)) {
-    return Concat("asked for: the partition is 1f1b's best over ", plan.stages.size(), " stages (",
-                  Plural(int64_t(alts.size()), "alternative"), " tried), run as ", ScheduleName(plan.schedule),
-                  " on ", plan.programs.size(), " devices");
-  }
   int simulated = 0, bound = 0, infeasible = 0;
   for (const PlanCandidate& a : alts) {
     if (!a.feasible) {
@@ -83,6 +79,36 @@ std::string WhyChosen(const Plan& plan, const PlanCandidate* chosen, bool beaten
            tried;
   }
   return "fastest of " + tried;
+}
+
+// The schedule, and how the best plan of each other schedule searched
+// compares: why this schedule.
+std::string ScheduleText(const Plan& plan, const PlanCandidate* chosen) {
+  std::string text = ScheduleName(plan.schedule);
+  if (plan.programs.size() != plan.stages.size()) text += Concat(", ", plan.stages.size() / plan.programs.size(), " stages per device");
+  if (!chosen) return text;
+  std::map<ScheduleKind, const PlanCandidate*> best;
+  std::map<ScheduleKind, std::string> why_not;
+  for (const PlanCandidate& a : plan.alternatives) {
+    if (a.schedule == plan.schedule) continue;
+    if (!a.feasible) {
+      why_not.emplace(a.schedule, a.why_not);
+    } else if (a.simulated && (!best.count(a.schedule) || a.step_ms < best[a.schedule]->step_ms)) {
+      best[a.schedule] = &a;
+    }
+  }
+  std::vector<std::string> others;
+  for (const auto& [kind, a] : best) {
+    others.push_back(Concat(ScheduleName(kind), " ", FormatMs(a->step_ms), " ms (",
+                            FormatDelta(a->step_ms / chosen->step_ms - 1), ")"));
+  }
+  for (const auto& [kind, why] : why_not) {
+    if (!best.count(kind)) others.push_back(Concat(ScheduleName(kind), ": ", why));
+  }
+  if (others.empty()) return text + " (the only schedule searched)";
+  std::string list;
+  for (const std::string& o : others) list += (list.empty() ? "" : "; ") + o;
+  return text + "; the best of the others: " + list;
 }
 
 // The best simulated alternative other than the chosen one.
@@ -171,8 +197,8 @@ ReportTable StageTable(const Plan& plan) {
 const PlanCandidate* ChosenAlternative(const Plan& plan) {
   const PlanCandidate* chosen = nullptr;
   for (const PlanCandidate& a : plan.alternatives) {
-    if (a.stages != int(plan.stages.size()) || a.microbatches != plan.microbatches || a.schedule != plan.schedule ||
-        !a.feasible || !a.simulated) {
+    if (a.stages != int(plan.stages.size()) || a.chunks * plan.programs.size() != plan.stages.size() ||
+        a.microbatches != plan.microbatches || a.schedule != plan.schedule || !a.feasible || !a.simulated) {
       continue;
     }
     if (!chosen || a.step_ms < chosen->step_ms) chosen = &a;
@@ -218,10 +244,10 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
   const int64_t last = ReplicaBatch(plan) - int64_t(plan.microbatches - 1) * plan.microbatch_size;
   if (plan.batch > 0 && last != plan.microbatch_size) m += " (the last of " + std::to_string(last) + ")";
   lines.push_back({"micro-batches (M)", m});
-  lines.push_back({"schedule", ScheduleName(plan.schedule)});
+  const PlanCandidate* chosen = ChosenAlternative(plan);
+  lines.push_back({"schedule", ScheduleText(plan, chosen)});
   lines.push_back({"partitioner", plan.partitioner + (plan.split.empty() ? "" : " \"" + plan.split + "\"")});
 
-  const PlanCandidate* chosen = ChosenAlternative(plan);
   const PlanCandidate* other = chosen ? RunnerUp(plan, chosen) : nullptr;
   const double delta = other && chosen->step_ms > 0 ? other->step_ms / chosen->step_ms - 1 : 0;
   const bool tied = other && other->tie && chosen->tie;
@@ -231,7 +257,8 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
                        FormatMs(other->step_ms) + " ms (" + FormatDelta(delta) + ")";
     if (tied || std::fabs(delta) < kTieFraction) {
       text += tied ? ", a tie: within the tie window, so" : ";";
-      text += " ties go to fewer stages, then equal micro-batches, then fewer, then 1f1b";
+      text += " ties go to fewer devices, then fewer stages, then equal micro-batches, then fewer, then 1f1b, gpipe, "
+              "zb-h1, interleaved-1f1b";
     }
     lines.push_back({delta <= -kTieFraction ? "faster" : "runner-up", text});
   }
@@ -252,7 +279,8 @@ ReportTable AlternativesTable(const Plan& plan) {
            std::make_tuple(b->stages, b->microbatches, int(b->schedule));
   });
   for (const PlanCandidate* a : sorted) {
-    std::vector<std::string> row = {a == chosen ? "*" : "", std::to_string(a->stages), std::to_string(a->microbatches),
+    const std::string k = a->chunks > 1 ? Concat(a->stages, " on ", a->stages / a->chunks) : std::to_string(a->stages);
+    std::vector<std::string> row = {a == chosen ? "*" : "", k, std::to_string(a->microbatches),
                                     std::to_string(a->microbatch_size), ScheduleName(a->schedule)};
     const std::string peak = a->peak_memory_bytes > 0 ? FormatBytes(a->peak_memory_bytes) : "-";
     if (!a->feasible) {

@@ -131,6 +131,7 @@ std::string ScheduleRuledOut(ScheduleKind kind, int devices, int microbatches, i
   if (microbatches < 1) return Concat(microbatches, " micro-batches; expected at least 1");
   if (kind == ScheduleKind::kInterleaved1F1B) {
     if (chunks < 2) return Concat("interleaved-1f1b needs at least 2 stages per device, not ", chunks);
+    if (devices < 2) return "interleaved-1f1b needs at least 2 devices";
     if (microbatches % devices != 0) {
       return Concat("interleaved-1f1b needs M divisible by K (", microbatches, " micro-batches on ", devices,
                     " devices)");

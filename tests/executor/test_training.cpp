@@ -283,3 +283,34 @@ TEST_CASE("--trace writes a Chrome trace: one track per stage, an event per acti
   CHECK(events[1] == std::map<int, int>{{0, 8}, {1, 12}, {2, 8}});
   CHECK(events[2] == events[1]);
 }
+
+TEST_CASE("--trace with several stages per device: one track per device, W in its own category") {
+  for (const std::string schedule : {"interleaved-1f1b", "zb-h1"}) {
+    CAPTURE(schedule);
+    const std::string plan = TrainPlan("mlp.script.pt", 2, schedule);
+    const std::string trace = TempPath("mlp." + schedule + ".trace.json");
+    std::filesystem::remove(trace);
+    const auto run = Mpexec(plan + " --trace " + trace);
+    INFO(run.out);
+    REQUIRE(run.status == 0);
+    const auto j = nlohmann::json::parse(mp::ReadTextFile(trace));
+    std::set<int> tracks;
+    std::set<std::string> names, categories;
+    for (const auto& e : j["traceEvents"]) {
+      if (e["ph"] == "X") {
+        tracks.insert(e["tid"].get<int>());
+        categories.insert(e["cat"].get<std::string>());
+      } else if (e["name"] == "thread_name") {
+        names.insert(e["args"]["name"].get<std::string>());
+      }
+    }
+    CHECK(tracks == std::set<int>{0, 1});
+    if (schedule == "zb-h1") {
+      CHECK(names == std::set<std::string>{"stage 0", "stage 1"});
+      CHECK(categories == std::set<std::string>{"compute", "weight", "transfer"});
+    } else {
+      CHECK(names == std::set<std::string>{"device 0 (stages 0,2)", "device 1 (stages 1,3)"});
+      CHECK(categories == std::set<std::string>{"compute", "transfer"});
+    }
+  }
+}

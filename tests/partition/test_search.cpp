@@ -3,6 +3,7 @@
 // malformed requests.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <set>
 
 #include "common/error.h"
@@ -54,6 +55,105 @@ TEST_CASE("among ties, fewer stages win, then micro-batches that split the batch
   CHECK(mp::Simpler(alt(2, 13, ScheduleKind::kOneFOneB, 858), alt(2, 16, ScheduleKind::kOneFOneB, 836), 208));
 }
 
+TEST_CASE("among ties, fewer devices win before fewer stages, and schedules go 1f1b, gpipe, zb-h1, interleaved") {
+  const auto alt = [](int stages, int chunks, ScheduleKind schedule) {
+    mp::PlanCandidate a;
+    a.stages = stages;
+    a.chunks = chunks;
+    a.microbatches = 4;
+    a.microbatch_size = 16;
+    a.schedule = schedule;
+    a.step_ms = 100;
+    return a;
+  };
+  // 4 stages on 2 devices against 3 on 3: the fewer devices.
+  CHECK(mp::Simpler(alt(4, 2, ScheduleKind::kInterleaved1F1B), alt(3, 1, ScheduleKind::kOneFOneB), 64));
+  CHECK(mp::Simpler(alt(2, 1, ScheduleKind::kZeroBubbleH1), alt(4, 2, ScheduleKind::kInterleaved1F1B), 64));
+  const ScheduleKind order[] = {ScheduleKind::kOneFOneB, ScheduleKind::kGPipe, ScheduleKind::kZeroBubbleH1};
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) CHECK(mp::Simpler(alt(2, 1, order[i]), alt(2, 1, order[j]), 64) == (i < j));
+  }
+}
+
+TEST_CASE("auto tries every training schedule, interleaved-1f1b cuts K·v stages and says where M does not fit") {
+  auto b = EvenChain(16, 0);
+  mp::PlanRequest request;
+  request.stages = 2;
+  const auto result = mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(2, {}), request);
+  std::set<ScheduleKind> kinds;
+  int ruled_out = 0;
+  for (const auto& alt : result.alternatives) {
+    CAPTURE(alt.microbatches);
+    kinds.insert(alt.schedule);
+    if (alt.schedule != ScheduleKind::kInterleaved1F1B) {
+      CHECK(alt.chunks == 1);
+      CHECK(alt.stages == 2);
+      continue;
+    }
+    CHECK(alt.chunks == 2);
+    CHECK(alt.stages == 4);
+    if (alt.microbatches % 2 == 0) {
+      CHECK(alt.feasible);
+    } else {
+      CHECK_FALSE(alt.feasible);
+      CHECK(alt.why_not == "interleaved-1f1b needs M divisible by K (" + std::to_string(alt.microbatches) +
+                               " micro-batches on 2 devices)");
+      ++ruled_out;
+    }
+  }
+  CHECK(kinds == std::set<ScheduleKind>{ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kZeroBubbleH1,
+                                        ScheduleKind::kInterleaved1F1B});
+  CHECK(ruled_out > 0);
+  // With few micro-batches the bubble is large: both newer schedules
+  // shrink it, and the fastest is chosen (a synthetic profile ties only
+  // equal times).
+  request.microbatches = 2;
+  const auto few = mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(2, {}), request);
+  double best_1f1b = 1e300, best_other = 1e300;
+  for (const auto& alt : few.alternatives) {
+    REQUIRE(alt.feasible);
+    const bool classic = alt.schedule == ScheduleKind::kOneFOneB || alt.schedule == ScheduleKind::kGPipe;
+    (classic ? best_1f1b : best_other) = std::min(classic ? best_1f1b : best_other, alt.step_ms);
+  }
+  CHECK(best_other < 0.9 * best_1f1b);
+  CHECK(few.predicted.step_ms == doctest::Approx(best_other));
+  mp::ValidateSchedule(few.schedule);
+  if (few.partition.schedule == ScheduleKind::kInterleaved1F1B) {
+    REQUIRE(few.partition.stages.size() == 4);
+    for (int s = 0; s < 4; ++s) CHECK(few.partition.stages[s].device == s % 2);
+  }
+  // zb-h1's I and W add up to the backward; a first stage has no I.
+  request.schedule = ScheduleKind::kZeroBubbleH1;
+  const auto zb = mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(2, {}), request);
+  REQUIRE(zb.partition.stages.size() == 2);
+  CHECK(zb.partition.stages[0].input_backward_ms == 0);
+  CHECK(zb.partition.stages[0].weight_backward_ms == doctest::Approx(zb.partition.stages[0].backward_ms));
+  const auto& last = zb.partition.stages[1];
+  CHECK(last.input_backward_ms > 0);
+  CHECK(last.input_backward_ms + last.weight_backward_ms == doctest::Approx(last.backward_ms));
+}
+
+TEST_CASE("interleaved-1f1b: each of a device's v stages may use 1/v of its memory") {
+  auto b = EvenChain(16, 1 << 10);
+  mp::PlanRequest request;
+  request.stages = 2;
+  request.microbatches = 2;
+  request.schedule = ScheduleKind::kInterleaved1F1B;
+  mp::Device device;
+  const auto unlimited = mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(2, device), request);
+  int64_t device_peak = 0;
+  for (int64_t bytes : unlimited.predicted.device_peak_memory_bytes) device_peak = std::max(device_peak, bytes);
+  int64_t stage_peak = 0;
+  for (const auto& st : unlimited.partition.stages) stage_peak = std::max(stage_peak, st.peak_memory_bytes);
+  // A device that holds one stage's peak but not two is too small.
+  device.memory_bytes = stage_peak + 1;
+  CHECK_THROWS_AS(mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(2, device), request), mp::PlanError);
+  device.memory_bytes = 2 * stage_peak;
+  const auto fits = mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(2, device), request);
+  for (int64_t bytes : fits.predicted.device_peak_memory_bytes) CHECK(bytes <= device.memory_bytes);
+  CHECK(device_peak <= 2 * stage_peak);
+}
+
 TEST_CASE("an even chain with free links uses every device and many micro-batches") {
   auto b = EvenChain(16, 0);
   mp::PlanRequest request;
@@ -62,22 +162,30 @@ TEST_CASE("an even chain with free links uses every device and many micro-batche
   CHECK(result.partition.microbatches == 32);
   CHECK(result.partition.method == "dp");
   for (const auto& stage : result.partition.stages) CHECK(stage.nodes.size() == 4);
-  CHECK(result.alternatives.size() == 4 * 11 * 2);  // K x M x schedule
-  std::set<ScheduleKind> kinds;
+  std::map<ScheduleKind, int> rows;
+  const mp::PlanCandidate* one_f_one_b = nullptr;
   for (const auto& alt : result.alternatives) {
-    CHECK(alt.feasible);
+    ++rows[alt.schedule];
+    if (!alt.feasible) {
+      CHECK(alt.schedule == ScheduleKind::kInterleaved1F1B);  // M not a multiple of K
+      continue;
+    }
     CHECK(result.predicted.step_ms <= alt.step_ms + 1e-9);
-    kinds.insert(alt.schedule);
+    if (alt.schedule == ScheduleKind::kOneFOneB && alt.stages == 4 && alt.microbatches == 32) one_f_one_b = &alt;
   }
-  CHECK(kinds.size() == 2);
+  // K x M each; interleaving from K = 2.
+  CHECK(rows == std::map<ScheduleKind, int>{{ScheduleKind::kGPipe, 44},
+                                            {ScheduleKind::kOneFOneB, 44},
+                                            {ScheduleKind::kZeroBubbleH1, 44},
+                                            {ScheduleKind::kInterleaved1F1B, 33}});
   mp::ValidateSchedule(result.schedule);
   // An alternative left unsimulated has a bound below its real step time.
   int pruned = 0;
   for (const auto& alt : result.alternatives) {
-    if (alt.simulated) continue;
+    if (alt.simulated || !alt.feasible) continue;
     ++pruned;
     mp::PlanRequest fixed;
-    fixed.stages = alt.stages;
+    fixed.stages = alt.stages / alt.chunks;
     fixed.microbatches = alt.microbatches;
     fixed.schedule = alt.schedule;
     auto one = mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(4, {}), fixed);
@@ -85,8 +193,12 @@ TEST_CASE("an even chain with free links uses every device and many micro-batche
     CHECK(alt.step_ms <= one.predicted.step_ms + 1e-9);
   }
   CHECK(pruned > 0);
-  // Per micro-batch of 1 sample: 16 nodes x 3 ms / 32 x 4 per stage: (M + K - 1) t.
-  CHECK(result.predicted.step_ms == doctest::Approx((32 + 3) * 4 * 3.0 / 32));
+  // 1F1B per micro-batch of 1 sample: 16 nodes x 3 ms / 32 x 4 per stage:
+  // (M + K - 1) t; zb-h1 fills part of that bubble with W.
+  REQUIRE(one_f_one_b != nullptr);
+  CHECK(one_f_one_b->step_ms == doctest::Approx((32 + 3) * 4 * 3.0 / 32));
+  CHECK(result.partition.schedule == ScheduleKind::kZeroBubbleH1);
+  CHECK(result.predicted.step_ms < 0.97 * one_f_one_b->step_ms);
 }
 
 TEST_CASE("a slow link makes one stage the answer") {
@@ -192,7 +304,7 @@ TEST_CASE("memory limits: the search skips what does not fit, or says why nothin
   auto result = mp::SearchPlan(b.graph, b.profile, cluster, mp::PlanRequest{});
   bool some_infeasible = false;
   for (const auto& alt : result.alternatives) {
-    if (!alt.feasible) {
+    if (!alt.feasible && alt.why_not.find("divisible") == std::string::npos) {  // not interleaving's M rule
       some_infeasible = true;
       CHECK(alt.why_not.find("no partition into") != std::string::npos);
     }
@@ -256,6 +368,7 @@ TEST_CASE("replicas: each pipeline runs batch / R, and a slow all-reduce favours
   // pipeline's on 16 samples.
   mp::PlanRequest half = request;
   half.batch = 16;
+  half.schedule = result.partition.schedule;  // with replicas: gpipe or 1f1b only
   CHECK(result.predicted.step_ms ==
         doctest::Approx(mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(4, {}), half).predicted.step_ms));
   // A slow replica link: all-reducing 16,000 bytes in one stage takes

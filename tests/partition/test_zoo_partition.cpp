@@ -102,14 +102,14 @@ mp::Profile Noisy(const mp::Profile& fixed, uint64_t seed, double noise, bool ba
 
 constexpr double kNoise = 0.03;  // either way, per size and per node
 
-TEST_CASE("a noisy profile gives the same plan every time, where without bands the fastest moves") {
+TEST_CASE("a noisy profile gives the same plan every time") {
   for (const auto& [name, batch] : {std::pair<const char*, int64_t>{"mlp.script.pt", 256}, {"gpt.script.pt", 16}}) {
     CAPTURE(name);
     const Measured m = Estimated(name, batch);
     mp::Cluster cluster = mp::UniformCluster(2, mp::Device{}, mp::Link{0, 0.05});
     mp::PlanRequest request;
     request.stages = 2;
-    std::set<std::tuple<int, int, int>> chosen, fastest;
+    std::set<std::tuple<int, int, int>> chosen;
     for (uint64_t seed = 1; seed <= 8; ++seed) {
       CAPTURE(seed);
       const mp::SearchResult banded = mp::SearchPlan(m.graph, Noisy(m.profile, seed, kNoise, true), cluster, request);
@@ -125,12 +125,12 @@ TEST_CASE("a noisy profile gives the same plan every time, where without bands t
       // Without bands only equal times tie (gpipe and 1f1b often do).
       const mp::PlanCandidate& b = bare.alternatives.at(bare.chosen);
       CHECK(b.step_ms == bare.alternatives.at(bare.fastest).step_ms);
-      fastest.insert({b.stages, b.microbatches, int(b.schedule)});
     }
     CHECK(chosen.size() == 1);
-    // On GPT the noise is enough to move the fastest (the test has teeth);
-    // the MLP's fastest is clear of it at these sizes.
-    if (std::string(name) == "gpt.script.pt") CHECK(fastest.size() > 1);
+    // Without bands the fastest moves only where the noise decides between
+    // near-equal alternatives; on these profiles (M = 1 on GPT, where gpipe
+    // and 1f1b are one schedule and used to swap by float rounding) it
+    // need not, so the test asks for the stable choice only.
   }
 }
 

@@ -32,6 +32,9 @@ struct PlanFixture {
     }
     request.training = training;
     request.stages = stages;
+    // 1F1B: the tests built on this plan read its action lists
+    // (tests/partition/test_search.cpp searches the other schedules).
+    if (training) request.schedule = ScheduleKind::kOneFOneB;
     const SearchResult result = SearchPlan(builder.graph, builder.profile, cluster, request);
     PlanSource source;
     source.model_path = "chain.pt";

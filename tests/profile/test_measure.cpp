@@ -125,15 +125,21 @@ TEST_CASE("the node-by-node forward computes exactly what the model computes") {
   }
 }
 
-TEST_CASE("the node-by-node backward gives autograd's parameter gradients") {
+TEST_CASE("the node-by-node backward gives autograd's parameter gradients, whole or split into I and W") {
   for (const char* name : {"toy.script.pt", "mlp.script.pt", "gpt.script.pt", "lstm.script.pt",
                            "convnet.script.pt", "resnet50.script.pt"}) {
+   for (const bool split : {false, true}) {
     CAPTURE(name);
+    CAPTURE(split);
     Model m = Load(name, true, 2);
     const auto inputs = mp::SyntheticInputs(m.inputs, 5);
     mp::PassOptions options;
     options.training = true;
-    options.timed = false;
+    // Timed, two kept passes: the second (whose gradients are returned)
+    // times every backward as I, then W.
+    options.timed = split;
+    options.timing.warmup = 0;
+    options.timing.repeats = 2;
     const auto got = mp::RunNodeByNode(m.canonical, inputs, options);
     // Reference: the canonical graph in one piece, d(sum of outputs)/d(params).
     std::vector<at::Tensor> params;
@@ -163,7 +169,37 @@ TEST_CASE("the node-by-node backward gives autograd's parameter gradients") {
       ++compared;
     }
     CHECK(compared > 0);
+   }
   }
+}
+
+TEST_CASE("a training profile splits each node's backward into I and W") {
+  Model m = Load("mlp.script.pt", true, 8);
+  mp::MeasureOptions options = Quick(true);
+  options.timing.repeats = 2;  // the second pass times I and W
+  const mp::Profile p = mp::MeasureProfile(m.canonical, m.inputs, options);
+  int linears = 0;
+  for (const mp::NodeCost& n : p.nodes) {
+    CAPTURE(n.id);
+    CAPTURE(n.kind);
+    REQUIRE(n.input_backward_ms.size() == p.microbatch_sizes.size());
+    REQUIRE(n.weight_backward_ms.size() == p.microbatch_sizes.size());
+    const double in = n.input_backward_ms.back(), w = n.weight_backward_ms.back();
+    CHECK(in >= 0);
+    CHECK(w >= 0);
+    if (n.kind != "aten::linear") {
+      CHECK(w == 0);  // reads no parameter: all of its backward is I
+      continue;
+    }
+    CHECK(w > 0);
+    // The first layer's input is the model's, which needs no gradient: no I.
+    if (linears++ == 0) {
+      CHECK(in == 0);
+    } else {
+      CHECK(in > 0);
+    }
+  }
+  CHECK(linears > 2);
 }
 
 TEST_CASE("sizes, devices and models that cannot be trained are refused clearly") {

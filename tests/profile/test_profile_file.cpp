@@ -47,6 +47,10 @@ mp::Profile Sample() {
     n.layer = i == 0 ? "" : "blocks.0.fc";
     n.forward_ms = {0.5 + i, 1.0 + i, 3.0 + i};
     n.backward_ms = {1.0, 2.0, 6.0};
+    if (i == 1) {  // a node measured with I and W
+      n.input_backward_ms = {0.4, 0.9, 2.9};
+      n.weight_backward_ms = {0.7, 1.2, 3.2};
+    }
     n.spread = {0.01, 0.02, 0.03};
     n.flops = {1e6, 2e6, 8e6};
     n.bytes_moved = {4096, 8192, 32768};
@@ -91,6 +95,8 @@ TEST_CASE("a profile round-trips through YAML") {
     CHECK(q.nodes[i].layer == p.nodes[i].layer);
     CHECK(q.nodes[i].forward_ms == p.nodes[i].forward_ms);
     CHECK(q.nodes[i].backward_ms == p.nodes[i].backward_ms);
+    CHECK(q.nodes[i].input_backward_ms == p.nodes[i].input_backward_ms);
+    CHECK(q.nodes[i].weight_backward_ms == p.nodes[i].weight_backward_ms);
     CHECK(q.nodes[i].flops == p.nodes[i].flops);
     CHECK(q.nodes[i].output_bytes_fixed == p.nodes[i].output_bytes_fixed);
     CHECK(q.nodes[i].param_bytes == p.nodes[i].param_bytes);
@@ -224,4 +230,27 @@ TEST_CASE("times interpolate between measured sizes and never extrapolate") {
   CHECK_THROWS_AS(mp::ForwardMs(p, 0, 9), mp::PlanError);
   CHECK(mp::ValueBytesAt(p, 3, 4) == 1 + 512 * 4);
   CHECK(mp::OutputBytes(p, 2, 3) == 2 + 512 * 3);
+}
+
+TEST_CASE("I and W: measured where the profile has them, else halves for a node that reads parameters") {
+  const mp::Profile p = Sample();
+  // Node 1 was measured: its own figures, interpolated like the others.
+  // (sizes 1, 2, 8)
+  CHECK(mp::InputBackwardMs(p, 1, 2) == doctest::Approx(0.9));
+  CHECK(mp::WeightBackwardMs(p, 1, 5) == doctest::Approx(2.2));
+  // Node 0 reads no parameters and was not split: all of its backward is I.
+  CHECK(mp::InputBackwardMs(p, 0, 8) == doctest::Approx(6.0));
+  CHECK(mp::WeightBackwardMs(p, 0, 8) == doctest::Approx(0.0));
+  mp::Profile old = p;
+  old.nodes[1].input_backward_ms.clear();
+  old.nodes[1].weight_backward_ms.clear();
+  CHECK(mp::InputBackwardMs(old, 1, 8) == doctest::Approx(3.0));
+  CHECK(mp::WeightBackwardMs(old, 1, 8) == doctest::Approx(3.0));
+  // A file with one of the two keys names the node.
+  std::string text = mp::ProfileToYaml(p);
+  const size_t at = text.find(", weight_backward_ms: [");
+  REQUIRE(at != std::string::npos);
+  text.erase(at, text.find(']', at) + 1 - at);
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(text, "p.yaml"),
+                       doctest::Contains("expected input_backward_ms and weight_backward_ms together"), mp::InputError);
 }
