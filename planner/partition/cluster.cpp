@@ -22,6 +22,10 @@ Link LinkAt(const Cluster& cluster, int boundary) {
   return cluster.links.at(boundary);
 }
 
+Link LinkAfterStage(const Cluster& cluster, int boundary, int chunks) {
+  return LinkAt(cluster, chunks > 1 ? 0 : boundary);
+}
+
 double TransferMs(int64_t bytes, const Link& link) {
   if (bytes <= 0) return 0;
   const double wire = link.bandwidth_bytes_per_s > 0 ? 1000.0 * double(bytes) / link.bandwidth_bytes_per_s : 0;

@@ -17,15 +17,13 @@ std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule,
   }
   std::vector<StageSpec> specs(stages);
   const std::vector<int> in_flight = MicrobatchesInFlight(BuildSchedule(schedule, devices, microbatches, chunks));
-  // Looped stages cross device boundaries in turn, the last back to the first.
-  const auto link_after = [&](int s) { return LinkAt(cluster, chunks > 1 ? 0 : s); };
   for (int s = 0; s < stages; ++s) {
     const Device& device = cluster.devices[s % devices];
     specs[s].speed = device.speed;
     specs[s].memory_bytes = device.memory_bytes == kUnlimitedMemory ? kUnlimitedMemory : device.memory_bytes / chunks;
     specs[s].in_flight = in_flight[s];
-    if (s > 0) specs[s].in_link = link_after(s - 1);
-    if (s < stages - 1) specs[s].out_link = link_after(s);
+    if (s > 0) specs[s].in_link = LinkAfterStage(cluster, s - 1, chunks);
+    if (s < stages - 1) specs[s].out_link = LinkAfterStage(cluster, s, chunks);
     specs[s].replicas = cluster.replicas;
     specs[s].replica_link = cluster.replica_link;
     specs[s].slowdown = PipelineSlowdown(cluster.shared_slowdown, stages, cluster.replicas);

@@ -78,6 +78,20 @@ std::string Ms(double ms) {
   return text;
 }
 
+// The warning that the plan's predicted step is slower than one device's, or "".
+std::string SlowerThanOneDeviceWarning(const Plan& plan) {
+  if (plan.stages.size() < 2 || plan.predicted.one_device_step_ms <= 0 ||
+      plan.predicted.step_ms <= plan.predicted.one_device_step_ms) {
+    return "";
+  }
+  const size_t devices = plan.programs.empty() ? plan.stages.size() : plan.programs.size();
+  const std::string over = devices == plan.stages.size()
+                               ? Concat(devices, " stages")
+                               : Concat(devices, " devices with ", ScheduleName(plan.schedule));
+  return Concat("pipelining over ", over, " is predicted slower than one device (", Ms(plan.predicted.step_ms), " vs ",
+                Ms(plan.predicted.one_device_step_ms), " a step); --stages 1 would be faster");
+}
+
 std::vector<std::string> Warnings(const OpGraph& graph, const Profile& profile, const Plan& plan) {
   std::vector<std::string> warnings;
   if (plan.training && plan.microbatches * plan.replicas > 1) {
@@ -135,19 +149,6 @@ std::vector<std::string> StageLayers(const OpGraph& graph, const std::vector<int
   return layers;
 }
 
-std::string SlowerThanOneDeviceWarning(const Plan& plan) {
-  if (plan.stages.size() < 2 || plan.predicted.one_device_step_ms <= 0 ||
-      plan.predicted.step_ms <= plan.predicted.one_device_step_ms) {
-    return "";
-  }
-  const size_t devices = plan.programs.empty() ? plan.stages.size() : plan.programs.size();
-  const std::string over = devices == plan.stages.size()
-                               ? Concat(devices, " stages")
-                               : Concat(devices, " devices with ", ScheduleName(plan.schedule));
-  return Concat("pipelining over ", over, " is predicted slower than one device (", Ms(plan.predicted.step_ms), " vs ",
-                Ms(plan.predicted.one_device_step_ms), " a step); --stages 1 would be faster");
-}
-
 double OneDeviceStepMs(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
                        const PlanRequest& request) {
   PlanRequest one = request;
@@ -188,7 +189,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
   }
   const int K = int(partition.stages.size());
   for (int b = 0; b + 1 < K; ++b) {
-    const Link link = LinkAt(cluster, partition.chunks > 1 ? 0 : b);  // looped stages: a homogeneous cluster
+    const Link link = LinkAfterStage(cluster, b, partition.chunks);
     plan.links.push_back({link.bandwidth_bytes_per_s, link.latency_ms});
   }
   for (int s = 0; s < K; ++s) {

@@ -33,10 +33,6 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
 // stage has all of it (layer1), else its children (layer3.0, layer3.1).
 std::vector<std::string> StageLayers(const OpGraph& graph, const std::vector<int>& stage_nodes);
 
-// The warning that `plan`'s predicted step is slower than one device's, or ""
-// (it starts "pipelining over ").
-std::string SlowerThanOneDeviceWarning(const Plan& plan);
-
 // The step time of the whole batch on one device of `cluster` (K = 1, M = 1,
 // no memory limit), or 0 when the profile does not cover the full batch.
 double OneDeviceStepMs(const OpGraph& graph, const Profile& profile, const Cluster& cluster,

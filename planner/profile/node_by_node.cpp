@@ -172,11 +172,11 @@ class Engine {
       if (input_backward[i].empty()) {  // one kept pass: no split measured; halves where it would split
         const bool both = has_input_part_[i] && has_weight_part_[i];
         node.input_backward_ms = both ? node.backward_ms / 2 : has_weight_part_[i] ? 0 : node.backward_ms;
+        node.weight_backward_ms = node.backward_ms - node.input_backward_ms;
       } else {
         node.input_backward_ms = Quantile(input_backward[i], 0.5);
         node.weight_backward_ms = Quantile(weight_backward[i], 0.5);
       }
-      if (input_backward[i].empty()) node.weight_backward_ms = node.backward_ms - node.input_backward_ms;
     }
     if (whole) result_.whole_forward = Summarise(whole_forward);
     if (!options_.training) return std::move(result_);
@@ -414,9 +414,10 @@ class Engine {
         times.input_ms = Timed([&] { grads_into(parts[0], /*keep_graph=*/true); });
         times.weight_ms = Timed([&] { grads_into(parts[1], /*keep_graph=*/false); });
       } else {
-        std::vector<size_t> all(record.leaves.size());
-        for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-        const double ms = Timed([&] { grads_into(all, /*keep_graph=*/false); });
+        const double ms = Timed([&] {
+          leaf_grads = torch::autograd::grad(outs, record.leaves, out_grads, /*retain_graph=*/false,
+                                             /*create_graph=*/false, /*allow_unused=*/true);
+        });
         (parts[0].empty() ? times.weight_ms : times.input_ms) = ms;
       }
     }
