@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -17,6 +18,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -228,6 +230,17 @@ std::vector<int> Supervise(std::vector<Rank>& ranks, const LaunchRequest& reques
   return failed;
 }
 
+// Removes the ranks' folder and its files. Not std::filesystem::remove_all:
+// the pip LibTorch (2.11) exports a copy of it that the dynamic linker binds
+// before libstdc++'s, and that copy jumps to a null address.
+void RemoveFolder(const std::filesystem::path& folder) {
+  nftw(folder.c_str(), [](const char* path, const struct stat*, int, struct FTW*) {
+         std::remove(path);
+         return 0;
+       }, 8,
+       FTW_DEPTH | FTW_PHYS);
+}
+
 // Rank 0's report, or one line for the failure, and the exit status.
 int Conclude(const std::vector<Rank>& ranks, const std::vector<int>& failed, const std::filesystem::path& folder,
              const LaunchRequest& request) {
@@ -239,8 +252,7 @@ int Conclude(const std::vector<Rank>& ranks, const std::vector<int>& failed, con
     std::string error = ReadIfThere(folder / Concat(r, ".error"));
     if (!error.empty()) errors[r] = error;
   }
-  std::error_code ignored;
-  std::filesystem::remove_all(folder, ignored);
+  RemoveFolder(folder);
 
   if (g_stop != 0) {
     std::cerr << "mpexec: interrupted (" << strsignal(g_stop) << "); stopped " << n << " rank" << (n > 1 ? "s" : "")

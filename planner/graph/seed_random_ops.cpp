@@ -204,6 +204,20 @@ bool ConstantFalse(const Node* node, const char* name) {
   return value && value->isBool() && !value->toBool();
 }
 
+// LibTorch 2.x marks ops with a dropout argument (aten::lstm, gru, rnn_*,
+// scaled_dot_product_attention) nondeterministic; they draw nothing when
+// that probability is a constant 0 or `train` is a constant false.
+bool DrawsNothing(const Node* node) {
+  if (ConstantFalse(node, "train")) return true;
+  for (const char* name : {"dropout", "dropout_p"}) {
+    const auto index = node->schema().argumentIndexWithName(name);
+    if (!index) continue;
+    const auto value = torch::jit::toIValue(node->input(*index));
+    return value && value->isDouble() && value->toDouble() == 0;
+  }
+  return false;
+}
+
 const std::set<std::string>& Twins() {
   static const std::set<std::string> twins = {
       "aten::dropout",          "aten::dropout_",          "aten::feature_dropout",
@@ -221,7 +235,7 @@ void Collect(torch::jit::Block* block, std::vector<Node*>& out) {
     if (GeneratorArgument(*schema) >= 0 || GeneratorOverloadPosition(*schema, node->kind()) >= 0 ||
         Twins().count(node->kind().toQualString())) {
       if (!ConstantFalse(node, "train")) out.push_back(node);
-    } else if (node->isNondeterministic()) {
+    } else if (node->isNondeterministic() && !DrawsNothing(node)) {
       throw InputError(Concat("the model calls ", schema->operator_name().name,
                               ", a random op that mpexec cannot give its own generator"));
     }

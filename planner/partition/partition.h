@@ -47,6 +47,9 @@ struct Stage {
 
 struct Partition {
   std::string method;              // dp | uniform | params | block | layers
+  // dp: the baseline (uniform, params or block) whose cut the search kept
+  // because it simulates faster than the DP's own; "": the DP's cut.
+  std::string cut;
   bool training = false;
   ScheduleKind schedule = ScheduleKind::kGPipe;
   int chunks = 1;                  // stages per device (interleaved-1f1b: v); stage s on device s % (K / v)

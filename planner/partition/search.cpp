@@ -145,6 +145,31 @@ double StepLowerBound(const Partition& p) {
   return std::max(bound, *std::max_element(device_work.begin(), device_work.end()));
 }
 
+// The DP minimises the slowest stage's cost; the simulated step also
+// counts the fill and drain, so a baseline's cut with the same or a
+// slightly worse slowest stage can simulate faster (torchgpipe's block
+// partition did, by 0.6%, on a DenseNet-121 at 4 stages). Replaces `p`
+// and `sim` with the fastest of the known cuts that fit.
+void KeepFastestKnownCut(const StageCostModel& model, const OpGraph& graph, Partition& p, SimResult& sim) {
+  for (const char* method : {"block", "params", "uniform"}) {
+    std::vector<int> bounds;
+    try {
+      bounds = MethodBounds(method, model, graph, {});
+    } catch (const PlanError&) {
+      continue;
+    }
+    if (bounds == p.bounds) continue;
+    Partition other = MakePartition(model, bounds, p.method, p.schedule, p.microbatches, false, p.chunks);
+    if (!other.fits) continue;
+    SimResult other_sim = SimulatePartition(other);
+    if (other_sim.step_ms < sim.step_ms * (1 - 1e-9)) {
+      other.cut = method;
+      p = std::move(other);
+      sim = std::move(other_sim);
+    }
+  }
+}
+
 bool MemoryCanBind(const StageCostModel& model) {
   for (int s = 0; s < model.Stages(); ++s) {
     if (model.MemoryCanBind(s)) return true;
@@ -292,14 +317,24 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
             bounds = MethodBounds(request.method, model, graph, groups);
           }
           Partition p = MakePartition(model, bounds, request.method, kind, M, false, chunks);
-          alt.bottleneck_ms = p.bottleneck_ms;
-          for (const Stage& st : p.stages) alt.peak_memory_bytes = std::max(alt.peak_memory_bytes, st.peak_memory_bytes);
+          const auto describe = [&alt](const Partition& kept) {
+            alt.bottleneck_ms = kept.bottleneck_ms;
+            alt.peak_memory_bytes = 0;
+            for (const Stage& st : kept.stages) {
+              alt.peak_memory_bytes = std::max(alt.peak_memory_bytes, st.peak_memory_bytes);
+            }
+          };
+          describe(p);
           if (!p.fits) {
             alt.why_not = MemoryProblem(p);
           } else if (result.fastest >= 0 && (alt.step_ms = StepLowerBound(p)) > fastest_ms * band.high) {
             alt.feasible = true;
           } else {
             SimResult sim = SimulatePartition(p);
+            if (request.method == "dp" && request.known_cuts && p.stages.size() > 1) {
+              KeepFastestKnownCut(model, graph, p, sim);
+              if (!p.cut.empty()) describe(p);
+            }
             alt.feasible = true;
             alt.simulated = true;
             alt.step_ms = sim.step_ms;

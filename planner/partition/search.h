@@ -45,6 +45,9 @@ struct PlanRequest {
   std::optional<ScheduleKind> schedule;
   int chunks = 0;                         // interleaved-1f1b's stages per device v; 0: 2
   std::string method = "dp";              // dp | uniform | params | block | layers
+  // dp: also simulate the baselines' cuts of each alternative and keep the
+  // fastest (the DP is exact for the slowest stage, not for the step).
+  bool known_cuts = true;
   std::string layer_split;                // method layers: "layer1,layer2 | layer3,layer4,fc"
   double optimizer_state_factor = 2;      // Adam keeps two moments per parameter
   // With a measured profile, alternatives predicted within this fraction

@@ -163,6 +163,9 @@ struct Plan {
   ScheduleKind schedule = ScheduleKind::kGPipe;
   std::string partitioner = "dp";  // dp | uniform | params | block | layers
   std::string split;               // the --split text when partitioner is layers
+  // partitioner dp: uniform, params or block when that baseline's cut
+  // simulated faster than the DP's own and the search kept it; "" otherwise.
+  std::string cut;
   double optimizer_state_factor = 2;
   std::vector<PlanDevice> devices;
   std::vector<PlanLink> links;     // one per boundary (stages - 1)

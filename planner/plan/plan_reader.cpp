@@ -195,7 +195,13 @@ PlanStage ReadStage(const YamlCursor& c, int index, Plan& plan, int stages) {
     if (p.Has("activation_bytes")) s.activation_bytes = p["activation_bytes"].Int();
     if (p.Has("peak_memory_bytes")) s.peak_memory_bytes = p["peak_memory_bytes"].Int();
   }
-  if (IsV1(plan)) {  // one program per stage
+  if (IsV1(plan)) {  // one program per stage, so one stage per device
+    for (size_t p = 0; p < plan.programs.size(); ++p) {
+      if (plan.programs[p].device == s.device) {
+        c["device"].Fail(Concat("device ", s.device, " already runs stages[", p, "] (", kPlanFormatV1,
+                                " plans run one stage per device)"));
+      }
+    }
     const YamlCursor list = c["actions"];
     PlanProgram program{s.device, ReadActions(list, plan)};
     for (size_t i = 0; i < program.actions.size(); ++i) {
@@ -350,6 +356,13 @@ void ReadHeader(const YamlCursor& root, Plan& plan) {
   }
   if (root.Has("partitioner")) plan.partitioner = root["partitioner"].String();
   if (root.Has("split")) plan.split = root["split"].String();
+  if (root.Has("cut")) {
+    plan.cut = root["cut"].String();
+    if (plan.partitioner != "dp") root["cut"].Fail("only a plan of partitioner dp keeps another partitioner's cut");
+    if (plan.cut != "uniform" && plan.cut != "params" && plan.cut != "block") {
+      root["cut"].Fail(Concat("unknown cut '", plan.cut, "' (expected uniform, params or block)"));
+    }
+  }
   if (root.Has("optimizer_state_factor")) plan.optimizer_state_factor = root["optimizer_state_factor"].Number();
 
   const YamlCursor inputs = root["inputs"];
@@ -530,7 +543,7 @@ Plan ParsePlan(const std::string& yaml, const std::string& source) {
   std::vector<std::string> required = {"format", "model", "inputs", "mode", "batch", "microbatches", "schedule",
                                        "devices", "stages"};
   if (!IsV1(plan)) required.push_back("programs");
-  root.ExpectMap(required, {"replicas", "replica_link", "microbatch_size", "partitioner", "split",
+  root.ExpectMap(required, {"replicas", "replica_link", "microbatch_size", "partitioner", "split", "cut",
                             "optimizer_state_factor", "links", "predicted", "profile", "alternatives", "comparisons",
                             "warnings"});
   ReadHeader(root, plan);

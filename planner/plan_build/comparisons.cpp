@@ -1,5 +1,6 @@
 // Each comparison is one SearchPlan call with K, M and the schedule fixed,
-// so a baseline is costed and simulated exactly like the chosen plan. A row
+// so a baseline is costed and simulated exactly like the chosen plan, each
+// partitioner with its own cut. A row
 // that cannot be planned (too little memory, a split with more groups than
 // devices) is kept with the reason, since that is itself an answer.
 #include "planner/plan_build/comparisons.h"
@@ -13,15 +14,18 @@ namespace mp {
 namespace {
 
 PlanCandidate Compare(const OpGraph& graph, const Profile& profile, const Cluster& cluster, PlanRequest request,
-                       const std::string& method, int stages, int microbatches, ScheduleKind schedule) {
+                       const std::string& method, int stages, int chunks, int microbatches, ScheduleKind schedule) {
   request.method = method;
-  request.stages = stages;
+  request.known_cuts = false;  // each partitioner's own cut
+  request.stages = stages / chunks;  // devices
+  request.chunks = chunks > 1 ? chunks : 0;
   request.microbatches = microbatches;
   request.schedule = schedule;
   PlanCandidate row;
   row.method = method;
   if (method == "layers") row.split = request.layer_split;
   row.stages = stages;
+  row.chunks = chunks;
   row.microbatches = microbatches;
   const int64_t batch = request.batch > 0 ? request.batch : profile.batch;
   row.microbatch_size = MicrobatchSize(batch / cluster.replicas, microbatches);  // a replica's share
@@ -44,10 +48,13 @@ std::vector<PlanCandidate> ComparePartitioners(const OpGraph& graph, const Profi
                                                 const PlanRequest& request, const Plan& chosen) {
   std::vector<PlanCandidate> rows;
   const int K = int(chosen.stages.size());
+  const int chunks = K / std::max(1, int(chosen.programs.size()));  // interleaved: v stages per device
   if (K > 1) {
     for (const char* method : {"dp", "uniform", "params", "block"}) {
-      if (method == chosen.partitioner) continue;
-      rows.push_back(Compare(graph, profile, cluster, request, method, K, chosen.microbatches, chosen.schedule));
+      // The DP's own cut is a comparison where the plan kept a baseline's.
+      if (method == chosen.partitioner && chosen.cut.empty()) continue;
+      rows.push_back(
+          Compare(graph, profile, cluster, request, method, K, chunks, chosen.microbatches, chosen.schedule));
     }
   }
   if (request.layer_split.empty()) return rows;
@@ -61,7 +68,7 @@ std::vector<PlanCandidate> ComparePartitioners(const OpGraph& graph, const Profi
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   for (int m : counts) {
     if (chosen.partitioner == "layers" && m == chosen.microbatches && split_stages == K) continue;
-    rows.push_back(Compare(graph, profile, cluster, request, "layers", split_stages, m, chosen.schedule));
+    rows.push_back(Compare(graph, profile, cluster, request, "layers", split_stages, 1, m, chosen.schedule));
   }
   return rows;
 }

@@ -181,6 +181,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
   plan.microbatch_size = MicrobatchSize(ReplicaBatch(plan), plan.microbatches);
   plan.schedule = partition.schedule;
   plan.partitioner = partition.method;
+  plan.cut = partition.cut;
   if (partition.method == "layers") plan.split = request.layer_split;
   plan.optimizer_state_factor = request.optimizer_state_factor;
   plan.devices = source.devices;

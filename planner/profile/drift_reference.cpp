@@ -1,6 +1,7 @@
 #include "planner/profile/drift_reference.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard (ATen.h leaves it out in LibTorch 2.x)
 
 #include "planner/profile/device_sync.h"
 

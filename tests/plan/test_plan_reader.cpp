@@ -61,6 +61,16 @@ TEST_CASE("a v1 plan, one action list per stage, still reads, and is written bac
   bad << v1;
   CHECK_THROWS_WITH_AS(mp::ParsePlan(bad.c_str(), "old.plan.yaml"),
                        doctest::Contains("stages[1].actions[0]: action 0F0 belongs to stage 0"), mp::InputError);
+  // v1 had no place for two stages' actions on one device (v2 would not
+  // read such a plan back): refused, naming both (found by the fuzzer).
+  YAML::Node shared = YAML::Load(out.c_str());
+  shared["stages"][1]["device"] = 0;
+  YAML::Emitter two;
+  two << shared;
+  CHECK_THROWS_WITH_AS(mp::ParsePlan(two.c_str(), "old.plan.yaml"),
+                       doctest::Contains("stages[1].device: device 0 already runs stages[0] (mpplan/v1 plans run one "
+                                         "stage per device)"),
+                       mp::InputError);
 }
 
 TEST_CASE("a plan round-trips through the reader exactly") {
@@ -196,6 +206,19 @@ TEST_CASE("validation errors name the key path") {
   }
   SUBCASE("unknown key at the top") {
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["colour"] = 1; }), "colour: unknown key");
+  }
+  SUBCASE("a kept baseline cut: only in a dp plan, and a baseline's") {
+    const std::string kept = Mutated(yaml, [](YAML::Node& r) { r["cut"] = "block"; });
+    CHECK(mp::ParsePlan(kept, "kept.plan.yaml").cut == "block");
+    CHECK(mp::PlanToYaml(mp::ParsePlan(kept, "kept.plan.yaml")).find("\ncut: block\n") != std::string::npos);
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["cut"] = "dp"; }),
+               "cut: unknown cut 'dp' (expected uniform, params or block)");
+    CheckError(Mutated(yaml,
+                       [](YAML::Node& r) {
+                         r["partitioner"] = "uniform";
+                         r["cut"] = "block";
+                       }),
+               "cut: only a plan of partitioner dp keeps another partitioner's cut");
   }
   SUBCASE("unknown key in a stage") {
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["devise"] = 0; }), "stages[1].devise: unknown key");
