@@ -92,6 +92,8 @@ std::optional<RankEnv> RankEnvFromEnvironment() {
 
 #if defined(MP_HAVE_GLOO) && defined(USE_C10D_GLOO)
 
+bool ProcessGroupsAvailable() { return true; }
+
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;  // under this run's prefix
   c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> options;
@@ -260,6 +262,8 @@ void ProcessGroup::Abort() {
 }
 
 #else  // no Gloo headers: stages run in one process only
+
+bool ProcessGroupsAvailable() { return false; }
 
 struct ProcessGroup::Impl {};
 

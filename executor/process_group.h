@@ -27,6 +27,10 @@ struct RankEnv {
 // Throws InputError naming the variable that is missing or not a number.
 std::optional<RankEnv> RankEnvFromEnvironment();
 
+// Whether this build can run stages as processes: false where LibTorch came
+// without Gloo's headers (a pip LibTorch), and mpexec refuses WORLD_SIZE.
+bool ProcessGroupsAvailable();
+
 class ProcessGroup {
  public:
   // Rendezvous at MASTER_ADDR:MASTER_PORT (rank 0 serves the TCPStore),

@@ -21,6 +21,7 @@
 #include "../graph/zoo.h"
 #include "../run_tool.h"
 #include "common/atomic_file.h"
+#include "executor/process_group.h"
 
 using mp::test::TempPath;
 using mp::test::ZooPath;
@@ -173,6 +174,9 @@ std::string LongRun(const std::string& test) {
 }
 
 }  // namespace
+
+// A build whose LibTorch has no Gloo headers (pip's) runs no processes.
+TEST_SUITE_BEGIN("over processes" * doctest::skip(!mp::ProcessGroupsAvailable()));
 
 TEST_CASE("training and inference of every zoo model over 2 processes match one device") { RunZooOverProcesses(2); }
 
@@ -405,3 +409,5 @@ TEST_CASE("a NaN loss over processes is reported as one process reports it") {
   CHECK(two.out.find("loss        -nan") != std::string::npos);
   CHECK(two.out.find("loss        ") == two.out.find(one.out.substr(one.out.find("loss        "), 12)));
 }
+
+TEST_SUITE_END();

@@ -17,6 +17,7 @@
 #include "../run_tool.h"
 #include "common/atomic_file.h"
 #include "common/sha256.h"
+#include "executor/process_group.h"
 
 using mp::test::TempPath;
 using mp::test::ZooPath;
@@ -117,7 +118,8 @@ TEST_CASE("interleaved-1f1b and zb-h1 train every zoo model at 2 devices as one 
 
 TEST_CASE("zb-h1 trains every zoo model at 4 devices as one device does") { TrainEveryZooModelBeyond1F1B(4); }
 
-TEST_CASE("interleaved-1f1b and zb-h1 over processes: a device's stages stay in one process") {
+TEST_CASE("interleaved-1f1b and zb-h1 over processes: a device's stages stay in one process" *
+          doctest::skip(!mp::ProcessGroupsAvailable())) {
   for (const std::string schedule : {"interleaved-1f1b", "zb-h1"}) {
     CAPTURE(schedule);
     const std::string plan = TrainPlan("gpt.script.pt", 2, schedule);
