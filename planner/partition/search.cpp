@@ -135,7 +135,9 @@ double StepLowerBound(const Partition& p) {
   std::vector<double> device_work(p.stages.size() / p.chunks, 0);
   for (size_t s = 0; s < p.stages.size(); ++s) {
     const Stage& st = p.stages[s];
-    const double work = p.microbatches * (st.forward_ms + st.backward_ms);
+    // Split schedules run I and W, which can add up to less than B.
+    const double backward = w_last ? st.input_backward_ms + st.weight_backward_ms : st.backward_ms;
+    const double work = p.microbatches * (st.forward_ms + backward);
     bound = std::max(bound, forward_fill + work + (w_last ? 0 : backward_fill));
     device_work[st.device] += work;
     forward_fill += st.forward_ms;
@@ -148,9 +150,11 @@ double StepLowerBound(const Partition& p) {
 // The DP minimises the slowest stage's cost; the simulated step also
 // counts the fill and drain, so a baseline's cut with the same or a
 // slightly worse slowest stage can simulate faster (torchgpipe's block
-// partition did, by 0.6%, on a DenseNet-121 at 4 stages). Replaces `p`
-// and `sim` with the fastest of the known cuts that fit.
-void KeepFastestKnownCut(const StageCostModel& model, const OpGraph& graph, Partition& p, SimResult& sim) {
+// partition did, by 0.6%, on a DenseNet-121 at 4 stages). The baselines'
+// cuts of `dp`'s model that fit and differ from its cut, each with its
+// method as `cut`.
+std::vector<Partition> KnownCuts(const StageCostModel& model, const OpGraph& graph, const Partition& dp) {
+  std::vector<Partition> cuts;
   for (const char* method : {"block", "params", "uniform"}) {
     std::vector<int> bounds;
     try {
@@ -158,16 +162,13 @@ void KeepFastestKnownCut(const StageCostModel& model, const OpGraph& graph, Part
     } catch (const PlanError&) {
       continue;
     }
-    if (bounds == p.bounds) continue;
-    Partition other = MakePartition(model, bounds, p.method, p.schedule, p.microbatches, false, p.chunks);
+    if (bounds == dp.bounds) continue;
+    Partition other = MakePartition(model, bounds, dp.method, dp.schedule, dp.microbatches, false, dp.chunks);
     if (!other.fits) continue;
-    SimResult other_sim = SimulatePartition(other);
-    if (other_sim.step_ms < sim.step_ms * (1 - 1e-9)) {
-      other.cut = method;
-      p = std::move(other);
-      sim = std::move(other_sim);
-    }
+    other.cut = method;
+    cuts.push_back(std::move(other));
   }
+  return cuts;
 }
 
 bool MemoryCanBind(const StageCostModel& model) {
@@ -325,16 +326,29 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
             }
           };
           describe(p);
+          std::vector<Partition> cuts;
+          if (p.fits && request.method == "dp" && request.known_cuts && p.stages.size() > 1) {
+            cuts = KnownCuts(model, graph, p);
+          }
+          const auto bound = [&] {
+            double b = StepLowerBound(p);
+            for (const Partition& c : cuts) b = std::min(b, StepLowerBound(c));
+            return b;
+          };
           if (!p.fits) {
             alt.why_not = MemoryProblem(p);
-          } else if (result.fastest >= 0 && (alt.step_ms = StepLowerBound(p)) > fastest_ms * band.high) {
+          } else if (result.fastest >= 0 && (alt.step_ms = bound()) > fastest_ms * band.high) {
             alt.feasible = true;
           } else {
             SimResult sim = SimulatePartition(p);
-            if (request.method == "dp" && request.known_cuts && p.stages.size() > 1) {
-              KeepFastestKnownCut(model, graph, p, sim);
-              if (!p.cut.empty()) describe(p);
+            for (Partition& c : cuts) {  // the fastest known cut; the DP's on a tie
+              SimResult c_sim = SimulatePartition(c);
+              if (c_sim.step_ms < sim.step_ms * (1 - 1e-9)) {
+                p = std::move(c);
+                sim = std::move(c_sim);
+              }
             }
+            if (!p.cut.empty()) describe(p);
             alt.feasible = true;
             alt.simulated = true;
             alt.step_ms = sim.step_ms;

@@ -100,6 +100,11 @@ struct PlanPrediction {
   // profile carries none (a device profile's estimates).
   double step_low_ms = 0;
   double step_high_ms = 0;
+  // Per program (a device that runs stages), in programs' order: the
+  // simulated peak of its stages' parameters, gradients and optimizer state
+  // with the activations they hold at once under the schedule. Empty in
+  // plans written before it.
+  std::vector<int64_t> device_peak_memory_bytes;
 };
 
 struct PlanProfile {

@@ -472,7 +472,8 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
   if (root.Has("predicted")) {
     const YamlCursor p = root["predicted"];
     p.ExpectMap({"step_ms"}, {"bottleneck_ms", "bubble_fraction", "samples_per_s", "one_device_step_ms",
-                              "speedup_vs_one_device", "allreduce_ms", "step_band_ms"});
+                              "speedup_vs_one_device", "allreduce_ms", "step_band_ms",
+                              "device_peak_memory_bytes"});
     if (p.Has("allreduce_ms")) {
       plan.predicted.allreduce_ms = p["allreduce_ms"].Number();
       if (plan.replicas == 1) p["allreduce_ms"].Fail("only a plan with replicas all-reduces between them");
@@ -492,6 +493,18 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
             plan.predicted.step_ms <= plan.predicted.step_high_ms)) {
         band.Fail(Concat("expected [low, high] around step_ms ", plan.predicted.step_ms, ", found [",
                          plan.predicted.step_low_ms, ", ", plan.predicted.step_high_ms, "]"));
+      }
+    }
+    if (p.Has("device_peak_memory_bytes")) {
+      const YamlCursor peaks = p["device_peak_memory_bytes"];
+      const int n = peaks.ExpectList();
+      if (n != int(plan.programs.size())) {
+        peaks.Fail(Concat("expected one peak per program (", plan.programs.size(), "), found ", n));
+      }
+      for (int d = 0; d < n; ++d) {
+        const int64_t bytes = peaks[d].Int();
+        if (bytes < 0) peaks[d].Fail(Concat("expected bytes of 0 or more, found ", bytes));
+        plan.predicted.device_peak_memory_bytes.push_back(bytes);
       }
     }
   }

@@ -203,6 +203,10 @@ std::string PlanToYaml(const Plan& p) {
     out << YAML::Key << "step_band_ms" << YAML::Value;
     EmitFlowSeq(out, std::vector<double>{p.predicted.step_low_ms, p.predicted.step_high_ms});
   }
+  if (!p.predicted.device_peak_memory_bytes.empty()) {
+    out << YAML::Key << "device_peak_memory_bytes" << YAML::Value;
+    EmitFlowSeq(out, p.predicted.device_peak_memory_bytes);
+  }
   out << YAML::EndMap;
   out << YAML::Key << "profile" << YAML::Value << YAML::BeginMap;
   KeyValue(out, "source", p.profile.source);

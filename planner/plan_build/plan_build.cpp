@@ -234,6 +234,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
   for (int d = 0; d < result.schedule.Devices(); ++d) plan.programs[d].actions = result.schedule.actions[d];
   for (const PlanStage& ps : plan.stages) plan.programs[ps.program].device = ps.device;
   plan.predicted.step_ms = sim.step_ms;
+  plan.predicted.device_peak_memory_bytes = sim.device_peak_memory_bytes;
   if (const Band band = PredictionBand(profile, static_cast<int>(partition.stages.size())); !band.Empty()) {
     plan.predicted.step_low_ms = band.low * sim.step_ms;
     plan.predicted.step_high_ms = band.high * sim.step_ms;

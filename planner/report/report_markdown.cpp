@@ -64,6 +64,9 @@ std::string FormatPlanMarkdown(const Plan& plan, const std::string& svg_file, bo
   if (!svg_file.empty()) out << "\n![predicted step](" << svg_file << ")\n";
 
   out << "\n## Stages\n\n" << FormatMarkdownTable(StageTable(plan));
+  if (const ReportTable devices = DeviceTable(plan); !devices.rows.empty()) {
+    out << "\n## Devices\n\n" << FormatMarkdownTable(devices);
+  }
 
   out << "\n## Summary\n\n| | |\n| --- | --- |\n";
   for (const SummaryLine& line : PlanSummary(plan))

@@ -162,6 +162,32 @@ std::string LayerRange(const PlanStage& stage) {
   return stage.layers.front() + ".." + stage.layers.back();
 }
 
+ReportTable DeviceTable(const Plan& plan) {
+  ReportTable t;
+  t.header = {"device", "stages", "peak memory"};
+  t.align = {Align::kLeft, Align::kLeft, Align::kRight};
+  const auto& peaks = plan.predicted.device_peak_memory_bytes;
+  bool shared = false;
+  for (size_t p = 0; p < peaks.size() && p < plan.programs.size(); ++p) {
+    const int device = plan.programs[p].device;
+    std::string stages;
+    for (const PlanStage& s : plan.stages) {
+      if (s.program != int(p)) continue;
+      shared = shared || !stages.empty();
+      stages += (stages.empty() ? "" : ",") + std::to_string(s.id);
+    }
+    std::string peak = FormatBytes(peaks[p]);
+    std::string name = std::to_string(device);
+    if (device >= 0 && device < int(plan.devices.size())) {
+      name += " " + plan.devices[device].name;
+      if (plan.devices[device].memory_bytes > 0) peak += " / " + FormatBytes(plan.devices[device].memory_bytes);
+    }
+    t.rows.push_back({name, stages, peak});
+  }
+  if (!shared) t.rows.clear();
+  return t;
+}
+
 ReportTable StageTable(const Plan& plan) {
   ReportTable t;
   t.header = {"stage", "device", "layers", "params", "sent/mb", "fwd ms", "bwd ms", "busy", "peak memory"};

@@ -42,6 +42,11 @@ std::string LayerRange(const PlanStage& stage);
 // (with the device's limit when it has one).
 ReportTable StageTable(const Plan& plan);
 
+// Where a device runs several stages (interleaved-1f1b): one row per device
+// with its stages and its simulated peak memory (against its limit), since
+// a stage's own peak then says little about the device. No rows otherwise.
+ReportTable DeviceTable(const Plan& plan);
+
 // The predicted step and throughput, the one-device step and speedup, the
 // bubble, K, M and micro-batch size, schedule, partitioner, why the search
 // chose this plan (and its runner-up), and where the profile came from.

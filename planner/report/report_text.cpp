@@ -59,6 +59,7 @@ std::string FormatPlanReport(const Plan& plan, bool explain) {
   std::ostringstream out;
   out << "plan for " << PlanHeadline(plan) << "\n\n";
   out << FormatTextTable(StageTable(plan));
+  if (const ReportTable devices = DeviceTable(plan); !devices.rows.empty()) out << "\n" << FormatTextTable(devices);
 
   const std::vector<SummaryLine> summary = PlanSummary(plan);
   size_t label_width = 0;

@@ -220,6 +220,13 @@ TEST_CASE("validation errors name the key path") {
                        }),
                "cut: only a plan of partitioner dp keeps another partitioner's cut");
   }
+  SUBCASE("device peaks: one per program, in bytes") {
+    REQUIRE(f.plan.predicted.device_peak_memory_bytes.size() == f.plan.programs.size());
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["predicted"]["device_peak_memory_bytes"].push_back(1); }),
+               "predicted.device_peak_memory_bytes: expected one peak per program (3), found 4");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["predicted"]["device_peak_memory_bytes"][0] = -5; }),
+               "predicted.device_peak_memory_bytes[0]: expected bytes of 0 or more, found -5");
+  }
   SUBCASE("unknown key in a stage") {
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["devise"] = 0; }), "stages[1].devise: unknown key");
   }

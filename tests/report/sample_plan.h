@@ -130,6 +130,7 @@ inline Plan SamplePlan(int stages = 3, int microbatches = 4, ScheduleKind kind =
   p.samples_per_s = 1000.0 * double(plan.batch) / sim.step_ms;
   p.one_device_step_ms = one_device * 0.9;  // one big micro-batch runs a little faster per sample
   p.speedup_vs_one_device = p.one_device_step_ms / p.step_ms;
+  p.device_peak_memory_bytes = sim.device_peak_memory_bytes;
   plan.profile = {"measured", "cuda:0", "", 8, {1, 2, 4, 8}, 0.972, 0.951, "", {}};
 
   auto alt = [&](int k, int m, ScheduleKind sk, double step, bool feasible, bool simulated, std::string why = "") {

@@ -7,6 +7,7 @@
 
 #include "common/byte_size.h"
 #include "planner/report/report_format.h"
+#include "planner/report/report_tables.h"
 #include "planner/report/report_text.h"
 #include "tests/report/report_lines.h"
 #include "tests/report/sample_plan.h"
@@ -227,4 +228,20 @@ TEST_CASE("a plan slower than a recorded alternative does not claim to be the fa
   CHECK(Contains(report, "faster             2 stages x 8 micro-batches, 1f1b at "));
   CHECK(Contains(report, "(-20.0%)"));
   CHECK_FALSE(Contains(report, "runner-up"));
+}
+
+TEST_CASE("a device that runs several stages gets a row with its stages and its peak memory") {
+  mp::Plan plan = SamplePlan(4, 8);
+  CHECK(mp::DeviceTable(plan).rows.empty());  // one stage per device: the stage table says it
+  // Stages 0 and 2 on device 0, 1 and 3 on device 1, as interleaved-1f1b places them.
+  plan.programs.resize(2);
+  for (mp::PlanStage& s : plan.stages) s.program = s.id % 2, s.device = s.id % 2;
+  plan.predicted.device_peak_memory_bytes = {int64_t(3) << 30, int64_t(5) << 29};
+  const mp::ReportTable t = mp::DeviceTable(plan);
+  REQUIRE(t.rows.size() == 2);
+  CHECK(t.rows[0] == std::vector<std::string>{"0 A100-80GB", "0,2", "3 GiB / 80 GiB"});
+  CHECK(t.rows[1] == std::vector<std::string>{"1 A100-80GB", "1,3", "2.5 GiB / 80 GiB"});
+  const std::string report = mp::FormatPlanReport(plan, false);
+  Dump("report_devices.txt", report);
+  CHECK(Contains(report, "\n\ndevice       stages       peak memory\n"));
 }
