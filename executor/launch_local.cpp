@@ -234,11 +234,11 @@ std::vector<int> Supervise(std::vector<Rank>& ranks, const LaunchRequest& reques
 // the pip LibTorch (2.11) exports a copy of it that the dynamic linker binds
 // before libstdc++'s, and that copy jumps to a null address.
 void RemoveFolder(const std::filesystem::path& folder) {
-  nftw(folder.c_str(), [](const char* path, const struct stat*, int, struct FTW*) {
-         std::remove(path);
-         return 0;
-       }, 8,
-       FTW_DEPTH | FTW_PHYS);
+  const auto remove = [](const char* path, const struct stat*, int, struct FTW*) {
+    std::remove(path);
+    return 0;
+  };
+  nftw(folder.c_str(), remove, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 // Rank 0's report, or one line for the failure, and the exit status.
