@@ -279,11 +279,13 @@ PlanCandidate ReadAlternative(const YamlCursor& c) {
 
 PlanCandidate ReadComparison(const YamlCursor& c) {
   c.ExpectMap({"method", "stages", "microbatches", "schedule"},
-              {"split", "microbatch_size", "feasible", "step_ms", "bottleneck_ms", "bubble_fraction", "why_not"});
+              {"split", "chunks", "microbatch_size", "feasible", "step_ms", "bottleneck_ms", "bubble_fraction",
+               "why_not"});
   PlanCandidate r;
   r.method = c["method"].String();
   if (c.Has("split")) r.split = c["split"].String();
   r.stages = c["stages"].IntIn(1, kMaxInt);
+  if (c.Has("chunks")) r.chunks = c["chunks"].IntIn(1, r.stages);
   r.microbatches = c["microbatches"].IntIn(1, kMaxInt);
   r.schedule = ReadSchedule(c["schedule"]);
   if (c.Has("microbatch_size")) r.microbatch_size = c["microbatch_size"].Int();

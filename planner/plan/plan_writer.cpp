@@ -106,6 +106,7 @@ void WriteComparison(YAML::Emitter& out, const PlanCandidate& c) {
   KeyValue(out, "method", c.method);
   if (!c.split.empty()) KeyValue(out, "split", c.split);
   KeyValue(out, "stages", c.stages);
+  if (c.chunks > 1) KeyValue(out, "chunks", c.chunks);
   KeyValue(out, "microbatches", c.microbatches);
   KeyValue(out, "microbatch_size", c.microbatch_size);
   KeyValue(out, "schedule", ScheduleName(c.schedule));

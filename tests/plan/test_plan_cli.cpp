@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "../graph/zoo.h"
 #include "../run_tool.h"
@@ -256,4 +257,37 @@ TEST_CASE("outputs never replace the model or an input file") {
     CHECK(run.out.find("refusing to overwrite a file this command reads") != std::string::npos);
   }
   CHECK(mp::Sha256File(device) == device_before);
+}
+
+TEST_CASE("an interleaved plan: a baseline's faster cut kept and said, comparisons on its devices, peaks per device") {
+  const std::string out = TempPath("mlp.interleaved.plan.yaml");
+  const auto run =
+      Mpplan(ZooPath("mlp.script.pt") + kQuick + " --gpus 2 --schedule interleaved-1f1b --explain -o " + out);
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  const mp::Plan plan = mp::ReadPlan(out);
+  REQUIRE(plan.stages.size() == 4);
+  REQUIRE(plan.programs.size() == 2);
+  // On the A100 estimates the block cut simulates faster than the DP's.
+  CHECK(plan.partitioner == "dp");
+  CHECK(plan.cut == "block");
+  CHECK(run.out.find("dp, with the block partitioner's cut: it simulates faster than the DP's own") !=
+        std::string::npos);
+  // Every partitioner, the DP's own cut among them, on the plan's 2 devices.
+  std::set<std::string> methods;
+  for (const auto& c : plan.comparisons) {
+    CAPTURE(c.method);
+    methods.insert(c.method);
+    CHECK(c.feasible);
+    CHECK(c.stages == 4);
+    CHECK(c.chunks == 2);
+    CHECK(c.step_ms >= plan.predicted.step_ms * (1 - 1e-9));
+    if (c.method == "dp") CHECK(c.step_ms > plan.predicted.step_ms);
+  }
+  CHECK(methods == std::set<std::string>{"dp", "uniform", "params", "block"});
+  // Each device's simulated peak, and a row per device in the report.
+  REQUIRE(plan.predicted.device_peak_memory_bytes.size() == 2);
+  for (int64_t bytes : plan.predicted.device_peak_memory_bytes) CHECK(bytes > plan.stages[0].peak_memory_bytes);
+  CHECK(run.out.find("0 A100-80GB  0,2") != std::string::npos);
+  CHECK(run.out.find("1 A100-80GB  1,3") != std::string::npos);
 }
