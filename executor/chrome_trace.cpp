@@ -35,10 +35,7 @@ std::string ChromeTrace(const Plan& plan, const PipelineRun& run) {
   Name(events, "process_name", 1, 0, "measured");
   Name(events, "process_name", 2, 0, "predicted");
   for (size_t p = 0; p < plan.programs.size(); ++p) {
-    std::string stages;
-    for (const PlanStage& s : plan.stages) {
-      if (s.program == int(p)) stages += (stages.empty() ? "" : ",") + std::to_string(s.id);
-    }
+    const std::string stages = ProgramStages(plan, int(p));
     const std::string name = plan.programs.size() == plan.stages.size()
                                  ? "stage " + stages
                                  : "device " + std::to_string(plan.programs[p].device) + " (stages " + stages + ")";

@@ -12,9 +12,9 @@ namespace mp {
 
 // Process 1 "measured": one thread per device program ("stage 1", or
 // "device 0 (stages 0,2)"), a complete event ("ph": "X") per action of
-// `run`, in category compute, weight (W) or transfer. Process 2 "predicted": the plan's simulated timeline
-// (SimulatePlan), the same tracks, for overlay. Times in microseconds from
-// the start of the step.
+// `run`, in category compute, weight (W) or transfer. Process 2
+// "predicted": the plan's simulated timeline (SimulatePlan), the same
+// tracks, for overlay. Times in microseconds from the start of the step.
 std::string ChromeTrace(const Plan& plan, const PipelineRun& run);
 
 }  // namespace mp

@@ -2,12 +2,12 @@
 // (with their stages per device v: K·v stages), partition the pipeline
 // order (with the DP or a baseline), simulate one step, and keep the
 // fastest. The DP's cut is exact for the slowest stage, not for the step:
-// each DP alternative that simulates within the tie window also
-// simulates the baselines' cuts and keeps the fastest of them. Alternatives predicted within the tie window
-// of the fastest (the request's tie tolerance, or the profile's ranking
-// band, counted up to 10%, where wider: band.h) are ties, and the simplest of them is chosen
-// (Simpler), so noise in the profile does not move the choice between
-// plans it cannot tell apart.
+// each DP alternative that simulates within the tie window also simulates
+// the baselines' cuts and keeps the fastest of them. Alternatives predicted
+// within the tie window of the fastest (the request's tie tolerance, or the
+// profile's ranking band, counted up to 10%, where wider: band.h) are ties,
+// and the simplest of them is chosen (Simpler), so noise in the profile
+// does not move the choice between plans it cannot tell apart.
 // Every combination tried is kept, with its step time or why it is
 // infeasible, for the report's table of alternatives. An alternative that
 // cannot tie (its step-time lower bound, the fill time of its slowest stage

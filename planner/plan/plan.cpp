@@ -50,6 +50,18 @@ bool MicrobatchesSplit(int64_t batch, int microbatches) {
 
 int64_t ReplicaBatch(const Plan& plan) { return plan.batch / std::max(plan.replicas, 1); }
 
+int StagesPerDevice(const Plan& plan) {
+  return int(plan.stages.size()) / std::max(int(plan.programs.size()), 1);
+}
+
+std::string ProgramStages(const Plan& plan, int program) {
+  std::string stages;
+  for (const PlanStage& s : plan.stages) {
+    if (s.program == program) stages += (stages.empty() ? "" : ",") + std::to_string(s.id);
+  }
+  return stages;
+}
+
 Schedule PlanSchedule(const Plan& plan) {
   Schedule schedule;
   schedule.kind = plan.schedule;

@@ -200,6 +200,12 @@ bool MicrobatchesSplit(int64_t batch, int microbatches);
 // The samples each replica runs: batch / replicas.
 int64_t ReplicaBatch(const Plan& plan);
 
+// Stages each device runs: 1, or interleaved-1f1b's v (stages / programs).
+int StagesPerDevice(const Plan& plan);
+
+// The ids of the stages program `program` runs, comma-separated: "0,2".
+std::string ProgramStages(const Plan& plan, int program);
+
 // The schedule the plan's action lists form (kind, K, M and the lists).
 Schedule PlanSchedule(const Plan& plan);
 

@@ -48,7 +48,7 @@ std::vector<PlanCandidate> ComparePartitioners(const OpGraph& graph, const Profi
                                                 const PlanRequest& request, const Plan& chosen) {
   std::vector<PlanCandidate> rows;
   const int K = int(chosen.stages.size());
-  const int chunks = K / std::max(1, int(chosen.programs.size()));  // interleaved: v stages per device
+  const int chunks = StagesPerDevice(chosen);
   if (K > 1) {
     for (const char* method : {"dp", "uniform", "params", "block"}) {
       // The DP's own cut is a comparison where the plan kept a baseline's.

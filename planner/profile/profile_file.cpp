@@ -69,27 +69,22 @@ NodeCost ReadNode(const YamlCursor& c, size_t id, size_t sizes, bool training) {
   if (n.id != int(id)) c["id"].Fail(Concat("expected ", id, ", found ", n.id));
   n.kind = c["kind"].String();
   n.layer = c["layer"].String();
+  // I and W are optional (profiles before 2026-11-24 have neither): both or none.
+  if (c.Has("input_backward_ms") != c.Has("weight_backward_ms")) {
+    c.Fail("expected input_backward_ms and weight_backward_ms together");
+  }
   const std::pair<const char*, std::vector<double>*> lists[] = {
       {"forward_ms", &n.forward_ms}, {"backward_ms", &n.backward_ms}, {"spread", &n.spread},
-      {"flops", &n.flops}, {"bytes_moved", &n.bytes_moved}};
+      {"flops", &n.flops}, {"bytes_moved", &n.bytes_moved},
+      {"input_backward_ms", &n.input_backward_ms}, {"weight_backward_ms", &n.weight_backward_ms}};
   for (const auto& [key, list] : lists) {
+    if (!c.Has(key)) continue;  // an optional one: the required ones are there (ExpectMap)
     const YamlCursor entries = c[key];
     *list = entries.NumberList();
     const bool may_be_empty = list == &n.backward_ms && !training;
     if (list->size() != sizes && !(may_be_empty && list->empty())) {
       entries.Fail(Concat(list->size(), " entries for ", sizes, " micro-batch sizes"));
     }
-  }
-  // Optional (profiles before 2026-11-24 have neither): both or none.
-  if (c.Has("input_backward_ms") != c.Has("weight_backward_ms")) {
-    c.Fail("expected input_backward_ms and weight_backward_ms together");
-  }
-  for (const auto& [key, list] : {std::pair<const char*, std::vector<double>*>{"input_backward_ms", &n.input_backward_ms},
-                                  {"weight_backward_ms", &n.weight_backward_ms}}) {
-    if (!c.Has(key)) continue;
-    const YamlCursor entries = c[key];
-    *list = entries.NumberList();
-    if (list->size() != sizes) entries.Fail(Concat(list->size(), " entries for ", sizes, " micro-batch sizes"));
   }
   const ValueBytes out = ReadBytes(c["output_bytes"]);
   n.output_bytes_per_sample = out.per_sample;

@@ -85,7 +85,7 @@ std::string WhyChosen(const Plan& plan, const PlanCandidate* chosen, bool beaten
 // compares: why this schedule.
 std::string ScheduleText(const Plan& plan, const PlanCandidate* chosen) {
   std::string text = ScheduleName(plan.schedule);
-  if (plan.programs.size() != plan.stages.size()) text += Concat(", ", plan.stages.size() / plan.programs.size(), " stages per device");
+  if (StagesPerDevice(plan) > 1) text += Concat(", ", StagesPerDevice(plan), " stages per device");
   if (!chosen) return text;
   std::map<ScheduleKind, const PlanCandidate*> best;
   std::map<ScheduleKind, std::string> why_not;
@@ -167,15 +167,10 @@ ReportTable DeviceTable(const Plan& plan) {
   t.header = {"device", "stages", "peak memory"};
   t.align = {Align::kLeft, Align::kLeft, Align::kRight};
   const auto& peaks = plan.predicted.device_peak_memory_bytes;
-  bool shared = false;
+  if (StagesPerDevice(plan) < 2) return t;
   for (size_t p = 0; p < peaks.size() && p < plan.programs.size(); ++p) {
     const int device = plan.programs[p].device;
-    std::string stages;
-    for (const PlanStage& s : plan.stages) {
-      if (s.program != int(p)) continue;
-      shared = shared || !stages.empty();
-      stages += (stages.empty() ? "" : ",") + std::to_string(s.id);
-    }
+    const std::string stages = ProgramStages(plan, int(p));
     std::string peak = FormatBytes(peaks[p]);
     std::string name = std::to_string(device);
     if (device >= 0 && device < int(plan.devices.size())) {
@@ -184,7 +179,6 @@ ReportTable DeviceTable(const Plan& plan) {
     }
     t.rows.push_back({name, stages, peak});
   }
-  if (!shared) t.rows.clear();
   return t;
 }
 
@@ -223,7 +217,7 @@ ReportTable StageTable(const Plan& plan) {
 const PlanCandidate* ChosenAlternative(const Plan& plan) {
   const PlanCandidate* chosen = nullptr;
   for (const PlanCandidate& a : plan.alternatives) {
-    if (a.stages != int(plan.stages.size()) || a.chunks * plan.programs.size() != plan.stages.size() ||
+    if (a.stages != int(plan.stages.size()) || a.chunks != StagesPerDevice(plan) ||
         a.microbatches != plan.microbatches || a.schedule != plan.schedule || !a.feasible || !a.simulated) {
       continue;
     }
@@ -247,8 +241,7 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
   lines.push_back({"stages (K)", plan.programs.size() == plan.stages.size()
                                      ? std::to_string(plan.stages.size())
                                      : Concat(plan.stages.size(), " on ", plan.programs.size(), " devices (",
-                                              plan.stages.size() / std::max<size_t>(plan.programs.size(), 1),
-                                              " each)")});
+                                              StagesPerDevice(plan), " each)")});
   if (plan.replicas > 1) {
     std::string text = std::to_string(plan.replicas) + " copies of the pipeline, " +
                        Plural(ReplicaBatch(plan), "sample") + " each:";
