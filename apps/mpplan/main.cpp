@@ -72,13 +72,13 @@ int main(int argc, char** argv) {
   app.add_option("--tie-tolerance", tie_percent,
                  "plans predicted within this many percent of the fastest (or within the profile's noise, if "
                  "wider) are ties; the simplest is chosen: fewer devices, fewer stages, micro-batches of equal size, fewer "
-                 "micro-batches, then 1f1b, gpipe, zb-h1, interleaved-1f1b")
+                 "micro-batches, then 1f1b, gpipe, zb-h1, interleaved-1f1b, zbv")
       ->check(CLI::Range(0.0, 99.0))
       ->default_str("4");
   app.add_option("--schedule", schedule,
-                 "gpipe, 1f1b, interleaved-1f1b, zb-h1 or auto (training: the search tries all four, interleaved "
-                 "with --chunks stages per device); inference always runs forward-only")
-      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "auto"}))
+                 "gpipe, 1f1b, interleaved-1f1b, zb-h1, zbv or auto (training: the search tries all five, "
+                 "interleaved with --chunks stages per device, zbv with 2 in a V); inference always runs forward-only")
+      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zbv", "auto"}))
       ->default_str("auto");
   app.add_option("--chunks", request.chunks, "interleaved-1f1b: stages per device (default 2)")
       ->check(CLI::Range(2, 64));

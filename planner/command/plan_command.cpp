@@ -105,7 +105,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
     const std::string flag = "--schedule " + ScheduleName(kind);
     if (!request.profile.training) throw InputError(flag + ": a training schedule; --mode infer runs forward only");
     if (request.replicas > 1) throw InputError(flag + " with --replicas is not planned yet");
-    const int chunks = kind == ScheduleKind::kInterleaved1F1B ? (request.chunks > 0 ? request.chunks : 2) : 1;
+    const int chunks = ChunksFor(kind, request.chunks);
     if (request.microbatches > 0 && request.stages > 0) {
       if (std::string why = ScheduleRuledOut(kind, request.stages, request.microbatches, chunks); !why.empty()) {
         throw InputError(flag + ": " + why);

@@ -3,7 +3,9 @@
 // alpha-beta model used by PipeDream's and Alpa's cost models.
 #include "planner/partition/cluster.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/error.h"
 
@@ -22,8 +24,9 @@ Link LinkAt(const Cluster& cluster, int boundary) {
   return cluster.links.at(boundary);
 }
 
-Link LinkAfterStage(const Cluster& cluster, int boundary, int chunks) {
-  return LinkAt(cluster, chunks > 1 ? 0 : boundary);
+Link LinkBetween(const Cluster& cluster, int from, int to) {
+  if (from == to) return {};
+  return LinkAt(cluster, std::abs(from - to) == 1 ? std::min(from, to) : 0);
 }
 
 double TransferMs(int64_t bytes, const Link& link) {

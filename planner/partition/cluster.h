@@ -45,11 +45,12 @@ Cluster UniformCluster(int n, const Device& device, const Link& link = {});
 // The link between stage `boundary` and stage `boundary + 1`.
 Link LinkAt(const Cluster& cluster, int boundary);
 
-// The same where stages loop over the devices `chunks` times
-// (interleaved-1f1b; stage s on device s mod K): the last device sends back
-// to the first, a link the cluster does not describe, so looped plans need
-// a homogeneous cluster and take its one link.
-Link LinkAfterStage(const Cluster& cluster, int boundary, int chunks);
+// The link a transfer from device `from` to device `to` takes: none (free)
+// within one device (zbv's middle boundary), the link between neighbours,
+// or, for a looped plan's last device sending back to the first (a link
+// the cluster does not describe; such plans need a homogeneous cluster),
+// its one link.
+Link LinkBetween(const Cluster& cluster, int from, int to);
 
 // latency + bytes / bandwidth; 0 when nothing is sent.
 double TransferMs(int64_t bytes, const Link& link);

@@ -36,12 +36,13 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
   p.order = costs.order;
   p.bounds = bounds;
   p.slowdown = model.Spec(0).slowdown;
+  const std::vector<int> placement = StagePlacement(schedule, K / chunks, chunks);
   for (int s = 0; s < K; ++s) {
     const int a = bounds[s], e = bounds[s + 1];
     if (e <= a) throw InternalError(Concat("partition bounds: stage ", s, " is empty [", a, ", ", e, ")"));
     Stage st;
     st.index = s;
-    st.device = s % (K / chunks);
+    st.device = placement[s];
     st.nodes.assign(costs.order.begin() + a, costs.order.begin() + e);
     const double speed = model.Spec(s).speed;
     for (int q = a; q < e; ++q) {

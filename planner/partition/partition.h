@@ -52,7 +52,7 @@ struct Partition {
   std::string cut;
   bool training = false;
   ScheduleKind schedule = ScheduleKind::kGPipe;
-  int chunks = 1;                  // stages per device (interleaved-1f1b: v); stage s on device s % (K / v)
+  int chunks = 1;                  // stages per device (interleaved-1f1b: v, zbv: 2); placed by StagePlacement
   int microbatches = 1;
   int64_t microbatch_size = 0;
   std::vector<int> order;          // the pipeline order that was cut

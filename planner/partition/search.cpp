@@ -26,29 +26,31 @@ struct ScheduleChoice {
 };
 
 std::vector<ScheduleChoice> Schedules(const PlanRequest& request, int replicas) {
-  const int v = request.chunks > 0 ? request.chunks : 2;
   if (request.chunks > 0 && request.schedule != ScheduleKind::kInterleaved1F1B) {
     throw InputError("chunks: only the interleaved-1f1b schedule runs several stages per device");
   }
   // A layer split fixes the stages, one per device.
   const bool layers = request.method == "layers";
-  if (layers && request.schedule == ScheduleKind::kInterleaved1F1B) {
-    throw InputError("interleaved-1f1b cuts K·v stages: it plans with dp, uniform, params or block, not a layer split");
+  if (layers && request.schedule && ChunksFor(*request.schedule, request.chunks) > 1) {
+    throw InputError(Concat(ScheduleName(*request.schedule),
+                            " cuts several stages per device: it plans with dp, uniform, params or block, not a layer split"));
   }
   if (!request.schedule) {
     if (!request.training) return {{ScheduleKind::kForwardOnly, 1}};
     std::vector<ScheduleChoice> all = {{ScheduleKind::kGPipe, 1}, {ScheduleKind::kOneFOneB, 1}};
     if (replicas > 1) return all;  // the others are not planned with replicas yet
     all.push_back({ScheduleKind::kZeroBubbleH1, 1});
-    if (!layers) all.push_back({ScheduleKind::kInterleaved1F1B, v});
+    if (layers) return all;
+    for (ScheduleKind kind : {ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleV})
+      all.push_back({kind, ChunksFor(kind, request.chunks)});
     return all;
   }
   if (IsTraining(*request.schedule) != request.training) {
     throw InputError(Concat("schedule ", ScheduleName(*request.schedule), " does not fit ",
                             request.training ? "training" : "inference", " (expected ",
-                            request.training ? "gpipe, 1f1b, interleaved-1f1b or zb-h1" : "forward", ")"));
+                            request.training ? TrainingScheduleNames() : "forward", ")"));
   }
-  return {{*request.schedule, *request.schedule == ScheduleKind::kInterleaved1F1B ? v : 1}};
+  return {{*request.schedule, ChunksFor(*request.schedule, request.chunks)}};
 }
 
 // Why the search does not try `choice` on K devices with M micro-batches,
@@ -56,8 +58,8 @@ std::vector<ScheduleChoice> Schedules(const PlanRequest& request, int replicas) 
 std::string NotTried(const ScheduleChoice& choice, int K, int M, const Cluster& cluster, int useful_nodes) {
   if (std::string why = ScheduleRuledOut(choice.kind, K, M, choice.chunks); !why.empty()) return why;
   if (choice.chunks == 1) return "";
-  if (!IsHomogeneous(cluster)) {
-    return Concat(ScheduleName(choice.kind), " needs identical devices and links (its last stage sends to the first device)");
+  if (choice.kind == ScheduleKind::kInterleaved1F1B && !IsHomogeneous(cluster)) {
+    return "interleaved-1f1b needs identical devices and links (its last stage sends to the first device)";
   }
   if (K * choice.chunks > useful_nodes) {
     return Concat(K * choice.chunks, " stages for ", useful_nodes, " nodes that compute");
@@ -71,7 +73,8 @@ int ScheduleRank(ScheduleKind kind) {
     case ScheduleKind::kGPipe: return 1;
     case ScheduleKind::kZeroBubbleH1: return 2;
     case ScheduleKind::kInterleaved1F1B: return 3;
-    default: return 4;
+    case ScheduleKind::kZeroBubbleV: return 4;
+    default: return 5;
   }
 }
 

@@ -43,7 +43,7 @@ struct PlanRequest {
   int stages = 0;                         // devices the pipeline uses (K); 0: search 1..devices
   int microbatches = 0;                   // 0: search the profiled sizes
   // Unset (auto): in training every schedule (gpipe, 1f1b, zb-h1,
-  // interleaved-1f1b), in inference forward.
+  // interleaved-1f1b, zbv), in inference forward.
   std::optional<ScheduleKind> schedule;
   int chunks = 0;                         // interleaved-1f1b's stages per device v; 0: 2
   std::string method = "dp";              // dp | uniform | params | block | layers
@@ -74,7 +74,8 @@ struct SearchResult {
 // also few among the counts, so noise moves the choice less than between
 // neighbouring ragged counts), then fewer micro-batches, then the schedule
 // in the order 1f1b (GPipe's time with fewer activations held), gpipe,
-// zb-h1 (1F1B's memory, more actions), interleaved-1f1b, then the faster.
+// zb-h1 (1F1B's memory, more actions), interleaved-1f1b, zbv, then the
+// faster.
 bool Simpler(const PlanCandidate& a, const PlanCandidate& b, int64_t batch);
 
 

@@ -17,13 +17,14 @@ std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule,
   }
   std::vector<StageSpec> specs(stages);
   const std::vector<int> in_flight = MicrobatchesInFlight(BuildSchedule(schedule, devices, microbatches, chunks));
+  const std::vector<int> placement = StagePlacement(schedule, devices, chunks);
   for (int s = 0; s < stages; ++s) {
-    const Device& device = cluster.devices[s % devices];
+    const Device& device = cluster.devices[placement[s]];
     specs[s].speed = device.speed;
     specs[s].memory_bytes = device.memory_bytes == kUnlimitedMemory ? kUnlimitedMemory : device.memory_bytes / chunks;
     specs[s].in_flight = in_flight[s];
-    if (s > 0) specs[s].in_link = LinkAfterStage(cluster, s - 1, chunks);
-    if (s < stages - 1) specs[s].out_link = LinkAfterStage(cluster, s, chunks);
+    if (s > 0) specs[s].in_link = LinkBetween(cluster, placement[s - 1], placement[s]);
+    if (s < stages - 1) specs[s].out_link = LinkBetween(cluster, placement[s], placement[s + 1]);
     specs[s].replicas = cluster.replicas;
     specs[s].replica_link = cluster.replica_link;
     specs[s].slowdown = PipelineSlowdown(cluster.shared_slowdown, stages, cluster.replicas);

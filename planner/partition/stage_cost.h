@@ -38,11 +38,12 @@ struct StageSpec {
   std::vector<double> slowdown;
 };
 
-// Stage s of `stages` runs on cluster.devices[s % (stages / chunks)] (the
-// first stages / chunks devices, looped) and holds as many micro-batches as
-// the schedule keeps in flight there. With chunks v > 1 a stage may use
-// 1/v of its device's memory, so a device's v stages together fit it; its
-// links are the cluster's (interleaved plans need a homogeneous cluster).
+// Stage s of `stages` runs on the device StagePlacement gives it (the
+// first stages / chunks devices: looped, or zbv's V) and holds as many
+// micro-batches as the schedule keeps in flight there. With chunks v > 1 a
+// stage may use 1/v of its device's memory, so a device's v stages
+// together fit it; its links are LinkBetween its device and its
+// neighbours'.
 std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule, int stages, int microbatches,
                                   int chunks = 1);
 

@@ -200,7 +200,7 @@ bool MicrobatchesSplit(int64_t batch, int microbatches);
 // The samples each replica runs: batch / replicas.
 int64_t ReplicaBatch(const Plan& plan);
 
-// Stages each device runs: 1, or interleaved-1f1b's v (stages / programs).
+// Stages each device runs: 1, interleaved-1f1b's v or zbv's 2 (stages / programs).
 int StagesPerDevice(const Plan& plan);
 
 // The ids of the stages program `program` runs, comma-separated: "0,2".

@@ -24,14 +24,14 @@ constexpr int64_t kMaxBatch = int64_t(1) << 40;
 
 constexpr ScheduleKind kScheduleKinds[] = {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB,
                                            ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleH1,
-                                           ScheduleKind::kForwardOnly};
+                                           ScheduleKind::kZeroBubbleV, ScheduleKind::kForwardOnly};
 
 ScheduleKind ReadSchedule(const YamlCursor& c) {
   const std::string name = c.String();
   for (ScheduleKind kind : kScheduleKinds) {
     if (name == ScheduleName(kind)) return kind;
   }
-  c.Fail("unknown schedule '" + name + "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1 or forward)");
+  c.Fail("unknown schedule '" + name + "' (expected " + TrainingScheduleNames() + " or forward)");
 }
 
 bool IsV1(const Plan& plan) { return plan.format == kPlanFormatV1; }
@@ -353,7 +353,7 @@ void ReadHeader(const YamlCursor& root, Plan& plan) {
   plan.schedule = ReadSchedule(root["schedule"]);
   if (IsTraining(plan.schedule) != plan.training) {
     root["schedule"].Fail(Concat("schedule ", ScheduleName(plan.schedule), " does not fit mode ", mode,
-                                 plan.training ? " (expected gpipe, 1f1b, interleaved-1f1b or zb-h1)"
+                                 plan.training ? " (expected " + TrainingScheduleNames() + ")"
                                                : " (expected forward)"));
   }
   if (root.Has("partitioner")) plan.partitioner = root["partitioner"].String();

@@ -18,7 +18,7 @@ PlanCandidate Compare(const OpGraph& graph, const Profile& profile, const Cluste
   request.method = method;
   request.known_cuts = false;  // each partitioner's own cut
   request.stages = stages / chunks;  // devices
-  request.chunks = chunks > 1 ? chunks : 0;
+  request.chunks = schedule == ScheduleKind::kInterleaved1F1B ? chunks : 0;
   request.microbatches = microbatches;
   request.schedule = schedule;
   PlanCandidate row;
@@ -66,9 +66,14 @@ std::vector<PlanCandidate> ComparePartitioners(const OpGraph& graph, const Profi
   }
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  // A layer split runs one stage per device: after a plan of several, the
+  // same schedule on one (interleaved-1f1b's is 1f1b, zbv's zb-h1).
+  const ScheduleKind schedule = chosen.schedule == ScheduleKind::kInterleaved1F1B ? ScheduleKind::kOneFOneB
+                                : chosen.schedule == ScheduleKind::kZeroBubbleV   ? ScheduleKind::kZeroBubbleH1
+                                                                                   : chosen.schedule;
   for (int m : counts) {
     if (chosen.partitioner == "layers" && m == chosen.microbatches && split_stages == K) continue;
-    rows.push_back(Compare(graph, profile, cluster, request, "layers", split_stages, 1, m, chosen.schedule));
+    rows.push_back(Compare(graph, profile, cluster, request, "layers", split_stages, 1, m, schedule));
   }
   return rows;
 }

@@ -190,7 +190,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
   }
   const int K = int(partition.stages.size());
   for (int b = 0; b + 1 < K; ++b) {
-    const Link link = LinkAfterStage(cluster, b, partition.chunks);
+    const Link link = LinkBetween(cluster, partition.stages[b].device, partition.stages[b + 1].device);
     plan.links.push_back({link.bandwidth_bytes_per_s, link.latency_ms});
   }
   for (int s = 0; s < K; ++s) {

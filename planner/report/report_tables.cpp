@@ -87,14 +87,19 @@ std::string ScheduleText(const Plan& plan, const PlanCandidate* chosen) {
   std::string text = ScheduleName(plan.schedule);
   if (StagesPerDevice(plan) > 1) text += Concat(", ", StagesPerDevice(plan), " stages per device");
   if (!chosen) return text;
-  std::map<ScheduleKind, const PlanCandidate*> best;
+  // Per schedule: its fastest simulated plan, else its lowest bound (every
+  // plan of it pruned), else why none was feasible.
+  std::map<ScheduleKind, const PlanCandidate*> best, bound;
   std::map<ScheduleKind, std::string> why_not;
+  const auto keep = [](std::map<ScheduleKind, const PlanCandidate*>& m, const PlanCandidate& a) {
+    if (!m.count(a.schedule) || a.step_ms < m[a.schedule]->step_ms) m[a.schedule] = &a;
+  };
   for (const PlanCandidate& a : plan.alternatives) {
     if (a.schedule == plan.schedule) continue;
     if (!a.feasible) {
       why_not.emplace(a.schedule, a.why_not);
-    } else if (a.simulated && (!best.count(a.schedule) || a.step_ms < best[a.schedule]->step_ms)) {
-      best[a.schedule] = &a;
+    } else {
+      keep(a.simulated ? best : bound, a);
     }
   }
   std::vector<std::string> others;
@@ -102,8 +107,13 @@ std::string ScheduleText(const Plan& plan, const PlanCandidate* chosen) {
     others.push_back(Concat(ScheduleName(kind), " ", FormatMs(a->step_ms), " ms (",
                             FormatDelta(a->step_ms / chosen->step_ms - 1), ")"));
   }
+  for (const auto& [kind, a] : bound) {
+    if (best.count(kind)) continue;
+    others.push_back(Concat(ScheduleName(kind), " >= ", FormatMs(a->step_ms), " ms (its lower bound, ",
+                            FormatDelta(a->step_ms / chosen->step_ms - 1), ")"));
+  }
   for (const auto& [kind, why] : why_not) {
-    if (!best.count(kind)) others.push_back(Concat(ScheduleName(kind), ": ", why));
+    if (!best.count(kind) && !bound.count(kind)) others.push_back(Concat(ScheduleName(kind), ": ", why));
   }
   if (others.empty()) return text + " (the only schedule searched)";
   std::string list;
@@ -282,7 +292,7 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
     if (tied || std::fabs(delta) < kTieFraction) {
       text += tied ? ", a tie: within the tie window, so" : ";";
       text += " ties go to fewer devices, then fewer stages, then equal micro-batches, then fewer, then 1f1b, gpipe, "
-              "zb-h1, interleaved-1f1b";
+              "zb-h1, interleaved-1f1b, zbv";
     }
     lines.push_back({delta <= -kTieFraction ? "faster" : "runner-up", text});
   }

@@ -42,7 +42,7 @@ std::string LayerRange(const PlanStage& stage);
 // (with the device's limit when it has one).
 ReportTable StageTable(const Plan& plan);
 
-// Where a device runs several stages (interleaved-1f1b): one row per device
+// Where a device runs several stages (interleaved-1f1b, zbv): one row per device
 // with its stages and its simulated peak memory (against its limit), since
 // a stage's own peak then says little about the device. No rows otherwise.
 ReportTable DeviceTable(const Plan& plan);

@@ -39,10 +39,29 @@
 //            s1    . F0 F1  . I0 F2 I1 W0 F3 I2 W1 I3 W2 W3
 //            s2    .  . F0 I0 F1 I1 F2 I2 W0 F3 I3 W1 W2 W3
 //
+// zbv (ZB-V: the V-shaped zero-bubble schedule of Qi et al., 2024;
+// torch.distributed.pipelining's ScheduleZBVZeroBubble), K = 2 devices,
+// 2K = 4 stages in a V: device d holds stages d and 2K - 1 - d, so a
+// micro-batch goes down the devices on the first chunks and back up on the
+// second, and the last stage sits on device 0 beside the first. Each chunk
+// is half a device's work. The order comes from a replay in unit slots (a
+// chunk's F, I and W one slot each, transfers free) where every device
+// starts, of what is ready on its two stages: an I, oldest micro-batch
+// first (the gradients others wait for); else an F, the second chunk's
+// first (it leads to the loss), while the device holds fewer than 2K
+// chunks' activations (1f1b's peak: K micro-batches of the whole device);
+// else a W, oldest first. For M >= K (K <= 4; within 3% for larger K at
+// M >= 2K) that takes 6M + K - 1 slots, the K - 1 of the fill only: a
+// bubble of (K - 1)/(6M + K - 1), half of zb-h1's with the same work.
+// K = 2, M = 2:
+//            d0   0F0 0F1  .  3F0 3I0 3F1 3I1 0I0 0W0 0I1 3W0 0W1 3W1
+//            d1    .  1F0 2F0 1F1 2F1 2I0 1I0 2I1 1I1 1W0 2W0 1W1 2W1
+//
 // forward (inference), K = 3, M = 4: every forward, in order.
 #include "planner/schedule/schedule.h"
 
 #include <algorithm>
+#include <climits>
 #include <deque>
 #include <functional>
 
@@ -96,6 +115,60 @@ void Interleaved(int devices, int chunks, int microbatches, int d, const Emit& e
   for (int k = total - warmup; k < total; ++k) backward(k);
 }
 
+// One compute action in a device's order: its chunk on that device.
+struct Step {
+  ActionKind kind;
+  int chunk;
+  int microbatch;
+};
+
+// zbv's per-device orders, from the unit-slot replay drawn above. Per
+// stage, F, I and W each run in micro-batch order, so a counter per stage
+// says which one is next. O((6M + K) K).
+std::vector<std::vector<Step>> ZeroBubbleVOrder(int devices, int microbatches) {
+  const int K = devices, S = 2 * K, M = microbatches;
+  std::vector<int> f_end(size_t(S) * M, INT_MAX), i_end(size_t(S) * M, INT_MAX);  // the slot it ends
+  std::vector<int> next_f(S, 0), next_i(S, 0), next_w(S, 0), held(K, 0);
+  std::vector<std::vector<Step>> order(K);
+  const auto at = [M](int s, int m) { return size_t(s) * M + m; };
+  for (int t = 0, left = 3 * S * M; left > 0; ++t) {
+    bool started = false;
+    for (int d = 0; d < K; ++d) {
+      const int stages[2] = {d, S - 1 - d};  // chunk 0, chunk 1
+      const auto ready_i = [&](int s) {
+        const int m = next_i[s];
+        return m < M && f_end[at(s, m)] <= t && (s == S - 1 || i_end[at(s + 1, m)] <= t);
+      };
+      const auto ready_f = [&](int s) { return next_f[s] < M && (s == 0 || f_end[at(s - 1, next_f[s])] <= t); };
+      const auto ready_w = [&](int s) { return next_w[s] < next_i[s] && i_end[at(s, next_w[s])] <= t; };
+      int chunk = -1;
+      ActionKind kind = ActionKind::kBackwardInput;
+      if (ready_i(stages[0]) || ready_i(stages[1])) {
+        const bool deep = ready_i(stages[1]) && (!ready_i(stages[0]) || next_i[stages[1]] <= next_i[stages[0]]);
+        chunk = deep ? 1 : 0;
+      } else if (held[d] < 2 * K && (ready_f(stages[1]) || ready_f(stages[0]))) {
+        kind = ActionKind::kForward;
+        chunk = ready_f(stages[1]) ? 1 : 0;
+      } else if (ready_w(stages[0]) || ready_w(stages[1])) {
+        kind = ActionKind::kBackwardWeight;
+        chunk = ready_w(stages[0]) && (!ready_w(stages[1]) || next_w[stages[0]] <= next_w[stages[1]]) ? 0 : 1;
+      }
+      if (chunk < 0) continue;
+      const int s = stages[chunk];
+      int& next = kind == ActionKind::kForward ? next_f[s] : kind == ActionKind::kBackwardInput ? next_i[s] : next_w[s];
+      order[d].push_back({kind, chunk, next});
+      if (kind == ActionKind::kForward) f_end[at(s, next)] = t + 1, ++held[d];
+      if (kind == ActionKind::kBackwardInput) i_end[at(s, next)] = t + 1;
+      if (kind == ActionKind::kBackwardWeight) --held[d];
+      ++next;
+      --left;
+      started = true;
+    }
+    if (!started) throw InternalError(Concat("zbv: no device can start at slot ", t, " (", K, " devices, ", M, " micro-batches)"));
+  }
+  return order;
+}
+
 }  // namespace
 
 std::string ScheduleName(ScheduleKind kind) {
@@ -105,6 +178,7 @@ std::string ScheduleName(ScheduleKind kind) {
     case ScheduleKind::kForwardOnly: return "forward";
     case ScheduleKind::kInterleaved1F1B: return "interleaved-1f1b";
     case ScheduleKind::kZeroBubbleH1: return "zb-h1";
+    case ScheduleKind::kZeroBubbleV: return "zbv";
   }
   throw InternalError("ScheduleName: unknown ScheduleKind");
 }
@@ -115,15 +189,35 @@ ScheduleKind ParseScheduleKind(const std::string& text) {
   if (text == "forward" || text == "forward_only" || text == "infer") return ScheduleKind::kForwardOnly;
   if (text == "interleaved-1f1b" || text == "ScheduleInterleaved1F1B") return ScheduleKind::kInterleaved1F1B;
   if (text == "zb-h1" || text == "ScheduleInterleavedZeroBubble") return ScheduleKind::kZeroBubbleH1;
-  throw InputError(Concat("schedule '", text, "': expected gpipe, 1f1b, interleaved-1f1b, zb-h1 or forward"));
+  if (text == "zbv" || text == "ScheduleZBVZeroBubble") return ScheduleKind::kZeroBubbleV;
+  throw InputError(Concat("schedule '", text, "': expected ", TrainingScheduleNames(), " or forward"));
 }
+
+std::string TrainingScheduleNames() { return "gpipe, 1f1b, interleaved-1f1b, zb-h1 or zbv"; }
 
 bool IsTraining(ScheduleKind kind) { return kind != ScheduleKind::kForwardOnly; }
 
-bool SplitsBackward(ScheduleKind kind) { return kind == ScheduleKind::kZeroBubbleH1; }
+bool SplitsBackward(ScheduleKind kind) {
+  return kind == ScheduleKind::kZeroBubbleH1 || kind == ScheduleKind::kZeroBubbleV;
+}
 
 bool TakesChunks(ScheduleKind kind, int chunks) {
-  return kind == ScheduleKind::kInterleaved1F1B ? chunks >= 2 : chunks == 1;
+  if (kind == ScheduleKind::kInterleaved1F1B) return chunks >= 2;
+  return chunks == (kind == ScheduleKind::kZeroBubbleV ? 2 : 1);
+}
+
+int ChunksFor(ScheduleKind kind, int requested) {
+  if (kind == ScheduleKind::kInterleaved1F1B) return requested > 0 ? requested : 2;
+  return kind == ScheduleKind::kZeroBubbleV ? 2 : 1;
+}
+
+std::vector<int> StagePlacement(ScheduleKind kind, int devices, int chunks) {
+  std::vector<int> device(size_t(std::max(devices * chunks, 0)));
+  for (int s = 0; s < int(device.size()); ++s) {
+    const bool back = kind == ScheduleKind::kZeroBubbleV && s >= devices;  // the V's second arm
+    device[s] = back ? 2 * devices - 1 - s : s % devices;
+  }
+  return device;
 }
 
 std::string ScheduleRuledOut(ScheduleKind kind, int devices, int microbatches, int chunks) {
@@ -136,6 +230,9 @@ std::string ScheduleRuledOut(ScheduleKind kind, int devices, int microbatches, i
       return Concat("interleaved-1f1b needs M divisible by K (", microbatches, " micro-batches on ", devices,
                     " devices)");
     }
+  } else if (kind == ScheduleKind::kZeroBubbleV) {
+    if (chunks != 2) return Concat("zbv runs 2 stages per device (a V), not ", chunks);
+    if (devices < 2) return "zbv needs at least 2 devices";
   } else if (chunks != 1) {
     return Concat(ScheduleName(kind), " runs one stage per device, not ", chunks);
   }
@@ -151,14 +248,17 @@ Schedule BuildSchedule(ScheduleKind kind, int devices, int microbatches, int chu
   schedule.stages = devices * chunks;
   schedule.microbatches = microbatches;
   schedule.actions.resize(devices);
-  if (chunks > 1) {
-    for (int s = 0; s < schedule.stages; ++s) schedule.stage_device.push_back(s % devices);
-  }
+  const std::vector<int> placement = StagePlacement(kind, devices, chunks);
+  if (chunks > 1) schedule.stage_device = placement;
+  std::vector<std::vector<int>> device_stages(devices);  // [device] -> its stages, by chunk
+  for (int s = 0; s < schedule.stages; ++s) device_stages[placement[s]].push_back(s);
+  const std::vector<std::vector<Step>> zbv =
+      kind == ScheduleKind::kZeroBubbleV ? ZeroBubbleVOrder(devices, microbatches) : std::vector<std::vector<Step>>{};
   const int last = schedule.stages - 1;
   for (int d = 0; d < devices; ++d) {
     auto& list = schedule.actions[d];
     const Emit emit = [&](ActionKind k, int chunk, int m) {
-      const int s = chunk * devices + d;
+      const int s = device_stages[d][chunk];
       const bool forward = k == ActionKind::kForward;
       const bool receives = forward ? s > 0 : IsBackward(k) && s < last;
       const bool sends = forward ? s < last : IsBackward(k) && s > 0;
@@ -172,6 +272,9 @@ Schedule BuildSchedule(ScheduleKind kind, int devices, int microbatches, int chu
       case ScheduleKind::kOneFOneB: OneFOneB(devices, microbatches, d, false, 0, emit); break;
       case ScheduleKind::kZeroBubbleH1: OneFOneB(devices, microbatches, d, true, d, emit); break;
       case ScheduleKind::kInterleaved1F1B: Interleaved(devices, chunks, microbatches, d, emit); break;
+      case ScheduleKind::kZeroBubbleV:
+        for (const Step& step : zbv[d]) emit(step.kind, step.chunk, step.microbatch);
+        break;
     }
   }
   return schedule;

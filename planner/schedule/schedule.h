@@ -3,8 +3,9 @@
 // stages, the same lists the simulator times and the executor runs. Kinds:
 // gpipe (fill-drain), 1f1b (PipeDream-flush), interleaved-1f1b (Megatron-LM's
 // looped virtual stages), zb-h1 (zero bubble with 1F1B's memory: the
-// backward split into I and W) and forward (inference). ValidateSchedule
-// proves a list set can run.
+// backward split into I and W), zbv (zero bubble on two V-placed stages per
+// device) and forward (inference). ValidateSchedule proves a list set can
+// run.
 #pragma once
 
 #include <string>
@@ -14,44 +15,58 @@
 
 namespace mp {
 
-enum class ScheduleKind { kGPipe, kOneFOneB, kForwardOnly, kInterleaved1F1B, kZeroBubbleH1 };
+enum class ScheduleKind { kGPipe, kOneFOneB, kForwardOnly, kInterleaved1F1B, kZeroBubbleH1, kZeroBubbleV };
 
-// "gpipe", "1f1b", "forward", "interleaved-1f1b", "zb-h1";
+// "gpipe", "1f1b", "forward", "interleaved-1f1b", "zb-h1", "zbv";
 // ParseScheduleKind also accepts "forward_only" and "infer", and
 // torch.distributed.pipelining's class names (ScheduleGPipe, Schedule1F1B,
 // ScheduleInterleaved1F1B, ScheduleInterleavedZeroBubble as zb-h1 at one
-// stage per device), and throws InputError naming the text otherwise.
+// stage per device, ScheduleZBVZeroBubble), and throws InputError naming
+// the text otherwise.
 std::string ScheduleName(ScheduleKind kind);
 ScheduleKind ParseScheduleKind(const std::string& text);
+// The training kinds' names, for messages: "gpipe, 1f1b, ... or zbv".
+std::string TrainingScheduleNames();
 
 bool IsTraining(ScheduleKind kind);  // every kind but forward runs backwards
 bool SplitsBackward(ScheduleKind kind);  // runs I and W instead of B
-// Stages per device the kind takes: 1, or for interleaved-1f1b any v >= 2.
+// Stages per device the kind takes: 1, for interleaved-1f1b any v >= 2,
+// for zbv 2.
 bool TakesChunks(ScheduleKind kind, int chunks);
+// The stages per device a plan of this kind runs: interleaved-1f1b's
+// `requested` (0: 2), zbv's 2, the others' 1.
+int ChunksFor(ScheduleKind kind, int requested);
+
+// [stage] -> device for K devices of `chunks` stages each: stage s on
+// device s mod K (looped: gpipe, 1f1b, zb-h1, interleaved-1f1b), or for
+// zbv the V (device d holds stages d and 2K - 1 - d, so the middle
+// boundary stays on device K - 1).
+std::vector<int> StagePlacement(ScheduleKind kind, int devices, int chunks);
 
 struct Schedule {
   ScheduleKind kind = ScheduleKind::kGPipe;
   int stages = 1;        // K·v: every stage runs on one device
   int microbatches = 1;
   std::vector<std::vector<Action>> actions;  // [device] -> ordered actions of its stages
-  // [stage] -> its device (an index into actions); empty: stage s on device
-  // s, one stage per device.
+  // [stage] -> its device (an index into actions, StagePlacement); empty:
+  // stage s on device s, one stage per device.
   std::vector<int> stage_device;
 
   int Devices() const { return int(actions.size()); }
   int DeviceOf(int stage) const { return stage_device.empty() ? stage : stage_device.at(stage); }
 };
 
-// Builds the lists for `devices` devices of `chunks` stages each (stage s on
-// device s mod K: the looped placement), with transfers inserted: a RECV
-// right before the compute that needs it, a SEND right after the compute
-// that made it. Throws InputError naming the rule for a kind that cannot
-// take these numbers (devices, microbatches < 1; interleaved-1f1b with
-// chunks < 2 or M not a multiple of K; chunks > 1 for the others).
+// Builds the lists for `devices` devices of `chunks` stages each, placed
+// by StagePlacement, with transfers inserted (also between two stages of
+// one device): a RECV right before the compute that needs it, a SEND right
+// after the compute that made it. Throws InputError naming the rule for a
+// kind that cannot take these numbers (ScheduleRuledOut).
 Schedule BuildSchedule(ScheduleKind kind, int devices, int microbatches, int chunks = 1);
 
 // Why `kind` cannot run K devices x v chunks x M micro-batches, or "" when
-// it can (the search's reason for ruling it out).
+// it can (the search's reason for ruling it out): devices or micro-batches
+// below 1; interleaved-1f1b with v < 2, one device or M not a multiple of
+// K; zbv with v other than 2 or one device; v > 1 for the others.
 std::string ScheduleRuledOut(ScheduleKind kind, int devices, int microbatches, int chunks);
 
 // The compute actions of one list only (F/B/I/W), in schedule order.

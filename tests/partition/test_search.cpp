@@ -75,7 +75,7 @@ TEST_CASE("among ties, fewer devices win before fewer stages, and schedules go 1
   }
 }
 
-TEST_CASE("auto tries every training schedule, interleaved-1f1b cuts K·v stages and says where M does not fit") {
+TEST_CASE("auto tries every training schedule, interleaved-1f1b and zbv cut K·v stages, and where M does not fit is said") {
   auto b = EvenChain(16, 0);
   mp::PlanRequest request;
   request.stages = 2;
@@ -85,13 +85,13 @@ TEST_CASE("auto tries every training schedule, interleaved-1f1b cuts K·v stages
   for (const auto& alt : result.alternatives) {
     CAPTURE(alt.microbatches);
     kinds.insert(alt.schedule);
+    const bool chunked = alt.schedule == ScheduleKind::kInterleaved1F1B || alt.schedule == ScheduleKind::kZeroBubbleV;
+    CHECK(alt.chunks == (chunked ? 2 : 1));
+    CHECK(alt.stages == (chunked ? 4 : 2));
     if (alt.schedule != ScheduleKind::kInterleaved1F1B) {
-      CHECK(alt.chunks == 1);
-      CHECK(alt.stages == 2);
+      CHECK(alt.why_not == "");
       continue;
     }
-    CHECK(alt.chunks == 2);
-    CHECK(alt.stages == 4);
     if (alt.microbatches % 2 == 0) {
       CHECK(alt.feasible);
     } else {
@@ -102,7 +102,7 @@ TEST_CASE("auto tries every training schedule, interleaved-1f1b cuts K·v stages
     }
   }
   CHECK(kinds == std::set<ScheduleKind>{ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kZeroBubbleH1,
-                                        ScheduleKind::kInterleaved1F1B});
+                                        ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleV});
   CHECK(ruled_out > 0);
   // With few micro-batches the bubble is large: both newer schedules
   // shrink it, and the fastest is chosen (a synthetic profile ties only
@@ -122,6 +122,17 @@ TEST_CASE("auto tries every training schedule, interleaved-1f1b cuts K·v stages
     REQUIRE(few.partition.stages.size() == 4);
     for (int s = 0; s < 4; ++s) CHECK(few.partition.stages[s].device == s % 2);
   }
+  // zbv: the V, its middle boundary free (both ends on device 1).
+  request.schedule = ScheduleKind::kZeroBubbleV;
+  const auto c = EvenChain(16, 1 << 10);
+  const auto v = mp::SearchPlan(c.graph, c.profile, mp::UniformCluster(2, {}, {1e6, 1}), request);
+  REQUIRE(v.partition.stages.size() == 4);
+  for (int s = 0; s < 4; ++s) CHECK(v.partition.stages[s].device == (s < 2 ? s : 3 - s));
+  REQUIRE(v.partition.transfers.size() == 3);
+  CHECK(v.partition.transfers[0].forward_ms > 1);
+  CHECK(v.partition.transfers[1].forward_ms == 0);
+  CHECK(v.partition.transfers[2].backward_ms > 1);
+  mp::ValidateSchedule(v.schedule);
   // zb-h1's I and W add up to the backward; a first stage has no I.
   request.schedule = ScheduleKind::kZeroBubbleH1;
   const auto zb = mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(2, {}), request);
@@ -158,10 +169,11 @@ TEST_CASE("an even chain with free links uses every device and many micro-batche
   auto b = EvenChain(16, 0);
   mp::PlanRequest request;
   auto result = mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(4, {}), request);
-  CHECK(result.partition.stages.size() == 4);
+  // zbv: 8 stages on 4 devices.
+  CHECK(result.partition.stages.size() == 8);
   CHECK(result.partition.microbatches == 32);
   CHECK(result.partition.method == "dp");
-  for (const auto& stage : result.partition.stages) CHECK(stage.nodes.size() == 4);
+  for (const auto& stage : result.partition.stages) CHECK(stage.nodes.size() == 2);
   std::map<ScheduleKind, int> rows;
   const mp::PlanCandidate* one_f_one_b = nullptr;
   for (const auto& alt : result.alternatives) {
@@ -173,11 +185,12 @@ TEST_CASE("an even chain with free links uses every device and many micro-batche
     CHECK(result.predicted.step_ms <= alt.step_ms + 1e-9);
     if (alt.schedule == ScheduleKind::kOneFOneB && alt.stages == 4 && alt.microbatches == 32) one_f_one_b = &alt;
   }
-  // K x M each; interleaving from K = 2.
+  // K x M each; interleaving and the V from K = 2.
   CHECK(rows == std::map<ScheduleKind, int>{{ScheduleKind::kGPipe, 44},
                                             {ScheduleKind::kOneFOneB, 44},
                                             {ScheduleKind::kZeroBubbleH1, 44},
-                                            {ScheduleKind::kInterleaved1F1B, 33}});
+                                            {ScheduleKind::kInterleaved1F1B, 33},
+                                            {ScheduleKind::kZeroBubbleV, 33}});
   mp::ValidateSchedule(result.schedule);
   // An alternative left unsimulated has a bound below its real step time.
   int pruned = 0;
@@ -194,11 +207,14 @@ TEST_CASE("an even chain with free links uses every device and many micro-batche
   }
   CHECK(pruned > 0);
   // 1F1B per micro-batch of 1 sample: 16 nodes x 3 ms / 32 x 4 per stage:
-  // (M + K - 1) t; zb-h1 fills part of that bubble with W.
+  // (M + K - 1) t; zb-h1 fills part of that bubble with W, zbv halves
+  // what is left (its fill is K - 1 chunks of half a stage).
   REQUIRE(one_f_one_b != nullptr);
   CHECK(one_f_one_b->step_ms == doctest::Approx((32 + 3) * 4 * 3.0 / 32));
-  CHECK(result.partition.schedule == ScheduleKind::kZeroBubbleH1);
+  CHECK(result.partition.schedule == ScheduleKind::kZeroBubbleV);
   CHECK(result.predicted.step_ms < 0.97 * one_f_one_b->step_ms);
+  for (const auto& alt : result.alternatives)
+    if (alt.schedule == ScheduleKind::kZeroBubbleH1 && alt.simulated) CHECK(result.predicted.step_ms < alt.step_ms);
 }
 
 TEST_CASE("a slow link makes one stage the answer") {
@@ -212,6 +228,7 @@ TEST_CASE("a slow link makes one stage the answer") {
 TEST_CASE("CPU workers that slow each other down make pipelining worth less") {
   auto b = EvenChain(8, 0);
   mp::PlanRequest request;
+  request.schedule = ScheduleKind::kOneFOneB;  // one stage per device
   mp::Cluster shared = mp::UniformCluster(2, {});
   const auto free = mp::SearchPlan(b.graph, b.profile, shared, request);
   REQUIRE(free.partition.stages.size() == 2);

@@ -88,6 +88,33 @@ TEST_CASE("the summary names the step, speedup, bubble, K, M, schedule, partitio
   CHECK(Contains(line("profile"), "measured on cuda:0, 8 threads, coverage 97.2% (backward 95.1%)"));
 }
 
+TEST_CASE("the schedule line: each other schedule's best, its lower bound where every plan of it was pruned, or why not") {
+  mp::Plan plan = SamplePlan(4, 8);
+  const double step = plan.alternatives[0].step_ms;
+  using mp::ScheduleKind;
+  auto add = [&](ScheduleKind kind, double ms, bool feasible, bool simulated, const std::string& why) {
+    mp::PlanCandidate a = plan.alternatives[0];
+    a.schedule = kind;
+    a.step_ms = ms;
+    a.feasible = feasible;
+    a.simulated = simulated;
+    a.why_not = why;
+    plan.alternatives.push_back(a);
+  };
+  add(ScheduleKind::kZeroBubbleV, step * 1.2, true, false, "");
+  add(ScheduleKind::kZeroBubbleV, 0, false, false, "zbv: stage 0 needs 90 GiB");
+  add(ScheduleKind::kInterleaved1F1B, 0, false, false, "interleaved-1f1b needs M divisible by K");
+  const std::string report = mp::FormatPlanReport(plan, false);
+  std::string line;
+  for (const std::string& l : Lines(report))
+    if (StartsWith(l, "schedule  ")) line = l;
+  INFO(line);
+  CHECK(Contains(line, "gpipe " + mp::FormatMs(step * 1.08) + " ms (+8.0%)"));
+  CHECK(Contains(line, "zbv >= " + mp::FormatMs(step * 1.2) + " ms (its lower bound, +20.0%)"));
+  CHECK(Contains(line, "interleaved-1f1b: interleaved-1f1b needs M divisible by K"));
+  CHECK_FALSE(Contains(line, "90 GiB"));
+}
+
 TEST_CASE("warnings are lines of their own starting 'warning: '") {
   const mp::Plan plan = SamplePlan();
   const std::string report = mp::FormatPlanReport(plan, false);

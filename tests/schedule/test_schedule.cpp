@@ -1,6 +1,8 @@
 // Schedules: the drawn orders, transfers paired, validation error paths.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "planner/schedule/schedule.h"
 
@@ -20,9 +22,10 @@ constexpr ScheduleKind kTraining[] = {ScheduleKind::kGPipe, ScheduleKind::kOneFO
 
 TEST_CASE("schedule names parse and format") {
   for (auto kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kForwardOnly,
-                    ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleH1}) {
+                    ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleH1, ScheduleKind::kZeroBubbleV}) {
     CHECK(mp::ParseScheduleKind(mp::ScheduleName(kind)) == kind);
   }
+  CHECK(mp::ParseScheduleKind("ScheduleZBVZeroBubble") == ScheduleKind::kZeroBubbleV);
   CHECK(mp::ParseScheduleKind("infer") == ScheduleKind::kForwardOnly);
   // torch.distributed.pipelining's class names.
   CHECK(mp::ParseScheduleKind("ScheduleInterleaved1F1B") == ScheduleKind::kInterleaved1F1B);
@@ -85,6 +88,39 @@ TEST_CASE("zb-h1: 1f1b's order with I for B, stage s deferring its W by s I's") 
   for (int held : mp::MicrobatchesInFlight(s)) CHECK(held <= 3);
 }
 
+TEST_CASE("zbv: two stages per device in a V, I first, then F (the second chunk's first), then W") {
+  auto s = mp::BuildSchedule(ScheduleKind::kZeroBubbleV, 2, 2, 2);
+  CHECK(s.stages == 4);
+  CHECK(s.stage_device == std::vector<int>{0, 1, 1, 0});
+  CHECK(mp::StagePlacement(ScheduleKind::kZeroBubbleV, 3, 2) == std::vector<int>{0, 1, 2, 2, 1, 0});
+  // The drawing in schedule.cpp.
+  CHECK(Computes(s, 0) == "0F0 0F1 3F0 3I0 3F1 3I1 0I0 0W0 0I1 3W0 0W1 3W1");
+  CHECK(Computes(s, 1) == "1F0 2F0 1F1 2F1 2I0 1I0 2I1 1I1 1W0 2W0 1W1 2W1");
+  // The middle boundary stays on device 1: it sends to itself.
+  CHECK(mp::FormatActions(s.actions[1]).find("1F0 1SEND_F0 2RECV_F0 2F0") != std::string::npos);
+  CHECK(mp::FormatActions(s.actions[1]).find("2I0 2SEND_B0 1RECV_B0 1I0") != std::string::npos);
+  mp::ValidateSchedule(s);
+  // No device holds more than 2K chunks' activations at once, from F to W
+  // (1f1b's K micro-batches of a whole device).
+  for (int k = 2; k <= 8; ++k) {
+    for (int m : {1, k, 2 * k + 1, 4 * k}) {
+      const auto v = mp::BuildSchedule(ScheduleKind::kZeroBubbleV, k, m, 2);
+      for (const auto& list : v.actions) {
+        int held = 0, peak = 0;
+        for (const auto& a : list) {
+          held += (a.kind == ActionKind::kForward) - (a.kind == ActionKind::kBackwardWeight);
+          peak = std::max(peak, held);
+        }
+        CHECK(peak <= 2 * k);
+      }
+    }
+  }
+  CHECK_THROWS_WITH_AS(mp::BuildSchedule(ScheduleKind::kZeroBubbleV, 2, 4, 3),
+                       doctest::Contains("zbv runs 2 stages per device (a V), not 3"), InputError);
+  CHECK_THROWS_WITH_AS(mp::BuildSchedule(ScheduleKind::kZeroBubbleV, 1, 4, 2),
+                       doctest::Contains("zbv needs at least 2 devices"), InputError);
+}
+
 TEST_CASE("forward-only has no backward and no gradient transfers") {
   auto s = mp::BuildSchedule(ScheduleKind::kForwardOnly, 2, 3);
   CHECK(mp::FormatActions(s.actions[0]) == "0F0 0SEND_F0 0F1 0SEND_F1 0F2 0SEND_F2");
@@ -94,10 +130,10 @@ TEST_CASE("forward-only has no backward and no gradient transfers") {
 
 TEST_CASE("every generated schedule validates, and sends pair with receives") {
   for (auto kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kForwardOnly,
-                    ScheduleKind::kZeroBubbleH1, ScheduleKind::kInterleaved1F1B}) {
+                    ScheduleKind::kZeroBubbleH1, ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleV}) {
     for (int k = 1; k <= 6; ++k) {
       for (int m = 1; m <= 9; ++m) {
-        const int v = kind == ScheduleKind::kInterleaved1F1B ? 2 + m % 2 : 1;
+        const int v = kind == ScheduleKind::kInterleaved1F1B ? 2 + m % 2 : mp::ChunksFor(kind, 0);
         if (!mp::ScheduleRuledOut(kind, k, m, v).empty()) continue;
         CAPTURE(mp::ScheduleName(kind));
         CAPTURE(k);

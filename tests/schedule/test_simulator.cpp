@@ -104,6 +104,33 @@ TEST_CASE("zb-h1: with T_F = T_I = T_W the bubble is a third of 1f1b's") {
   }
 }
 
+TEST_CASE("zbv: with T_F = T_I = T_W the bubble is the fill's K - 1 chunk slots, half of zb-h1's") {
+  mp::StageTimes chunk;  // half a device's work: F, I and W one slot each
+  chunk.forward_ms = chunk.input_backward_ms = chunk.weight_backward_ms = 1;
+  chunk.backward_ms = 2;
+  mp::StageTimes stage;  // the same work as one stage per device
+  stage.forward_ms = stage.input_backward_ms = stage.weight_backward_ms = 2;
+  for (int k = 2; k <= 8; ++k) {
+    for (int m : {k, k + 1, 2 * k, 3 * k, 4 * k}) {
+      CAPTURE(k);
+      CAPTURE(m);
+      const auto v = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kZeroBubbleV, k, m, 2),
+                                      std::vector<mp::StageTimes>(2 * k, chunk));
+      const auto zb = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kZeroBubbleH1, k, m),
+                                       std::vector<mp::StageTimes>(k, stage));
+      const double work = 6.0 * m;
+      for (int d = 0; d < k; ++d) CHECK(v.device_busy_ms[d] == Approx(work));
+      if (k <= 4) {
+        CHECK(v.step_ms == Approx(work + k - 1));  // exactly the fill
+      } else if (m >= 2 * k) {
+        CHECK(v.step_ms <= 1.03 * (work + k - 1));
+      }
+      CHECK(zb.step_ms == Approx(work + 2 * (k - 1)));
+      CHECK(v.step_ms < zb.step_ms);
+    }
+  }
+}
+
 TEST_CASE("the schedules drawn in schedule.cpp, slot by slot") {
   const std::vector<mp::StageTimes> unit(3, {1, 1});
   auto gpipe = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kGPipe, 3, 4), unit);
@@ -125,6 +152,12 @@ TEST_CASE("the schedules drawn in schedule.cpp, slot by slot") {
   const std::vector<mp::StageTimes> half(4, {0.5, 0.5});  // a stage's chunk: half of a unit stage
   auto looped = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kInterleaved1F1B, 2, 4, 2), half);
   CHECK(looped.step_ms == Approx(9));
+  mp::StageTimes chunk;
+  chunk.forward_ms = chunk.input_backward_ms = chunk.weight_backward_ms = 1;
+  auto v = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kZeroBubbleV, 2, 2, 2), std::vector<mp::StageTimes>(4, chunk));
+  CHECK(Starts(v, 0) == "F0@0 F1@1 F0@3 I0@4 F1@5 I1@6 I0@7 W0@8 I1@9 W0@10 W1@11 W1@12");
+  CHECK(Starts(v, 1) == "F0@1 F0@2 F1@3 F1@4 I0@5 I0@6 I1@7 I1@8 W0@9 W0@10 W1@11 W1@12");
+  CHECK(v.step_ms == Approx(13));
   auto fwd = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kForwardOnly, 3, 4), unit);
   CHECK(Starts(fwd, 2) == "F0@2 F1@3 F2@4 F3@5");
 }
