@@ -215,6 +215,7 @@ bool Schedules(const std::string& mpplan, const std::string& mpexec, const std::
   if (quick) cases.resize(1);
   int faster = 0, faster_wanted = 0, within = 0, runs = 0;
   std::vector<double> noise, auto_excess;
+  std::vector<double> identical;  // auto against the hand-picked plan it equals
   std::string auto_choices;
   mp::bench::BarChart chart;
   chart.title = "Measured step against 1f1b's on 2 CPU devices (median of " + std::to_string(rounds) + " rounds)";
@@ -257,8 +258,11 @@ bool Schedules(const std::string& mpplan, const std::string& mpexec, const std::
         std::string label = k == kAgain ? "1f1b again" : schedules[k];
         if (k == kAuto) {
           std::string same;
-          for (size_t h = 0; h < kAuto; ++h)
-            if (SamePlan(read[k], read[h])) same = ", the " + schedules[h] + " plan";
+          for (size_t h = 0; h < kAuto; ++h) {
+            if (!SamePlan(read[k], read[h])) continue;
+            same = ", the " + schedules[h] + " plan";
+            identical.push_back(std::abs(Median(steps[k]) / Median(steps[h]) - 1));
+          }
           label = "auto (" + mp::ScheduleName(read[k].schedule) + same + ")";
           auto_choices += (auto_choices.empty() ? "" : ", ") + mp::ScheduleName(read[k].schedule);
         }
@@ -298,6 +302,12 @@ bool Schedules(const std::string& mpplan, const std::string& mpexec, const std::
   std::printf("schedules   auto chose %s; at worst %+.1f%% against the best hand-picked schedule (target: within "
               "the largest 1f1b-twice difference, %.1f%%) %s\n",
               auto_choices.c_str(), 100 * worst_auto, 100 * worst_noise, auto_ok ? "ok" : "MISSED");
+  if (!identical.empty()) {
+    std::printf("schedules   auto's plan was a hand-picked one in %zu of %zu cases; those identical plans differed by "
+                "%.1f%% at most (median %.1f%%)\n",
+                identical.size(), auto_excess.size(), 100 * *std::max_element(identical.begin(), identical.end()),
+                100 * Median(identical));
+  }
   std::printf("schedules   chart: %s/schedules.svg\n", out.c_str());
   return faster_ok && within_ok && auto_ok;
 }

@@ -27,7 +27,7 @@ struct ScheduleChoice {
 
 std::vector<ScheduleChoice> Schedules(const PlanRequest& request, int replicas) {
   if (request.chunks > 0 && request.schedule != ScheduleKind::kInterleaved1F1B) {
-    throw InputError("chunks: only the interleaved-1f1b schedule runs several stages per device");
+    throw InputError("chunks: only the interleaved-1f1b schedule takes a number of stages per device (zbv runs 2)");
   }
   // A layer split fixes the stages, one per device.
   const bool layers = request.method == "layers";

@@ -403,6 +403,18 @@ ERROR_CASE("stages-above-nodes", "`--stages` above the model's node count") {
   c.setup = ToyModel;
 }
 
+ERROR_CASE("chunks-without-interleaved", "`--chunks` with a schedule other than interleaved-1f1b") {
+  c.command = "mpplan toy.pt --gpus 2 --schedule zbv --chunks 3";
+  c.names = "--chunks";
+  c.setup = ToyModel;
+}
+
+ERROR_CASE("zbv-one-device", "`--schedule zbv` on one device") {
+  c.command = "mpplan toy.pt --gpus 1 --stages 1 --microbatches 2 --schedule zbv --repeats 1 --quiet";
+  c.names = "zbv needs at least 2 devices";
+  c.setup = ToyModel;
+}
+
 ERROR_CASE("memory-too-small", "`--memory` too small (gives the minimum that fits)") {
   c.command = "mpplan toy.pt --gpus 2 --stages 2 --memory 1KiB --repeats 1 --quiet";
   c.names = "the smallest limit that fits is";
