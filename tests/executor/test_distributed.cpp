@@ -382,7 +382,7 @@ TEST_CASE("Ctrl-C on the launcher stops every rank") {
 }
 
 TEST_CASE("bad input over processes is still one line") {
-  const std::string plan = Plan("bad", "mlp.script.pt", 2, "");
+  const std::string plan = Plan("bad", "mlp.script.pt", 2, "--schedule 1f1b");  // one stage per device
   const auto more = mp::test::RunTool("MASTER_ADDR=127.0.0.1 MASTER_PORT=29735 WORLD_SIZE=3 RANK=0 " +
                                           std::string(MP_MPEXEC_CPU), plan);
   CHECK(more.status == 1);
