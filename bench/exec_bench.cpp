@@ -261,7 +261,7 @@ bool Schedules(const std::string& mpplan, const std::string& mpexec, const std::
           for (size_t h = 0; h < kAuto; ++h) {
             if (!SamePlan(read[k], read[h])) continue;
             same = ", the " + schedules[h] + " plan";
-            identical.push_back(std::abs(Median(steps[k]) / Median(steps[h]) - 1));
+            identical.push_back(std::abs(measured[k] / measured[h] - 1));
           }
           label = "auto (" + mp::ScheduleName(read[k].schedule) + same + ")";
           auto_choices += (auto_choices.empty() ? "" : ", ") + mp::ScheduleName(read[k].schedule);

@@ -157,9 +157,14 @@ std::vector<std::vector<Step>> ZeroBubbleVOrder(int devices, int microbatches) {
       const int s = stages[chunk];
       int& next = kind == ActionKind::kForward ? next_f[s] : kind == ActionKind::kBackwardInput ? next_i[s] : next_w[s];
       order[d].push_back({kind, chunk, next});
-      if (kind == ActionKind::kForward) f_end[at(s, next)] = t + 1, ++held[d];
-      if (kind == ActionKind::kBackwardInput) i_end[at(s, next)] = t + 1;
-      if (kind == ActionKind::kBackwardWeight) --held[d];
+      if (kind == ActionKind::kForward) {
+        f_end[at(s, next)] = t + 1;
+        ++held[d];
+      } else if (kind == ActionKind::kBackwardInput) {
+        i_end[at(s, next)] = t + 1;
+      } else {
+        --held[d];
+      }
       ++next;
       --left;
       started = true;
@@ -199,11 +204,6 @@ bool IsTraining(ScheduleKind kind) { return kind != ScheduleKind::kForwardOnly; 
 
 bool SplitsBackward(ScheduleKind kind) {
   return kind == ScheduleKind::kZeroBubbleH1 || kind == ScheduleKind::kZeroBubbleV;
-}
-
-bool TakesChunks(ScheduleKind kind, int chunks) {
-  if (kind == ScheduleKind::kInterleaved1F1B) return chunks >= 2;
-  return chunks == (kind == ScheduleKind::kZeroBubbleV ? 2 : 1);
 }
 
 int ChunksFor(ScheduleKind kind, int requested) {

@@ -30,9 +30,6 @@ std::string TrainingScheduleNames();
 
 bool IsTraining(ScheduleKind kind);  // every kind but forward runs backwards
 bool SplitsBackward(ScheduleKind kind);  // runs I and W instead of B
-// Stages per device the kind takes: 1, for interleaved-1f1b any v >= 2,
-// for zbv 2.
-bool TakesChunks(ScheduleKind kind, int chunks);
 // The stages per device a plan of this kind runs: interleaved-1f1b's
 // `requested` (0: 2), zbv's 2, the others' 1.
 int ChunksFor(ScheduleKind kind, int requested);
