@@ -1,4 +1,4 @@
-// RunPlanCommand: ProfileModel -> MakePlanDevices -> SearchPlan -> BuildPlan
+// RunPlanCommand: ProfileModel -> MakePlanDevices -> SearchAtMeasuredSizes -> BuildPlan
 // -> ComparePartitioners, then the outputs. The plan text is parsed back and
 // checked against the graph before anything is written, so a plan mpplan
 // writes is always one mpexec accepts.
@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "planner/command/plan_devices.h"
+#include "planner/command/search_measured.h"
 #include "planner/graph/model_file.h"
 #include "planner/partition/baselines.h"
 #include "planner/partition/order.h"
@@ -166,7 +167,15 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   plan_request.tie_tolerance = request.tie_tolerance;
   plan_request.layer_split = request.split;
   const auto search_start = std::chrono::steady_clock::now();
-  const SearchResult search = SearchPlan(profiled.graph, profiled.profile, devices.cluster, plan_request);
+  MeasuredSearch measured = SearchAtMeasuredSizes(profiled, devices.cluster, plan_request);
+  if (!measured.added.empty() && !request.profile.profile_out.empty()) {
+    // The file holds the sizes measured for the plan too, and the plan is
+    // made from what it holds.
+    profiled.profile = SaveProfile(profile_request, profiled.profile);
+    measured.search = SearchPlan(profiled.graph, profiled.profile, devices.cluster, plan_request);
+  }
+  const SearchResult& search = measured.search;
+  result.profile_ms += measured.measure_ms;
   PlanSource source;
   source.model_path = ModelPathFromPlan(request.profile.model_path, result.plan_path);
   source.model_sha256 = model_sha256;
@@ -174,7 +183,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   source.profile_file = request.profile.profile_in;
   source.calibration = profiled.calibration;
   result.plan = BuildPlan(profiled.graph, profiled.profile, devices.cluster, plan_request, search, source);
-  result.partition_ms = MsSince(search_start);
+  result.partition_ms = MsSince(search_start) - measured.measure_ms;
   const auto compare_start = std::chrono::steady_clock::now();
   result.plan.comparisons =
       ComparePartitioners(profiled.graph, profiled.profile, devices.cluster, plan_request, result.plan);

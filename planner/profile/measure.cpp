@@ -200,7 +200,7 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     const auto model_inputs = SyntheticInputs(WithBatch(inputs, m), options.seed);
     // The whole-graph reference only where coverage is taken: it costs as
     // much as the node passes, and the budget is 30 whole steps.
-    pass.whole_graph = options.timed && m == sizes.back();
+    pass.whole_graph = options.timed && options.coverage && m == sizes.back();
     PassResult result;
     try {
       result = RunNodeByNode(canonical, model_inputs, pass);

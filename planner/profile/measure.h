@@ -20,6 +20,9 @@ struct MeasureOptions {
   TimingOptions timing;
   std::string device = "cpu";             // cpu, cuda, cuda:1, ...
   bool timed = true;                      // false: shapes, bytes and FLOPs only
+  // Timed: also time the whole graph in one piece at the largest size
+  // (Profile::coverage). Off where sizes are added to a profile that has it.
+  bool coverage = true;
   uint64_t seed = 0;
   // CPU, timed: also run the contention probe for up to this many workers
   // sharing the machine (Profile::shared_slowdown); 1: do not.

@@ -8,6 +8,7 @@
 #include <ATen/Parallel.h>
 
 #include <chrono>
+#include <memory>
 #include <cstdio>
 #include <thread>
 
@@ -30,10 +31,12 @@ namespace mp {
 namespace {
 
 Profile Measure(const CanonicalGraph& canonical, const ProfileRequest& request,
-                const std::vector<TensorSpec>& inputs, bool timed, int workers = 1) {
+                const std::vector<TensorSpec>& inputs, bool timed, int workers = 1,
+                const std::vector<int64_t>& sizes = {}) {
   MeasureOptions options;
   options.training = request.training;
-  options.microbatch_sizes = request.microbatch_sizes;
+  options.microbatch_sizes = sizes.empty() ? request.microbatch_sizes : sizes;
+  options.coverage = sizes.empty();
   options.timing = request.timing;
   options.device = request.device;
   options.timed = timed;
@@ -66,12 +69,14 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
   at::set_num_threads(request.threads > 0 ? request.threads : DefaultThreads(request.stages));
 
   const auto load_start = std::chrono::steady_clock::now();
-  ModelFile model = LoadModelFile(request.model_path);
+  // Shared: a measured profile's measure_sizes measures on them later.
+  const auto model = std::make_shared<ModelFile>(LoadModelFile(request.model_path));
   CanonicalOptions canonical_options;
   canonical_options.training = request.training;
-  const CanonicalGraph canonical = Canonicalize(model.module, canonical_options);
+  const auto canonical_ptr = std::make_shared<const CanonicalGraph>(Canonicalize(model->module, canonical_options));
+  const CanonicalGraph& canonical = *canonical_ptr;
   ProfiledModel result;
-  result.inputs = ResolveInputs(model, canonical, request.input_flags);
+  result.inputs = ResolveInputs(*model, canonical, request.input_flags);
   if (request.batch != 0) {
     if (request.batch < 0) throw InputError(Concat("--batch must be at least 1, got ", request.batch));
     result.inputs = WithBatch(result.inputs, request.batch);
@@ -113,17 +118,24 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
     // each other (contention.h).
     result.profile = Measure(canonical, request, result.inputs, true, request.stages);
     result.profiling_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (request.microbatch_sizes.empty()) {
+      result.measure_sizes = [model, canonical_ptr, request, inputs = result.inputs](const std::vector<int64_t>& sizes) {
+        return Measure(*canonical_ptr, request, inputs, true, 1, sizes);
+      };
+    }
   }
 
-  if (!request.profile_out.empty()) {
-    const std::string yaml = ProfileToYaml(result.profile);
-    WriteFileAtomically(request.profile_out, yaml, {request.model_path, request.profile_in, request.device_profile});
-    // Plan from what the file holds (times to 6 digits), so that
-    // --profile-in gives this same plan, not one that differs in the
-    // digits the file leaves out.
-    result.profile = ProfileFromYaml(yaml, request.profile_out);
-  }
+  if (!request.profile_out.empty()) result.profile = SaveProfile(request, result.profile);
   return result;
+}
+
+Profile SaveProfile(const ProfileRequest& request, const Profile& profile) {
+  const std::string yaml = ProfileToYaml(profile);
+  WriteFileAtomically(request.profile_out, yaml, {request.model_path, request.profile_in, request.device_profile});
+  // Plan from what the file holds (times to 6 digits), so that --profile-in
+  // gives this same plan, not one that differs in the digits the file
+  // leaves out.
+  return ProfileFromYaml(yaml, request.profile_out);
 }
 
 }  // namespace mp

@@ -41,6 +41,12 @@ struct ProfiledModel {
   std::string calibration;                // how an analytic profile was calibrated, or ""
   double load_s = 0;                      // wall time of loading, canonicalising and sizing
   double profiling_s = 0;                 // wall time of measuring (0 when read or estimated)
+  // Set when the profile was measured here at the default sizes: measures
+  // the graph's nodes at more micro-batch sizes the same way (no coverage,
+  // no contention probe), for MergeSizes. Unset for a profile read from a
+  // file, estimated for a device profile, or measured at the sizes the
+  // user named (--microbatch-sizes).
+  std::function<Profile(const std::vector<int64_t>& sizes)> measure_sizes;
 };
 
 // Intra-op threads for one stage when `stages` stages share this
@@ -50,5 +56,11 @@ int DefaultThreads(int stages);
 // Throws InputError for bad files and flags, and for a --profile-in file
 // of another graph, input spec or mode.
 ProfiledModel ProfileModel(const ProfileRequest& request);
+
+// Writes `profile` to request.profile_out (atomically, never over the
+// model or the profile it read) and returns it as read back, so that
+// planning from the file gives the same plan: times to the digits the file
+// keeps.
+Profile SaveProfile(const ProfileRequest& request, const Profile& profile);
 
 }  // namespace mp

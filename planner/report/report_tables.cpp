@@ -131,10 +131,19 @@ const PlanCandidate* RunnerUp(const Plan& plan, const PlanCandidate* chosen) {
   return best;
 }
 
-std::string ProfileText(const PlanProfile& p) {
+// `microbatch_size`: the plan's, said to be interpolated where the profile
+// did not time it.
+std::string ProfileText(const PlanProfile& p, int64_t microbatch_size) {
   std::string out = p.source;
   if (!p.device.empty()) out += " on " + p.device;
   if (p.threads > 0) out += ", " + Plural(p.threads, "thread");
+  if (!p.microbatch_sizes.empty()) {
+    out += ", at micro-batch sizes";
+    for (size_t i = 0; i < p.microbatch_sizes.size(); ++i) out += (i ? ", " : " ") + std::to_string(p.microbatch_sizes[i]);
+    const auto& sizes = p.microbatch_sizes;
+    if (microbatch_size > 0 && std::find(sizes.begin(), sizes.end(), microbatch_size) == sizes.end())
+      out += " (the plan's " + std::to_string(microbatch_size) + " interpolated)";
+  }
   if (p.coverage > 0) {
     out += ", coverage " + FormatPercent(p.coverage);
     if (p.backward_coverage > 0) out += " (backward " + FormatPercent(p.backward_coverage) + ")";
@@ -296,7 +305,7 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
     }
     lines.push_back({delta <= -kTieFraction ? "faster" : "runner-up", text});
   }
-  if (!plan.profile.source.empty()) lines.push_back({"profile", ProfileText(plan.profile)});
+  if (!plan.profile.source.empty()) lines.push_back({"profile", ProfileText(plan.profile, plan.microbatch_size)});
   return lines;
 }
 

@@ -163,6 +163,35 @@ TEST_CASE("a measured plan on this machine, with the default output beside the m
   CHECK(plan.links[0].latency_ms < 10);
 }
 
+TEST_CASE("the plan runs at a micro-batch size the profile measured, unless --microbatch-sizes says which") {
+  // The MLP at batch 64 is profiled at 1, 4, 16 and 64; 3 micro-batches run 22 samples each.
+  const std::string flags = " --quiet --gpus 2 --stages 2 --warmup 0 --repeats 1 --microbatches 3";
+  const std::string plan_path = TempPath("sizes.plan.yaml"), profile_path = TempPath("sizes.profile.yaml");
+  const auto run = Mpplan(ZooPath("mlp.script.pt") + flags + " --profile-out " + profile_path + " -o " + plan_path);
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  const mp::Plan plan = mp::ReadPlan(plan_path);
+  CHECK(plan.microbatch_size == 22);
+  CHECK(plan.profile.microbatch_sizes == std::vector<int64_t>{1, 4, 16, 22, 64});
+  CHECK(run.out.find("at micro-batch sizes 1, 4, 16, 22, 64,") != std::string::npos);
+  CHECK(run.out.find("interpolated") == std::string::npos);
+  // The profile file holds the size too, and planning from it gives this plan.
+  const auto again = Mpplan(ZooPath("mlp.script.pt") + flags + " --profile-in " + profile_path + " -o " +
+                            TempPath("sizes.again.plan.yaml"));
+  REQUIRE(again.status == 0);
+  const mp::Plan same = mp::ReadPlan(TempPath("sizes.again.plan.yaml"));
+  CHECK(same.profile.microbatch_sizes == plan.profile.microbatch_sizes);
+  CHECK(same.predicted.step_ms == plan.predicted.step_ms);
+  CHECK(same.schedule == plan.schedule);
+
+  // Sizes the user named are the ones measured; the report says the plan's was not.
+  const auto named = Mpplan(ZooPath("mlp.script.pt") + flags + " --microbatch-sizes 1,64 -o " + plan_path);
+  INFO(named.out);
+  REQUIRE(named.status == 0);
+  CHECK(mp::ReadPlan(plan_path).profile.microbatch_sizes == std::vector<int64_t>{1, 64});
+  CHECK(named.out.find("at micro-batch sizes 1, 64 (the plan's 22 interpolated)") != std::string::npos);
+}
+
 TEST_CASE("--report writes Markdown and an SVG Gantt chart, --dot writes the graph") {
   const std::string md = TempPath("resnet.report.md"), dot = TempPath("resnet.dot");
   const std::string svg = TempPath("resnet.report.svg");

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "planner/profile/merge_sizes.h"
 #include "planner/profile/profile.h"
 #include "planner/profile/profile_file.h"
 
@@ -253,4 +254,43 @@ TEST_CASE("I and W: measured where the profile has them, else halves for a node 
   text.erase(at, text.find(']', at) + 1 - at);
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(text, "p.yaml"),
                        doctest::Contains("expected input_backward_ms and weight_backward_ms together"), mp::InputError);
+}
+
+TEST_CASE("sizes measured later join the profile in order, and replace the line between their neighbours") {
+  mp::Profile p = Sample();  // sizes 1, 2, 8
+  const double line = mp::ForwardMs(p, 1, 4);
+  CHECK(line == doctest::Approx(2.0 + 2.0 / 6 * 2.0));
+  mp::Profile more = Sample();
+  more.microbatch_sizes = {2, 4};  // 2: held already, kept as it was
+  for (mp::NodeCost& n : more.nodes) {
+    n.forward_ms = {99, 7.5 + n.id};
+    n.backward_ms = {99, 9.5};
+    if (!n.input_backward_ms.empty()) n.input_backward_ms = {99, 4.5}, n.weight_backward_ms = {99, 5};
+    n.spread = {99, 0.04};
+    n.flops = {99, 4e6};
+    n.bytes_moved = {99, 16384};
+  }
+  mp::MergeSizes(p, more);
+  CHECK(p.microbatch_sizes == std::vector<int64_t>{1, 2, 4, 8});
+  for (const mp::NodeCost& n : p.nodes) {
+    CAPTURE(n.id);
+    CHECK(n.forward_ms == std::vector<double>{0.5 + n.id, 1.0 + n.id, 7.5 + n.id, 3.0 + n.id});
+    CHECK(n.backward_ms == std::vector<double>{1.0, 2.0, 9.5, 6.0});
+    CHECK(n.flops == std::vector<double>{1e6, 2e6, 4e6, 8e6});
+    CHECK(n.spread.size() == 4);
+    CHECK(n.bytes_moved.size() == 4);
+  }
+  CHECK(p.nodes[1].input_backward_ms == std::vector<double>{0.4, 0.9, 4.5, 2.9});
+  CHECK(p.nodes[1].weight_backward_ms == std::vector<double>{0.7, 1.2, 5, 3.2});
+  CHECK(p.nodes[0].input_backward_ms.empty());  // estimated before, estimated still
+  // The measured time, not the line, and the neighbours' lines move with it.
+  CHECK(mp::ForwardMs(p, 1, 4) == 8.5);
+  CHECK(mp::ForwardMs(p, 1, 3) == doctest::Approx((2.0 + 8.5) / 2));
+  CHECK(p.coverage == Sample().coverage);
+  // It round-trips like any profile.
+  CHECK(mp::ProfileToYaml(mp::ProfileFromYaml(mp::ProfileToYaml(p), "p.yaml")) == mp::ProfileToYaml(p));
+
+  mp::Profile other = Sample();
+  other.nodes.pop_back();
+  CHECK_THROWS_AS(mp::MergeSizes(p, other), mp::InternalError);
 }

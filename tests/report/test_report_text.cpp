@@ -85,7 +85,12 @@ TEST_CASE("the summary names the step, speedup, bubble, K, M, schedule, partitio
   CHECK(Contains(line("why"), "fastest of 5 alternatives (3 simulated, 1 ruled out by a lower bound, 1 infeasible)"));
   CHECK(Contains(line("runner-up"),
                  "2 stages x 16 micro-batches, 1f1b at " + mp::FormatMs(plan.alternatives[1].step_ms) + " ms (+3.1%)"));
-  CHECK(Contains(line("profile"), "measured on cuda:0, 8 threads, coverage 97.2% (backward 95.1%)"));
+  CHECK(Contains(line("profile"),
+                 "measured on cuda:0, 8 threads, at micro-batch sizes 1, 2, 4, 8, coverage 97.2% (backward 95.1%)"));
+  // A plan at a size the profile did not time says so.
+  mp::Plan between = plan;
+  between.profile.microbatch_sizes = {1, 8};
+  CHECK(Contains(mp::FormatPlanReport(between, false), "at micro-batch sizes 1, 8 (the plan's 4 interpolated), coverage"));
 }
 
 TEST_CASE("the schedule line: each other schedule's best, its lower bound where every plan of it was pruned, or why not") {

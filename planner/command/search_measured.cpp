@@ -1,0 +1,41 @@
+// SearchAtMeasuredSizes: search, measure what the answer interpolated,
+// search again.
+#include "planner/command/search_measured.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "planner/profile/merge_sizes.h"
+
+namespace mp {
+
+std::vector<int64_t> UnmeasuredSizes(const SearchResult& search, const Profile& profile) {
+  std::vector<int64_t> sizes;
+  for (int index : {search.chosen, search.fastest}) {
+    if (index < 0) continue;
+    const int64_t m = search.alternatives.at(index).microbatch_size;
+    const auto& measured = profile.microbatch_sizes;
+    if (m > 0 && std::find(measured.begin(), measured.end(), m) == measured.end() &&
+        std::find(sizes.begin(), sizes.end(), m) == sizes.end()) {
+      sizes.push_back(m);
+    }
+  }
+  return sizes;
+}
+
+MeasuredSearch SearchAtMeasuredSizes(ProfiledModel& profiled, const Cluster& cluster, const PlanRequest& request) {
+  MeasuredSearch result;
+  result.search = SearchPlan(profiled.graph, profiled.profile, cluster, request);
+  for (int round = 0; round < kMeasureRounds && profiled.measure_sizes; ++round) {
+    const std::vector<int64_t> sizes = UnmeasuredSizes(result.search, profiled.profile);
+    if (sizes.empty()) break;
+    const auto start = std::chrono::steady_clock::now();
+    MergeSizes(profiled.profile, profiled.measure_sizes(sizes));
+    result.measure_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    result.added.insert(result.added.end(), sizes.begin(), sizes.end());
+    result.search = SearchPlan(profiled.graph, profiled.profile, cluster, request);
+  }
+  return result;
+}
+
+}  // namespace mp
