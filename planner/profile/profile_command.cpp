@@ -8,8 +8,8 @@
 #include <ATen/Parallel.h>
 
 #include <chrono>
-#include <memory>
 #include <cstdio>
+#include <memory>
 #include <thread>
 
 #include "common/allocator.h"
