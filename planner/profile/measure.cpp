@@ -193,22 +193,45 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     };
   }
 
-  std::vector<std::vector<int64_t>> value_bytes;  // [run size][value]
-  std::vector<double> reference_ms, pass_ratios;
-  double node_forward = 0, node_backward = 0;
-  for (const int64_t m : run_sizes) {
-    const auto model_inputs = SyntheticInputs(WithBatch(inputs, m), options.seed);
-    // The whole-graph reference only where coverage is taken: it costs as
-    // much as the node passes, and the budget is 30 whole steps.
-    pass.whole_graph = options.timed && options.coverage && m == sizes.back();
-    PassResult result;
+  // The sizes take turns, pass by pass (NodeByNodePasses): a slow stretch
+  // of the machine then falls on every size alike, not on one.
+  const auto at_size = [&](int64_t m, const std::function<void()>& work) {
     try {
-      result = RunNodeByNode(canonical, model_inputs, pass);
+      work();
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
       ThrowModelFails(m, e, sizes, run_at);
     }
+  };
+  std::vector<std::unique_ptr<NodeByNodePasses>> turns(run_sizes.size());
+  for (size_t s = 0; s < run_sizes.size(); ++s) {
+    const int64_t m = run_sizes[s];
+    // The whole-graph reference only where coverage is taken: it costs as
+    // much as the node passes, and the budget is 30 whole steps.
+    pass.whole_graph = options.timed && options.coverage && m == sizes.back();
+    at_size(m, [&] {
+      turns[s] = std::make_unique<NodeByNodePasses>(
+          canonical, SyntheticInputs(WithBatch(inputs, m), options.seed), pass);
+    });
+  }
+  std::vector<PassResult> results(run_sizes.size());
+  for (bool left = true; left;) {
+    left = false;
+    for (size_t s = 0; s < run_sizes.size(); ++s) {
+      if (!turns[s]) continue;
+      at_size(run_sizes[s], [&] {
+        turns[s]->RunPass();
+        if (turns[s]->Done()) results[s] = turns[s]->Finish(), turns[s].reset();  // its last activations go
+      });
+      left = left || turns[s];
+    }
+  }
+
+  std::vector<std::vector<int64_t>> value_bytes;  // [run size][value]
+  std::vector<double> reference_ms, pass_ratios;
+  double node_forward = 0, node_backward = 0;
+  for (PassResult& result : results) {
     if (options.timed) {
       profile.whole_forward_ms = result.whole_forward.median_ms;
       profile.whole_backward_ms = result.whole_backward.median_ms;

@@ -107,80 +107,92 @@ class Engine {
     ComputeParameterOnly();
   }
 
-  PassResult Run(const std::vector<IValue>& model_inputs) {
+  // The graph in one piece, where it is timed: once, before the passes.
+  void Start(const std::vector<IValue>& model_inputs) {
+    const size_t n = canonical_.nodes.size();
+    model_inputs_ = model_inputs;
+    if (options_.timed && options_.whole_graph)
+      whole_ = std::make_unique<WholeGraph>(canonical_, model_inputs_, options_);
+    forward_.assign(n, {});
+    backward_.assign(n, {});
+    input_backward_.assign(n, {});
+    weight_backward_.assign(n, {});
+  }
+
+  // The next of PassCount(options_) passes.
+  void RunPass() {
     const size_t n = canonical_.nodes.size();
     const int passes = PassCount(options_);
     const int warmup = passes - (options_.timed ? std::max(1, options_.timing.repeats) : 1);
-    std::unique_ptr<WholeGraph> whole;
-    if (options_.timed && options_.whole_graph)
-      whole = std::make_unique<WholeGraph>(canonical_, model_inputs, options_);
-    std::vector<double> whole_forward, whole_backward;
-    std::vector<std::vector<double>> forward(n), backward(n), input_backward(n), weight_backward(n);
-    for (int pass = 0; pass < passes; ++pass) {
-      const bool keep = pass >= warmup;
-      const bool split = keep && (pass - warmup) % 2 == 1;
-      if (keep && options_.timed && options_.between_passes) options_.between_passes();
-      // Each backward runs on the graph its own pass's forward just built,
-      // as a training step does: a backward repeated on one retained graph
-      // finds its buffers warm and ran up to 1.7x faster (ConvNet at 8).
-      if (whole) {
-        const double forward_ms = whole->Forward();
-        const double backward_ms = options_.training ? whole->Backward() : 0;
-        if (keep) whole_forward.push_back(forward_ms), whole_backward.push_back(backward_ms);
-      }
-      if (keep && options_.reference) result_.reference_ms.push_back(options_.reference->TimeMs());
-      double pass_ms = 0;
-      LoadInputs(model_inputs);
-      records_.assign(n, Recorded());
-      for (size_t i = 0; i < n; ++i) {
-        const double ms = Forward(static_cast<int>(i), pass == 0);
-        if (keep) forward[i].push_back(ms);
-        pass_ms += ms;
+    const int pass = pass_++;
+    const bool keep = pass >= warmup;
+    const bool split = keep && (pass - warmup) % 2 == 1;
+    if (keep && options_.timed && options_.between_passes) options_.between_passes();
+    // Each backward runs on the graph its own pass's forward just built,
+    // as a training step does: a backward repeated on one retained graph
+    // finds its buffers warm and ran up to 1.7x faster (ConvNet at 8).
+    if (whole_) {
+      const double forward_ms = whole_->Forward();
+      const double backward_ms = options_.training ? whole_->Backward() : 0;
+      if (keep) whole_forward_.push_back(forward_ms), whole_backward_.push_back(backward_ms);
+    }
+    if (keep && options_.reference) result_.reference_ms.push_back(options_.reference->TimeMs());
+    double pass_ms = 0;
+    LoadInputs(model_inputs_);
+    records_.assign(n, Recorded());
+    for (size_t i = 0; i < n; ++i) {
+      const double ms = Forward(static_cast<int>(i), pass == 0);
+      if (keep) forward_[i].push_back(ms);
+      pass_ms += ms;
+      if (options_.progress) options_.progress();
+    }
+    if (pass + 1 == passes) {
+      for (const Value* out : canonical_.graph->outputs()) result_.outputs.push_back(env_[Id(out)]);
+    }
+    if (options_.training) {
+      grads_.assign(ids_.size(), {});
+      SeedOutputGrads();
+      for (int i = static_cast<int>(n) - 1; i >= 0; --i) {
+        const BackwardTimes t = Backward(i, split);
+        if (keep && !t.split) backward_[i].push_back(t.input_ms + t.weight_ms);
+        if (split) input_backward_[i].push_back(t.input_ms), weight_backward_[i].push_back(t.weight_ms);
+        pass_ms += t.input_ms + t.weight_ms;
         if (options_.progress) options_.progress();
       }
-      if (pass + 1 == passes) {
-        for (const Value* out : canonical_.graph->outputs()) result_.outputs.push_back(env_[Id(out)]);
-      }
-      if (options_.training) {
-        grads_.assign(ids_.size(), {});
-        SeedOutputGrads();
-        for (int i = static_cast<int>(n) - 1; i >= 0; --i) {
-          const BackwardTimes t = Backward(i, split);
-          if (keep && !t.split) backward[i].push_back(t.input_ms + t.weight_ms);
-          if (split) input_backward[i].push_back(t.input_ms), weight_backward[i].push_back(t.weight_ms);
-          pass_ms += t.input_ms + t.weight_ms;
-          if (options_.progress) options_.progress();
-        }
-      }
-      if (keep && options_.timed) result_.pass_ms.push_back(pass_ms);
-      // Release this pass's activations and gradients before the whole
-      // graph runs again: holding them made its next run pay for fresh
-      // memory, ~10% on ResNet-50.
-      if (pass + 1 < passes) {
-        records_.assign(n, Recorded());
-        env_.assign(ids_.size(), IValue());
-        grads_.assign(ids_.size(), {});
-      }
     }
+    if (keep && options_.timed) result_.pass_ms.push_back(pass_ms);
+    // Release this pass's activations and gradients before the whole
+    // graph runs again: holding them made its next run pay for fresh
+    // memory, ~10% on ResNet-50.
+    if (pass + 1 < passes) {
+      records_.assign(n, Recorded());
+      env_.assign(ids_.size(), IValue());
+      grads_.assign(ids_.size(), {});
+    }
+  }
+
+  // Each node's medians, once every pass has run.
+  PassResult Finish() {
+    const size_t n = canonical_.nodes.size();
     for (size_t i = 0; i < n; ++i) {
       NodeSample& node = result_.nodes[i];
-      node.forward_ms = Quantile(forward[i], 0.5);
-      const double p10 = Quantile(forward[i], 0.1), p90 = Quantile(forward[i], 0.9);
+      node.forward_ms = Quantile(forward_[i], 0.5);
+      const double p10 = Quantile(forward_[i], 0.1), p90 = Quantile(forward_[i], 0.9);
       node.forward_spread = node.forward_ms > 0 ? (p90 - p10) / node.forward_ms : 0;
       if (!options_.training) continue;
-      node.backward_ms = Quantile(backward[i], 0.5);
-      if (input_backward[i].empty()) {  // one kept pass: no split measured; halves where it would split
+      node.backward_ms = Quantile(backward_[i], 0.5);
+      if (input_backward_[i].empty()) {  // one kept pass: no split measured; halves where it would split
         const bool both = has_input_part_[i] && has_weight_part_[i];
         node.input_backward_ms = both ? node.backward_ms / 2 : has_weight_part_[i] ? 0 : node.backward_ms;
         node.weight_backward_ms = node.backward_ms - node.input_backward_ms;
       } else {
-        node.input_backward_ms = Quantile(input_backward[i], 0.5);
-        node.weight_backward_ms = Quantile(weight_backward[i], 0.5);
+        node.input_backward_ms = Quantile(input_backward_[i], 0.5);
+        node.weight_backward_ms = Quantile(weight_backward_[i], 0.5);
       }
     }
-    if (whole) result_.whole_forward = Summarise(whole_forward);
+    if (whole_) result_.whole_forward = Summarise(whole_forward_);
     if (!options_.training) return std::move(result_);
-    if (whole) result_.whole_backward = Summarise(whole_backward);
+    if (whole_) result_.whole_backward = Summarise(whole_backward_);
     for (size_t p = 0; p < canonical_.params.size(); ++p) {
       const auto& grads = grads_[canonical_.num_model_inputs + p];
       result_.param_grads.push_back(grads.empty() ? at::Tensor() : grads[0]);
@@ -430,7 +442,12 @@ class Engine {
   }
 
   const CanonicalGraph& canonical_;
-  const PassOptions& options_;
+  const PassOptions options_;  // a copy: the profiler runs several sizes at once, each with its own
+  std::vector<IValue> model_inputs_;
+  int pass_ = 0;
+  std::unique_ptr<WholeGraph> whole_;
+  std::vector<double> whole_forward_, whole_backward_;
+  std::vector<std::vector<double>> forward_, backward_, input_backward_, weight_backward_;  // node -> kept samples
   std::unordered_map<const Value*, int> ids_;
   std::function<void()> sync_;
   std::vector<std::unique_ptr<NodeProgram>> programs_;  // null for constants
@@ -451,11 +468,40 @@ int PassCount(const PassOptions& options) {
   return options.timed ? std::max(1, options.timing.warmup) + std::max(1, options.timing.repeats) : 1;
 }
 
-PassResult RunNodeByNode(const CanonicalGraph& canonical, const std::vector<IValue>& model_inputs,
-                         const PassOptions& options) {
+struct NodeByNodePasses::Impl {
+  Impl(const CanonicalGraph& canonical, const PassOptions& options) : engine(canonical, options), training(options.training) {}
+  Engine engine;
+  bool training;
+};
+
+NodeByNodePasses::NodeByNodePasses(const CanonicalGraph& canonical, const std::vector<IValue>& model_inputs,
+                                   const PassOptions& options)
+    : passes_(PassCount(options)) {
   std::unique_ptr<torch::NoGradGuard> no_grad;
   if (!options.training) no_grad = std::make_unique<torch::NoGradGuard>();
-  return Engine(canonical, options).Run(model_inputs);
+  impl_ = std::make_unique<Impl>(canonical, options);
+  impl_->engine.Start(model_inputs);
+}
+
+NodeByNodePasses::~NodeByNodePasses() = default;
+
+void NodeByNodePasses::RunPass() {
+  std::unique_ptr<torch::NoGradGuard> no_grad;
+  if (!impl_->training) no_grad = std::make_unique<torch::NoGradGuard>();
+  impl_->engine.RunPass();
+  ++done_;
+}
+
+PassResult NodeByNodePasses::Finish() {
+  if (done_ != passes_) throw InternalError(Concat("node-by-node: ", done_, " of ", passes_, " passes run"));
+  return impl_->engine.Finish();
+}
+
+PassResult RunNodeByNode(const CanonicalGraph& canonical, const std::vector<IValue>& model_inputs,
+                         const PassOptions& options) {
+  NodeByNodePasses passes(canonical, model_inputs, options);
+  while (!passes.Done()) passes.RunPass();
+  return passes.Finish();
 }
 
 }  // namespace mp

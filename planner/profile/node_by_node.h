@@ -6,6 +6,7 @@
 #include <torch/script.h>
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "planner/graph/canonical_graph.h"
@@ -58,5 +59,27 @@ struct PassResult {
 // outputs, so the pass as a whole is a real backward.
 PassResult RunNodeByNode(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs,
                          const PassOptions& options);
+
+// The same passes one at a time, so that the profiler can take turns
+// between micro-batch sizes: pass 1 of every size, then pass 2 of every
+// size, and so on. Run back to back, each size's passes fell in a stretch
+// of their own, and the machine's speed in that stretch became the size's:
+// four profiles of the zoo GPT put one size 10% apart while every size's
+// own passes agreed within 1% (docs/profile.md).
+class NodeByNodePasses {
+ public:
+  // Compiles the nodes and times the whole graph where options ask it.
+  NodeByNodePasses(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs,
+                   const PassOptions& options);
+  ~NodeByNodePasses();
+  bool Done() const { return done_ == passes_; }
+  void RunPass();       // the next pass (warm-up passes first)
+  PassResult Finish();  // after the last pass: the medians
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int passes_ = 0, done_ = 0;
+};
 
 }  // namespace mp
