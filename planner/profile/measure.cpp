@@ -1,6 +1,7 @@
-// MeasureProfile: for each micro-batch size, synthetic inputs of that size,
-// one node-by-node pass (forward, and backward in training) and one timing
-// of the whole graph. Per value, bytes at the smallest and largest sizes
+// MeasureProfile: for each micro-batch size, synthetic inputs of that size
+// and node-by-node passes (forward, and backward in training), the sizes
+// taking turns pass by pass, and the whole graph timed at the largest size.
+// Per value, bytes at the smallest and largest sizes
 // give bytes(m) = fixed + per_sample * m; per node, times, FLOPs and bytes
 // moved are kept at every size for interpolation.
 #include "planner/profile/measure.h"
