@@ -24,6 +24,7 @@
 
 #include <climits>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "common/error.h"
@@ -85,8 +86,9 @@ Timing Summarise(const std::vector<double>& samples) {
 
 class Engine {
  public:
-  Engine(const CanonicalGraph& canonical, const PassOptions& options)
-      : canonical_(canonical), options_(options), ids_(ValueIds(canonical)),
+  // Compiles the nodes; then the graph in one piece, where it is timed.
+  Engine(const CanonicalGraph& canonical, const PassOptions& options, const std::vector<IValue>& model_inputs)
+      : canonical_(canonical), options_(options), model_inputs_(model_inputs), ids_(ValueIds(canonical)),
         sync_(DeviceSync(options.device)) {
     const size_t n = canonical.nodes.size();
     programs_.resize(n);
@@ -105,19 +107,16 @@ class Engine {
     params_in_.assign(ids_.size(), 0);
     ComputeLastUses();
     ComputeParameterOnly();
-  }
-
-  // The graph in one piece, where it is timed: once, before the passes.
-  void Start(const std::vector<IValue>& model_inputs) {
-    const size_t n = canonical_.nodes.size();
-    model_inputs_ = model_inputs;
+    forward_.resize(n);
+    backward_.resize(n);
+    input_backward_.resize(n);
+    weight_backward_.resize(n);
     if (options_.timed && options_.whole_graph)
       whole_ = std::make_unique<WholeGraph>(canonical_, model_inputs_, options_);
-    forward_.assign(n, {});
-    backward_.assign(n, {});
-    input_backward_.assign(n, {});
-    weight_backward_.assign(n, {});
   }
+
+  bool Training() const { return options_.training; }
+  bool Done() const { return pass_ == PassCount(options_); }
 
   // The next of PassCount(options_) passes.
   void RunPass() {
@@ -173,6 +172,7 @@ class Engine {
 
   // Each node's medians, once every pass has run.
   PassResult Finish() {
+    if (!Done()) throw InternalError(Concat("node-by-node: ", pass_, " of ", PassCount(options_), " passes run"));
     const size_t n = canonical_.nodes.size();
     for (size_t i = 0; i < n; ++i) {
       NodeSample& node = result_.nodes[i];
@@ -443,8 +443,8 @@ class Engine {
 
   const CanonicalGraph& canonical_;
   const PassOptions options_;  // a copy: the profiler runs several sizes at once, each with its own
-  std::vector<IValue> model_inputs_;
-  int pass_ = 0;
+  const std::vector<IValue> model_inputs_;
+  int pass_ = 0;  // passes run
   std::unique_ptr<WholeGraph> whole_;
   std::vector<double> whole_forward_, whole_backward_;
   std::vector<std::vector<double>> forward_, backward_, input_backward_, weight_backward_;  // node -> kept samples
@@ -468,34 +468,28 @@ int PassCount(const PassOptions& options) {
   return options.timed ? std::max(1, options.timing.warmup) + std::max(1, options.timing.repeats) : 1;
 }
 
-struct NodeByNodePasses::Impl {
-  Impl(const CanonicalGraph& canonical, const PassOptions& options) : engine(canonical, options), training(options.training) {}
-  Engine engine;
-  bool training;
+struct NodeByNodePasses::Impl : Engine {
+  using Engine::Engine;
 };
 
 NodeByNodePasses::NodeByNodePasses(const CanonicalGraph& canonical, const std::vector<IValue>& model_inputs,
-                                   const PassOptions& options)
-    : passes_(PassCount(options)) {
-  std::unique_ptr<torch::NoGradGuard> no_grad;
-  if (!options.training) no_grad = std::make_unique<torch::NoGradGuard>();
-  impl_ = std::make_unique<Impl>(canonical, options);
-  impl_->engine.Start(model_inputs);
+                                   const PassOptions& options) {
+  std::optional<torch::NoGradGuard> no_grad;
+  if (!options.training) no_grad.emplace();
+  impl_ = std::make_unique<Impl>(canonical, options, model_inputs);
 }
 
 NodeByNodePasses::~NodeByNodePasses() = default;
 
+bool NodeByNodePasses::Done() const { return impl_->Done(); }
+
 void NodeByNodePasses::RunPass() {
-  std::unique_ptr<torch::NoGradGuard> no_grad;
-  if (!impl_->training) no_grad = std::make_unique<torch::NoGradGuard>();
-  impl_->engine.RunPass();
-  ++done_;
+  std::optional<torch::NoGradGuard> no_grad;
+  if (!impl_->Training()) no_grad.emplace();
+  impl_->RunPass();
 }
 
-PassResult NodeByNodePasses::Finish() {
-  if (done_ != passes_) throw InternalError(Concat("node-by-node: ", done_, " of ", passes_, " passes run"));
-  return impl_->engine.Finish();
-}
+PassResult NodeByNodePasses::Finish() { return impl_->Finish(); }
 
 PassResult RunNodeByNode(const CanonicalGraph& canonical, const std::vector<IValue>& model_inputs,
                          const PassOptions& options) {

@@ -72,14 +72,13 @@ class NodeByNodePasses {
   NodeByNodePasses(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs,
                    const PassOptions& options);
   ~NodeByNodePasses();
-  bool Done() const { return done_ == passes_; }
+  bool Done() const;    // every pass has run
   void RunPass();       // the next pass (warm-up passes first)
   PassResult Finish();  // after the last pass: the medians
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  int passes_ = 0, done_ = 0;
 };
 
 }  // namespace mp

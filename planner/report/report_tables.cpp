@@ -137,10 +137,9 @@ std::string ProfileText(const PlanProfile& p, int64_t microbatch_size) {
   std::string out = p.source;
   if (!p.device.empty()) out += " on " + p.device;
   if (p.threads > 0) out += ", " + Plural(p.threads, "thread");
-  if (!p.microbatch_sizes.empty()) {
+  if (const auto& sizes = p.microbatch_sizes; !sizes.empty()) {
     out += ", at micro-batch sizes";
-    for (size_t i = 0; i < p.microbatch_sizes.size(); ++i) out += (i ? ", " : " ") + std::to_string(p.microbatch_sizes[i]);
-    const auto& sizes = p.microbatch_sizes;
+    for (size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : " ") + std::to_string(sizes[i]);
     if (microbatch_size > 0 && std::find(sizes.begin(), sizes.end(), microbatch_size) == sizes.end())
       out += " (the plan's " + std::to_string(microbatch_size) + " interpolated)";
   }
