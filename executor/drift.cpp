@@ -1,11 +1,16 @@
 // DriftProbe: the drift reference timed around the steps, on the plan's
-// device, with the thread count the profile used; the median of its
-// samples over the profiled time is the machine's drift factor.
+// device, with the thread count the profile used, and where CPU workers are
+// pinned on each worker's cores in turn; the median of its samples over the
+// profiled time is the machine's drift factor (worker 0's: the profile's
+// reference ran on its cores), and per worker, each device's.
 #include "executor/drift.h"
 
 #include <c10/core/Device.h>
 #include <torch/cuda.h>
 
+#include <algorithm>
+
+#include "common/cpu_affinity.h"
 #include "executor/scoped_threads.h"
 #include "planner/profile/timer.h"
 
@@ -22,6 +27,16 @@ DriftProbe::DriftProbe(const Plan& plan) : plan_(plan) {
   if (device.is_cuda() && (!torch::cuda::is_available() || device.index() >= int(torch::cuda::device_count())))
     return;
   reference_ = std::make_unique<DriftReference>(device);
+  if (device.is_cpu()) {
+    const int workers = int(plan.programs.size()) * plan.replicas;
+    for (int w = 0; w < workers; ++w) {
+      std::vector<int> cpus = WorkerCpus(w, workers, plan.profile.threads);
+      if (cpus.empty()) break;
+      worker_cpus_.push_back(std::move(cpus));
+    }
+    if (worker_cpus_.size() != size_t(workers)) worker_cpus_.clear();
+  }
+  samples_.resize(std::max<size_t>(1, worker_cpus_.size()));
 }
 
 DriftProbe::~DriftProbe() = default;
@@ -29,15 +44,27 @@ DriftProbe::~DriftProbe() = default;
 void DriftProbe::Sample(int samples) {
   if (!reference_) return;
   const ScopedThreads profiled(plan_.profile.threads);
-  for (int i = 0; i < samples; ++i) samples_.push_back(reference_->TimeMs());
+  for (int i = 0; i < samples; ++i) {
+    if (worker_cpus_.empty()) {
+      samples_[0].push_back(reference_->TimeMs());
+      continue;
+    }
+    for (size_t w = 0; w < worker_cpus_.size(); ++w) {
+      const ScopedPin pin(worker_cpus_[w]);
+      samples_[w].push_back(reference_->TimeMs());
+    }
+  }
 }
 
 Drift DriftProbe::Result() const {
   Drift drift;
-  if (samples_.empty()) return drift;
-  drift.now_ms = Quantile(samples_, 0.5);
+  if (samples_[0].empty()) return drift;
+  drift.now_ms = Quantile(samples_[0], 0.5);
   drift.factor = drift.now_ms / plan_.profile.reference_ms;
   drift.measured = true;
+  if (!worker_cpus_.empty()) {
+    for (const auto& samples : samples_) drift.worker_factors.push_back(Quantile(samples, 0.5) / plan_.profile.reference_ms);
+  }
   return drift;
 }
 

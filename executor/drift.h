@@ -20,20 +20,29 @@ struct Drift {
   double now_ms = 0;      // the reference's median now
   bool measured = false;  // false: the plan has no reference (a device profile's
                           // estimates), or its device is not here
+  // Where CPU workers are pinned (common/cpu_affinity.h): the reference on
+  // each worker's cores now over the profile's (taken on worker 0's), in
+  // worker order (replica r's device d is worker r * devices + d); factor
+  // is the first. Empty when they are not pinned. The cores of one machine
+  // need not run alike, nor keep their speeds: on this project's VM the
+  // faster of two vCPUs changed every few seconds to minutes.
+  std::vector<double> worker_factors;
 };
 
 class DriftProbe {
  public:
   explicit DriftProbe(const Plan& plan);
   ~DriftProbe();
-  // Times the reference `samples` times; nothing when the plan has none.
+  // Times the reference `samples` times (on each CPU worker's cores where
+  // they are pinned); nothing when the plan has none.
   void Sample(int samples = 1);
   Drift Result() const;
 
  private:
   const Plan& plan_;
   std::unique_ptr<DriftReference> reference_;
-  std::vector<double> samples_;
+  std::vector<std::vector<int>> worker_cpus_;  // empty: not pinned
+  std::vector<std::vector<double>> samples_;   // [worker] (one list when not pinned)
 };
 
 }  // namespace mp

@@ -11,10 +11,12 @@
 
 #include "common/allocator.h"
 #include "common/atomic_file.h"
+#include "common/cpu_affinity.h"
 #include "common/error.h"
 #include "executor/chrome_trace.h"
 #include "executor/distribution.h"
 #include "executor/drift.h"
+#include "executor/pipeline.h"
 #include "executor/planned_devices.h"
 #include "executor/reference_training.h"
 #include "executor/tensor_file.h"
@@ -172,7 +174,18 @@ void AddContext(nlohmann::json& out, const ExecCommandRequest& request, const Pl
                     {"profiled_reference_ms", plan.profile.reference_ms},
                     {"factor", drift.factor},
                     {"rescaled", request.rescale}};
+    if (!drift.worker_factors.empty()) out["drift"]["worker_factors"] = drift.worker_factors;
   }
+  // The cores each CPU worker ran on (common/cpu_affinity.h); absent when
+  // they were not pinned.
+  const int workers = int(plan.programs.size()) * plan.replicas;
+  nlohmann::json cpus = nlohmann::json::array();
+  for (int w = 0; w < workers; ++w) {
+    const std::vector<int> pinned = WorkerCpus(w, workers, ThreadsPerStage(plan, request.options.pipeline));
+    if (pinned.empty()) break;
+    cpus.push_back(CpuList(pinned));
+  }
+  if (cpus.size() == size_t(workers)) out["worker_cpus"] = cpus;
   if (plan.training) {
     out["loss"] = losses.back();
     out["losses"] = losses;

@@ -29,6 +29,20 @@ void FormatTiming(const nlohmann::json& r, std::ostringstream& out) {
     } else {
       out << " (--rescale scales the predictions by it)\n";
     }
+    if (d.contains("worker_factors")) {
+      // Each worker's cores: on a machine whose cores differ (or whose
+      // faster core moves), the stage on the slower one is the one late.
+      out.precision(2);
+      out << "cores       drift reference per CPU worker, now / profiled:";
+      const auto& factors = d["worker_factors"];
+      for (size_t w = 0; w < factors.size(); ++w) {
+        out << (w ? "," : "") << " worker " << w;
+        if (r.contains("worker_cpus")) out << " (cpu " << r["worker_cpus"][w].get<std::string>() << ")";
+        out << " " << factors[w].get<double>() << "x";
+      }
+      out.precision(1);
+      out << "\n";
+    }
   }
   out << "throughput  " << r["samples_per_s"].get<double>() << " samples/s measured, "
       << r["predicted_samples_per_s"].get<double>() << " predicted\n";

@@ -15,6 +15,7 @@
 #include <functional>
 #include <optional>
 
+#include "common/cpu_affinity.h"
 #include "common/error.h"
 #include "common/worker_pool.h"
 #include "executor/heap_sampler.h"
@@ -50,15 +51,29 @@ void CheckRequest(const LoadedPlan& loaded, const TrainingStep* training, const 
   }
 }
 
+// One device's ordered action list and the cores its worker runs on.
+struct WorkerList {
+  std::vector<Action> actions;
+  std::vector<int> cpus;  // empty: wherever the scheduler puts it
+};
+
 // The ordered action lists this process runs, one worker each: a plan
 // lists each device's actions over its stages (Distribute gives all of a
-// program's stages to one rank).
-std::vector<std::vector<Action>> WorkerLists(const Plan& plan, const Distribution* dist) {
-  std::vector<std::vector<Action>> lists;
+// program's stages to one rank). Device d of replica r is CPU worker
+// r * devices + d, pinned to that worker's cores as the profiler pinned
+// its probe's workers (common/cpu_affinity.h), so each device runs at the
+// speed the plan charged it.
+std::vector<WorkerList> WorkerLists(const Plan& plan, const Distribution* dist, int threads) {
+  std::vector<WorkerList> lists;
   const int rank = dist ? dist->group->rank() : 0;
-  for (const PlanProgram& program : plan.programs) {
+  const int devices = int(plan.programs.size());
+  const int replica = dist ? dist->replica : 0;
+  for (int p = 0; p < devices; ++p) {
+    const PlanProgram& program = plan.programs[p];
     if (program.actions.empty()) continue;
-    if (!dist || dist->owner.at(program.actions.front().stage) == rank) lists.push_back(program.actions);
+    if (!dist || dist->owner.at(program.actions.front().stage) == rank) {
+      lists.push_back({program.actions, WorkerCpus(replica * devices + p, plan.replicas * devices, threads)});
+    }
   }
   return lists;
 }
@@ -104,9 +119,10 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   StepResults results(K, M);
 
   std::vector<std::function<void()>> jobs;
-  for (auto& list : WorkerLists(plan, dist)) {
+  for (auto& list : WorkerLists(plan, dist, threads)) {
     jobs.push_back([&, list = std::move(list)] {
-      DeviceWorker worker(context, results, list);
+      const ScopedPin pin(list.cpus);  // a pool thread may run another job next step
+      DeviceWorker worker(context, results, list.actions);
       try {
         at::set_num_threads(threads);
         std::optional<at::NoGradGuard> no_grad;

@@ -72,6 +72,12 @@ int64_t ParamCount(const OpGraph& graph, const std::set<int>& params) {
 
 std::string Percent(double fraction) { return Concat(std::lround(fraction * 100), "%"); }
 
+std::string Times(double ratio) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2fx", ratio);
+  return text;
+}
+
 std::string Ms(double ms) {
   char text[32];
   std::snprintf(text, sizeof text, ms < 10 ? "%.2f ms" : "%.0f ms", ms);
@@ -111,6 +117,21 @@ std::vector<std::string> Warnings(const OpGraph& graph, const Profile& profile, 
                                 " of device ", stage.device, "'s ", FormatBytes(limit), " (",
                                 Percent(double(stage.peak_memory_bytes) / double(limit)),
                                 "): little room for the allocator's fragmentation"));
+    }
+  }
+  // Pinned CPU workers whose cores ran apart (common/cpu_affinity.h). Not
+  // charged: on this project's VM the faster of two vCPUs changed every few
+  // seconds to minutes, so the profile's speeds did not hold at the run.
+  if (plan.stages.size() > 1) {
+    const std::vector<double>& speeds = profile.worker_speed;
+    size_t slowest = 0;
+    for (size_t w = 0; w < speeds.size() && w < plan.devices.size(); ++w)
+      if (std::abs(std::log(speeds[w])) > std::abs(std::log(speeds[slowest]))) slowest = w;
+    if (slowest > 0 && std::abs(std::log(speeds[slowest])) > std::log(1.1)) {
+      warnings.push_back(Concat("CPU worker ", slowest, "'s cores ran the model in ", Times(speeds[slowest]),
+                                " worker 0's time while profiling; the plan charges every worker alike (cores "
+                                "that differ may not stay so: docs/profile.md), and mpexec's cores line says how "
+                                "each worker's cores run then"));
     }
   }
   if (profile.coverage > 0 && std::abs(profile.coverage - 1) > 0.15) {

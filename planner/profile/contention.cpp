@@ -6,10 +6,14 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
+#include <string>
 #include <mutex>
 #include <thread>
 
+#include "common/cpu_affinity.h"
+#include "common/dump.h"
 #include "common/error.h"
 #include "planner/profile/timer.h"
 #include "planner/profile/whole_graph.h"
@@ -28,7 +32,8 @@ double RunOnce(WholeGraph& graph) {
 }  // namespace
 
 // One thread per graph, kept for the probe's life: a thread made per turn
-// starts on a cold allocator arena and its first runs paid for it.
+// starts on a cold allocator arena and its first runs paid for it. Thread
+// w runs on CPU worker w's cores (WorkerCpus), as mpexec's worker w will.
 class SharedSlowdownProbe::Workers {
  public:
   Workers(std::vector<std::unique_ptr<WholeGraph>> graphs, int threads)
@@ -46,10 +51,12 @@ class SharedSlowdownProbe::Workers {
     for (auto& t : threads_) t.join();
   }
 
-  // One sample of each of the first `copies` graphs, all running together.
-  std::vector<double> Together(int copies) {
+  // One sample of each of the graphs [first, first + copies), all running
+  // together.
+  std::vector<double> Together(int first, int copies) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      first_ = first;
       copies_ = copies;
       ready_ = 0;
       counted_ = 0;
@@ -60,25 +67,27 @@ class SharedSlowdownProbe::Workers {
     wake_.notify_all();
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait(lock, [&] { return finished_ == copies_; });
-    for (int w = 0; w < copies; ++w)
+    for (int w = first; w < first + copies; ++w)
       if (errors_[w]) std::rethrow_exception(errors_[w]);
-    return std::vector<double>(samples_.begin(), samples_.begin() + copies);
+    return std::vector<double>(samples_.begin() + first, samples_.begin() + first + copies);
   }
 
  private:
   void Loop(int w, int threads) {
+    PinThisThread(WorkerCpus(w, int(graphs_.size()), threads));
     at::set_num_threads(threads);
     uint64_t seen = 0;
     for (;;) {
-      int copies = 0;
+      int first = 0, copies = 0;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
         if (stop_) return;
         seen = generation_;
+        first = first_;
         copies = copies_;
       }
-      if (w >= copies) continue;
+      if (w < first || w >= first + copies) continue;
       ready_.fetch_add(1);
       while (ready_.load() < copies) std::this_thread::yield();  // start together
       bool counted = false;
@@ -108,7 +117,7 @@ class SharedSlowdownProbe::Workers {
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   uint64_t generation_ = 0;
-  int copies_ = 0;
+  int first_ = 0, copies_ = 0;
   int finished_ = 0;
   bool stop_ = false;
   std::atomic<int> ready_{0}, counted_{0};
@@ -117,7 +126,7 @@ class SharedSlowdownProbe::Workers {
 SharedSlowdownProbe::SharedSlowdownProbe(const CanonicalGraph& canonical,
                                          const std::vector<c10::IValue>& model_inputs, const PassOptions& options,
                                          int workers, int threads, double share)
-    : count_(workers), share_(share), ratios_(std::max(workers, 1)) {
+    : count_(workers), share_(share), ratios_(std::max(workers, 1)), speed_ratios_(std::max(workers, 1)) {
   if (workers < 2 || threads < 1)
     throw InternalError(Concat("contention probe: workers ", workers, ", threads ", threads));
   std::vector<std::unique_ptr<WholeGraph>> graphs;
@@ -136,12 +145,30 @@ SharedSlowdownProbe::~SharedSlowdownProbe() = default;
 void SharedSlowdownProbe::Turn() {
   const auto start = std::chrono::steady_clock::now();
   // Alone and together in the same turn, so a neighbour's load on this
-  // shared machine falls on both sides of the ratio.
-  const double alone = workers_->Together(1)[0];
-  for (int k = 2; k <= count_; ++k) {
-    const double together = Quantile(workers_->Together(k), 0.5);
-    ratios_[k - 1].push_back(alone > 0 ? together / alone : 1.0);
+  // shared machine falls on both sides of the ratio. Each worker alone on
+  // its own cores: its speed against worker 0's, and the base of its own
+  // slowdown when others run too (the cores' difference is not contention).
+  std::vector<double> alone(count_);
+  for (int w = 0; w < count_; ++w) alone[w] = workers_->Together(w, 1)[0];
+  for (int w = 1; w < count_; ++w) speed_ratios_[w].push_back(alone[0] > 0 ? alone[w] / alone[0] : 1.0);
+  std::string dump;
+  if (DumpRequested("probe")) {
+    dump = "probe turn " + std::to_string(turns_ + 1) + ": alone";
+    for (double ms : alone) dump += " " + std::to_string(ms);
   }
+  for (int k = 2; k <= count_; ++k) {
+    const std::vector<double> together = workers_->Together(0, k);
+    // The mean: with more copies than cores, two may run to the end
+    // while the third waits, and the median copy would read no slowdown.
+    double slowdown = 0;
+    for (int w = 0; w < k; ++w) slowdown += (alone[w] > 0 ? together[w] / alone[w] : 1.0) / k;
+    ratios_[k - 1].push_back(slowdown);
+    if (!dump.empty()) {
+      dump += "; " + std::to_string(k) + " at once";
+      for (double ms : together) dump += " " + std::to_string(ms);
+    }
+  }
+  if (!dump.empty()) std::fprintf(stderr, "%s\n", dump.c_str());
   spent_ms_ += MsSince(start);
   ++turns_;
 }
@@ -162,6 +189,13 @@ SharedSlowdown SharedSlowdownProbe::Finish(int min_turns) {
     const double median = Quantile(ratios_[k - 1], 0.5);
     result.factors.push_back(std::max(1.0, median));
     for (double r : ratios_[k - 1]) relative.push_back(median > 0 ? r / median : 1.0);
+  }
+  // The cores' speeds: median over the turns, and their spread in the band.
+  result.speeds.push_back(1.0);
+  for (int w = 1; w < count_; ++w) {
+    const double median = Quantile(speed_ratios_[w], 0.5);
+    result.speeds.push_back(median);
+    for (double r : speed_ratios_[w]) relative.push_back(median > 0 ? r / median : 1.0);
   }
   result.band = SampleBand(relative);
   return result;

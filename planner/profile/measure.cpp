@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 
+#include "common/cpu_affinity.h"
 #include "common/error.h"
 #include "planner/graph/run_graph.h"
 #include "planner/profile/contention.h"
@@ -133,6 +134,12 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
                             sizes.front(), "..", sizes.back()));
   const c10::Device device = ParseDevice(options.device);
   profile.device = device.str();
+  // The node passes run on CPU worker 0's cores, the probe's workers each
+  // on its own (cpu_affinity.h): the cores of one machine need not run alike.
+  const std::vector<int> pinned =
+      options.timed && device.is_cpu() ? WorkerCpus(0, std::max(1, options.workers), profile.threads)
+                                       : std::vector<int>{};
+  const ScopedPin pin(pinned);
 
   const size_t num_nodes = canonical.nodes.size();
   profile.nodes.resize(num_nodes);
@@ -269,8 +276,10 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     // The band: the probe whose factor is least sure, its band narrowed to
     // the median of its own turns being the widest.
     double widest = -1;
+    std::vector<double> speeds;
     for (size_t i = 0; i < probes.size(); ++i) {
       const SharedSlowdown shared = probes[i]->Finish(std::clamp(options.timing.repeats, 1, 3));
+      speeds = shared.speeds;
       profile.shared_slowdown_sizes.push_back(probe_sizes[i]);
       profile.shared_slowdown_by_size.push_back(shared.factors);
       const Band sure = MedianBand(shared.band, shared.turns);
@@ -282,6 +291,7 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     }
     profile.shared_slowdown = profile.shared_slowdown_by_size.back();
     profile.shared_slowdown_microbatch = probe_sizes.back();
+    if (!pinned.empty()) profile.worker_speed = speeds;  // at the larger size, as shared_slowdown
     probes.clear();  // their threads stop before the hand-off is timed
     profile.handoff_ms = MeasureHandoffMs(kHandoffMessages);
   }

@@ -171,6 +171,10 @@ std::string ProfileToYaml(const Profile& p) {
       out << YAML::Key << "shared_slowdown_turns" << YAML::Value << p.shared_slowdown_turns;
     }
   }
+  if (!p.worker_speed.empty()) {
+    out << YAML::Key << "worker_speed" << YAML::Value;
+    EmitFlowSeq(out, p.worker_speed);
+  }
   if (p.handoff_ms > 0) out << YAML::Key << "handoff_ms" << YAML::Value << p.handoff_ms;
   if (!p.pass_band.Empty()) {
     out << YAML::Key << "pass_band" << YAML::Value;
@@ -225,8 +229,8 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
                   "repeats", "microbatch_sizes", "whole_forward_ms", "whole_backward_ms", "coverage",
                   "backward_coverage", "nodes", "values"},
                  {"shared_slowdown", "shared_slowdown_microbatch", "shared_slowdown_sizes", "shared_slowdown_by_size",
-                  "shared_slowdown_band", "shared_slowdown_turns", "handoff_ms", "pass_band", "reference_ms",
-                  "reference_band"});
+                  "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "pass_band",
+                  "reference_ms", "reference_band"});
   Profile p;
   p.fingerprint = root["fingerprint"].String();
   const YamlCursor inputs = root["inputs"];
@@ -250,6 +254,12 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
     ReadSharedSlowdown(root, p);
   } else if (root.Has("shared_slowdown_turns")) {
     root["shared_slowdown_turns"].Fail("given without shared_slowdown");
+  }
+  if (root.Has("worker_speed")) {
+    const YamlCursor speeds = root["worker_speed"];
+    for (int i = 0, n = speeds.ExpectList(); i < n; ++i)
+      p.worker_speed.push_back(speeds[i].NumberIn(0, kNoLimit, "a time multiplier", true));
+    if (p.worker_speed.empty() || p.worker_speed[0] != 1) speeds.Fail("expected worker 0 at 1 and one entry per worker");
   }
   if (root.Has("handoff_ms")) p.handoff_ms = root["handoff_ms"].NumberIn(0, kNoLimit, "a time");
   if (root.Has("pass_band")) p.pass_band = ReadBand(root["pass_band"]);

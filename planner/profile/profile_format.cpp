@@ -103,6 +103,12 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
       out << "\n";
     }
   }
+  if (p.worker_speed.size() > 1) {
+    out << "CPU workers' cores (pinned), time against worker 0's:";
+    for (size_t w = 1; w < p.worker_speed.size(); ++w)
+      out << (w > 1 ? "," : "") << " worker " << w << " " << Format("%.2f", p.worker_speed[w]) << "x";
+    out << "\n";
+  }
   if (p.handoff_ms > 0) out << "hand-off between CPU workers: " << Format("%.3f", p.handoff_ms) << " ms per message\n";
   if (p.reference_ms > 0) {
     const Band band = PredictionBand(p, std::max<int>(1, p.shared_slowdown.size()));
@@ -148,6 +154,7 @@ nlohmann::json ProfileSummaryJson(const Profile& p, const std::string& calibrati
   j["pass_band"] = {p.pass_band.low, p.pass_band.high};
   j["reference_ms"] = p.reference_ms;
   j["reference_band"] = {p.reference_band.low, p.reference_band.high};
+  j["worker_speed"] = p.worker_speed;
   j["node_forward_ms"] = NodeSums(p, false);
   j["node_backward_ms"] = NodeSums(p, true);
   std::vector<double> flops(p.microbatch_sizes.size(), 0);

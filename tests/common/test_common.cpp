@@ -5,7 +5,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include "common/byte_size.h"
+#include "common/cpu_affinity.h"
 #include "common/error.h"
 #include "common/sha256.h"
 #include "common/zip_end.h"
@@ -66,4 +70,46 @@ TEST_CASE("a zip end record must lie whole within the window") {
   CHECK(mp::HasZipEndRecord(commented));
   CHECK_FALSE(mp::HasZipEndRecord(commented, 4096));
   CHECK_FALSE(mp::HasZipEndRecord(""));
+}
+
+TEST_CASE("CPU workers get cores of their own where their threads fit, in order") {
+  const std::vector<int> allowed = {0, 1, 2, 3, 6, 7};
+  CHECK(mp::WorkerCpus(allowed, 0, 2, 1) == std::vector<int>{0});
+  CHECK(mp::WorkerCpus(allowed, 1, 2, 1) == std::vector<int>{1});
+  CHECK(mp::WorkerCpus(allowed, 1, 3, 2) == std::vector<int>{2, 3});
+  CHECK(mp::WorkerCpus(allowed, 2, 3, 2) == std::vector<int>{6, 7});
+  CHECK(mp::WorkerCpus(allowed, 0, 1, 6) == allowed);
+  // More threads than cores: the scheduler shares them, nobody is pinned.
+  CHECK(mp::WorkerCpus(allowed, 0, 4, 2).empty());
+  CHECK(mp::WorkerCpus(allowed, 0, 7, 1).empty());
+  // Out of range or no threads.
+  CHECK(mp::WorkerCpus(allowed, 2, 2, 1).empty());
+  CHECK(mp::WorkerCpus(allowed, -1, 2, 1).empty());
+  CHECK(mp::WorkerCpus(allowed, 0, 2, 0).empty());
+  CHECK(mp::CpuList({0}) == "0");
+  CHECK(mp::CpuList({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8");
+  CHECK(mp::CpuList({}).empty());
+}
+
+TEST_CASE("a scoped pin holds the thread on its cores and gives the old ones back") {
+  const std::vector<int>& allowed = mp::AllowedCpus();
+  REQUIRE(!allowed.empty());
+  const auto current = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof set, &set) == 0);
+    std::vector<int> cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    return cpus;
+  };
+  const std::vector<int> before = current();
+  {
+    const mp::ScopedPin pin({allowed.back()});
+    CHECK(current() == std::vector<int>{allowed.back()});
+    CHECK(sched_getcpu() == allowed.back());
+  }
+  CHECK(current() == before);
+  const mp::ScopedPin nothing({});
+  CHECK(current() == before);
 }

@@ -77,3 +77,22 @@ TEST_CASE("layer names: a whole top-level module, or its children") {
   CHECK(mp::StageLayers(b.graph, {0, 1, 2, 3, 4}) == std::vector<std::string>{"stem", "block"});
   CHECK(mp::StageLayers(b.graph, {3, 4, 5}) == std::vector<std::string>{"block.1", "block.2", "head"});
 }
+
+TEST_CASE("warnings: pinned CPU workers whose cores ran apart while profiling") {
+  PlanFixture f;
+  const auto plan_with = [&](std::vector<double> speeds) {
+    f.builder.profile.worker_speed = std::move(speeds);
+    const mp::SearchResult result = mp::SearchPlan(f.builder.graph, f.builder.profile, f.cluster, f.request);
+    mp::PlanSource source;
+    for (int i = 0; i < 3; ++i) source.devices.push_back(mp::PlanDevice{i, "cpu", i, "dev", 0, 1.0});
+    return mp::BuildPlan(f.builder.graph, f.builder.profile, f.cluster, f.request, result, source);
+  };
+  // Worker 2 the furthest from worker 0, either way; within 10% says nothing.
+  CHECK(HasWarning(plan_with({1, 1.05, 1.6}), "CPU worker 2's cores ran the model in 1.60x worker 0's time"));
+  CHECK(HasWarning(plan_with({1, 0.5, 1.2}), "CPU worker 1's cores ran the model in 0.50x worker 0's time"));
+  CHECK(plan_with({1, 1.08, 0.95}).warnings.empty());
+  CHECK(plan_with({}).warnings.empty());
+  // One stage runs on worker 0's cores, where the profile was taken.
+  f.request.stages = 1;
+  CHECK(plan_with({1, 1.6, 1.6}).warnings.empty());
+}

@@ -37,6 +37,7 @@ mp::Profile Sample() {
   p.shared_slowdown_by_size = {{1, 1.5}, {1, 1.25}};
   p.shared_slowdown_band = {0.75, 1.5};
   p.shared_slowdown_turns = 25;
+  p.worker_speed = {1, 1.375};
   p.handoff_ms = 0.0425;
   p.pass_band = {0.98, 1.03};
   p.reference_ms = 0.8125;
@@ -83,6 +84,7 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.shared_slowdown_band.low == doctest::Approx(0.75));
   CHECK(q.shared_slowdown_band.high == doctest::Approx(1.5));
   CHECK(q.shared_slowdown_turns == 25);
+  CHECK(q.worker_speed == p.worker_speed);
   CHECK(q.shared_slowdown_sizes == p.shared_slowdown_sizes);
   CHECK(q.shared_slowdown_by_size == p.shared_slowdown_by_size);
   CHECK(q.handoff_ms == doctest::Approx(p.handoff_ms));
@@ -168,6 +170,14 @@ TEST_CASE("malformed profile files name the problem") {
   std::string word = text_ok;
   word.replace(word.find("batch: 8"), 8, "batch: eight");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(word, "p.yaml"), "p.yaml: batch: expected an integer, found 'eight'",
+                       mp::InputError);
+  std::string slow_first = mp::ProfileToYaml(Sample());
+  slow_first.replace(slow_first.find("worker_speed: [1, 1.375]"), 24, "worker_speed: [1.5, 1]");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(slow_first, "p.yaml"),
+                       "p.yaml: worker_speed: expected worker 0 at 1 and one entry per worker", mp::InputError);
+  std::string negative = mp::ProfileToYaml(Sample());
+  negative.replace(negative.find("worker_speed: [1, 1.375]"), 24, "worker_speed: [1, -2]");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(negative, "p.yaml"), doctest::Contains("p.yaml: worker_speed[1]: expected a time multiplier"),
                        mp::InputError);
   std::string no_band = mp::ProfileToYaml(Sample());
   no_band.replace(no_band.find("shared_slowdown_band: [0.75, 1.5]"), 33, "shared_slowdown_band: [1.5]");
