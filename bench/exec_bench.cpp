@@ -103,6 +103,7 @@ struct Measured {
   double predicted_ms = 0;
   double low_ms = 0, high_ms = 0;  // 0: the plan has no band
   double drift = 1;
+  std::vector<double> worker_drift;  // per pinned CPU worker's cores (drift.worker_factors)
   double busy_error = 0;           // the stages' busy time over the predicted, mean, - 1
   std::vector<double> busy_ms;     // per stage, a step's
 };
@@ -137,7 +138,11 @@ Measured RunMpexec(const std::string& mpexec, const std::string& plan, double pr
     m.low_ms = result["predicted_band_ms"][0].get<double>();
     m.high_ms = result["predicted_band_ms"][1].get<double>();
   }
-  if (result.contains("drift")) m.drift = result["drift"]["factor"].get<double>();
+  if (result.contains("drift")) {
+    m.drift = result["drift"]["factor"].get<double>();
+    if (result["drift"].contains("worker_factors"))
+      m.worker_drift = result["drift"]["worker_factors"].get<std::vector<double>>();
+  }
   double busy = 0, predicted_busy = 0;
   for (const auto& stage : result.at("stages")) {
     busy += stage.at("busy_ms").get<double>();
@@ -163,7 +168,13 @@ std::string Describe(const std::string& shape, const Measured& m) {
   std::snprintf(run, sizeof run, "%s: %.2f / %.2f ms [%.2f, %.2f] %+.1f%%%s, drift %.2fx, busy %+.1f%%", shape.c_str(),
                 m.step_ms, m.predicted_ms, m.low_ms, m.high_ms, 100 * (m.step_ms / m.predicted_ms - 1),
                 m.high_ms > 0 ? (in_band ? " in" : " OUT") : "", m.drift, 100 * m.busy_error);
-  return run;
+  std::string out = run;
+  // Each pinned worker's cores: which stage had the slow one.
+  for (size_t w = 0; w < m.worker_drift.size(); ++w) {
+    std::snprintf(run, sizeof run, "%s%.2f", w ? "/" : ", cores ", m.worker_drift[w]);
+    out += run;
+  }
+  return out;
 }
 
 mp::ExecutorOptions OneThread() {

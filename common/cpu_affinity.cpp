@@ -49,7 +49,7 @@ const std::vector<int>& AllowedCpus() {
 
 bool PinningEnabled() {
   const char* value = std::getenv("MP_PIN_CPUS");
-  return !value || std::strcmp(value, "0") != 0;
+  return value && std::strcmp(value, "1") == 0;
 }
 
 std::vector<int> WorkerCpus(const std::vector<int>& allowed, int worker, int workers, int threads) {

@@ -1,12 +1,13 @@
 // Which cores a CPU worker runs on. The cores of one machine need not run
 // alike: on this project's 2-vCPU VM one ran the zoo LSTM's training step in
-// 16 ms and the other in 29 ms, minutes on end (a cache-bound loop 1.3x, an
-// ALU loop 1.05x). A worker the scheduler moves between them takes either
-// speed, so the profiler and mpexec pin CPU worker w to the same cores
-// (WorkerCpus), the profiler measures each worker's cores against worker
-// 0's, where the node passes run, and the planner charges each device its
-// own speed. MP_PIN_CPUS=0 turns pinning off (the tests run that way, since
-// ctest runs two of them at once and their workers would share core 0).
+// 16 ms and the other in 29 ms (a cache-bound loop 1.3x, an ALU loop 1.05x),
+// and which one was fast changed every few seconds to minutes. With
+// MP_PIN_CPUS=1 the profiler and mpexec pin CPU worker w to the same cores
+// (WorkerCpus) and the profiler measures each worker's cores against worker
+// 0's, where its node passes run. Off by default: pinned, a stage could not
+// leave a core in its slow stretch, and the same plans ran 0-27% slower
+// than left to the scheduler (docs/profile.md). mpexec's drift reference
+// times each worker's cores either way (ScopedPin, between steps).
 #pragma once
 
 #include <string>
@@ -17,13 +18,14 @@ namespace mp {
 // The cores this process may run on, read once (before any pinning).
 const std::vector<int>& AllowedCpus();
 
-// False when the environment says MP_PIN_CPUS=0.
+// True when the environment says MP_PIN_CPUS=1.
 bool PinningEnabled();
 
 // The cores of worker `worker` of `workers`, each with `threads` intra-op
 // threads: allowed[worker * threads, (worker + 1) * threads), where the
 // workers' threads fit the allowed cores; empty where they do not (more
-// threads than cores: the scheduler shares them) or pinning is off.
+// threads than cores: the scheduler shares them). The second form: empty
+// too where pinning is off (PinningEnabled).
 std::vector<int> WorkerCpus(const std::vector<int>& allowed, int worker, int workers, int threads);
 std::vector<int> WorkerCpus(int worker, int workers, int threads);
 

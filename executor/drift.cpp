@@ -1,8 +1,9 @@
 // DriftProbe: the drift reference timed around the steps, on the plan's
-// device, with the thread count the profile used, and where CPU workers are
-// pinned on each worker's cores in turn; the median of its samples over the
-// profiled time is the machine's drift factor (worker 0's: the profile's
-// reference ran on its cores), and per worker, each device's.
+// device, with the thread count the profile used, and where CPU workers'
+// threads fit the cores, on each worker's block of cores in turn (pinned
+// there for the sample); the median of its samples over the profiled time
+// is the machine's drift factor (worker 0's block first), and per block,
+// each worker's cores'.
 #include "executor/drift.h"
 
 #include <c10/core/Device.h>
@@ -30,7 +31,9 @@ DriftProbe::DriftProbe(const Plan& plan) : plan_(plan) {
   if (device.is_cpu()) {
     const int workers = int(plan.programs.size()) * plan.replicas;
     for (int w = 0; w < workers; ++w) {
-      std::vector<int> cpus = WorkerCpus(w, workers, plan.profile.threads);
+      // Pinned or not: a worker's block of cores is where a pinned one runs,
+      // and a slow one shows either way.
+      std::vector<int> cpus = WorkerCpus(AllowedCpus(), w, workers, plan.profile.threads);
       if (cpus.empty()) break;
       worker_cpus_.push_back(std::move(cpus));
     }
@@ -58,12 +61,13 @@ void DriftProbe::Sample(int samples) {
 
 Drift DriftProbe::Result() const {
   Drift drift;
-  if (samples_[0].empty()) return drift;
+  if (samples_.empty() || samples_[0].empty()) return drift;
   drift.now_ms = Quantile(samples_[0], 0.5);
   drift.factor = drift.now_ms / plan_.profile.reference_ms;
   drift.measured = true;
   if (!worker_cpus_.empty()) {
     for (const auto& samples : samples_) drift.worker_factors.push_back(Quantile(samples, 0.5) / plan_.profile.reference_ms);
+    drift.worker_cpus = worker_cpus_;
   }
   return drift;
 }

@@ -20,21 +20,24 @@ struct Drift {
   double now_ms = 0;      // the reference's median now
   bool measured = false;  // false: the plan has no reference (a device profile's
                           // estimates), or its device is not here
-  // Where CPU workers are pinned (common/cpu_affinity.h): the reference on
-  // each worker's cores now over the profile's (taken on worker 0's), in
-  // worker order (replica r's device d is worker r * devices + d); factor
-  // is the first. Empty when they are not pinned. The cores of one machine
-  // need not run alike, nor keep their speeds: on this project's VM the
-  // faster of two vCPUs changed every few seconds to minutes.
+  // Where the CPU workers' threads fit the cores (common/cpu_affinity.h):
+  // the reference on each worker's block of cores now over the profile's,
+  // in worker order (replica r's device d is worker r * devices + d);
+  // factor is the first. The workers run there when pinned (MP_PIN_CPUS=1);
+  // either way a slow core shows. Empty when they do not fit. The cores of
+  // one machine need not run alike, nor keep their speeds: on this
+  // project's VM the faster of two vCPUs changed every few seconds to
+  // minutes.
   std::vector<double> worker_factors;
+  std::vector<std::vector<int>> worker_cpus;  // the blocks, in the same order
 };
 
 class DriftProbe {
  public:
   explicit DriftProbe(const Plan& plan);
   ~DriftProbe();
-  // Times the reference `samples` times (on each CPU worker's cores where
-  // they are pinned); nothing when the plan has none.
+  // Times the reference `samples` times (on each CPU worker's block of
+  // cores where they fit); nothing when the plan has none.
   void Sample(int samples = 1);
   Drift Result() const;
 

@@ -174,18 +174,17 @@ void AddContext(nlohmann::json& out, const ExecCommandRequest& request, const Pl
                     {"profiled_reference_ms", plan.profile.reference_ms},
                     {"factor", drift.factor},
                     {"rescaled", request.rescale}};
-    if (!drift.worker_factors.empty()) out["drift"]["worker_factors"] = drift.worker_factors;
+    if (!drift.worker_factors.empty()) {
+      out["drift"]["worker_factors"] = drift.worker_factors;
+      nlohmann::json cpus = nlohmann::json::array();
+      for (const auto& block : drift.worker_cpus) cpus.push_back(CpuList(block));
+      out["drift"]["worker_cpus"] = cpus;
+    }
   }
-  // The cores each CPU worker ran on (common/cpu_affinity.h); absent when
-  // they were not pinned.
+  // Whether the CPU workers ran pinned to their blocks of cores
+  // (MP_PIN_CPUS=1, common/cpu_affinity.h).
   const int workers = int(plan.programs.size()) * plan.replicas;
-  nlohmann::json cpus = nlohmann::json::array();
-  for (int w = 0; w < workers; ++w) {
-    const std::vector<int> pinned = WorkerCpus(w, workers, ThreadsPerStage(plan, request.options.pipeline));
-    if (pinned.empty()) break;
-    cpus.push_back(CpuList(pinned));
-  }
-  if (cpus.size() == size_t(workers)) out["worker_cpus"] = cpus;
+  out["workers_pinned"] = !WorkerCpus(0, workers, ThreadsPerStage(plan, request.options.pipeline)).empty();
   if (plan.training) {
     out["loss"] = losses.back();
     out["losses"] = losses;

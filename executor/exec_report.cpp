@@ -31,15 +31,15 @@ void FormatTiming(const nlohmann::json& r, std::ostringstream& out) {
     }
     if (d.contains("worker_factors")) {
       // Each worker's cores: on a machine whose cores differ (or whose
-      // faster core moves), the stage on the slower one is the one late.
+      // faster core moves), a stage on the slower one is late.
       out.precision(2);
-      out << "cores       drift reference per CPU worker, now / profiled:";
+      out << "cores       drift reference per core, now / profiled:";
       const auto& factors = d["worker_factors"];
       for (size_t w = 0; w < factors.size(); ++w) {
-        out << (w ? "," : "") << " worker " << w;
-        if (r.contains("worker_cpus")) out << " (cpu " << r["worker_cpus"][w].get<std::string>() << ")";
-        out << " " << factors[w].get<double>() << "x";
+        out << (w ? "," : "") << " cpu " << d["worker_cpus"][w].get<std::string>() << " " << factors[w].get<double>()
+            << "x";
       }
+      out << (r.value("workers_pinned", false) ? " (worker w pinned to the w-th)" : " (workers not pinned: MP_PIN_CPUS=1 pins them)");
       out.precision(1);
       out << "\n";
     }

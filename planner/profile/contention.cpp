@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <string>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "common/cpu_affinity.h"
@@ -32,8 +32,9 @@ double RunOnce(WholeGraph& graph) {
 }  // namespace
 
 // One thread per graph, kept for the probe's life: a thread made per turn
-// starts on a cold allocator arena and its first runs paid for it. Thread
-// w runs on CPU worker w's cores (WorkerCpus), as mpexec's worker w will.
+// starts on a cold allocator arena and its first runs paid for it. With
+// MP_PIN_CPUS=1 thread w runs on CPU worker w's cores (WorkerCpus), as
+// mpexec's worker w then does.
 class SharedSlowdownProbe::Workers {
  public:
   Workers(std::vector<std::unique_ptr<WholeGraph>> graphs, int threads)
@@ -53,7 +54,7 @@ class SharedSlowdownProbe::Workers {
 
   // One sample of each of the graphs [first, first + copies), all running
   // together.
-  std::vector<double> Together(int first, int copies) {
+  std::vector<double> RunCopies(int first, int copies) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       first_ = first;
@@ -137,6 +138,7 @@ SharedSlowdownProbe::SharedSlowdownProbe(const CanonicalGraph& canonical,
     graphs.push_back(std::make_unique<WholeGraph>(canonical, inputs, options));
   }
   workers_ = std::make_unique<Workers>(std::move(graphs), threads);
+  pinned_ = !WorkerCpus(0, workers, threads).empty();
   start_ = std::chrono::steady_clock::now();
 }
 
@@ -145,24 +147,21 @@ SharedSlowdownProbe::~SharedSlowdownProbe() = default;
 void SharedSlowdownProbe::Turn() {
   const auto start = std::chrono::steady_clock::now();
   // Alone and together in the same turn, so a neighbour's load on this
-  // shared machine falls on both sides of the ratio. Each worker alone on
-  // its own cores: its speed against worker 0's, and the base of its own
-  // slowdown when others run too (the cores' difference is not contention).
-  std::vector<double> alone(count_);
-  for (int w = 0; w < count_; ++w) alone[w] = workers_->Together(w, 1)[0];
-  for (int w = 1; w < count_; ++w) speed_ratios_[w].push_back(alone[0] > 0 ? alone[w] / alone[0] : 1.0);
+  // shared machine falls on both sides of the ratio. Pinned workers also
+  // run alone on each worker's own cores: its speed against worker 0's.
+  std::vector<double> alone{workers_->RunCopies(0, 1)[0]};
+  for (int w = 1; pinned_ && w < count_; ++w) {
+    alone.push_back(workers_->RunCopies(w, 1)[0]);
+    speed_ratios_[w].push_back(alone[0] > 0 ? alone[w] / alone[0] : 1.0);
+  }
   std::string dump;
   if (DumpRequested("probe")) {
     dump = "probe turn " + std::to_string(turns_ + 1) + ": alone";
     for (double ms : alone) dump += " " + std::to_string(ms);
   }
   for (int k = 2; k <= count_; ++k) {
-    const std::vector<double> together = workers_->Together(0, k);
-    // The mean: with more copies than cores, two may run to the end
-    // while the third waits, and the median copy would read no slowdown.
-    double slowdown = 0;
-    for (int w = 0; w < k; ++w) slowdown += (alone[w] > 0 ? together[w] / alone[w] : 1.0) / k;
-    ratios_[k - 1].push_back(slowdown);
+    const std::vector<double> together = workers_->RunCopies(0, k);
+    ratios_[k - 1].push_back(alone[0] > 0 ? Quantile(together, 0.5) / alone[0] : 1.0);
     if (!dump.empty()) {
       dump += "; " + std::to_string(k) + " at once";
       for (double ms : together) dump += " " + std::to_string(ms);
@@ -190,9 +189,10 @@ SharedSlowdown SharedSlowdownProbe::Finish(int min_turns) {
     result.factors.push_back(std::max(1.0, median));
     for (double r : ratios_[k - 1]) relative.push_back(median > 0 ? r / median : 1.0);
   }
-  // The cores' speeds: median over the turns, and their spread in the band.
-  result.speeds.push_back(1.0);
-  for (int w = 1; w < count_; ++w) {
+  // Pinned: the cores' speeds, the median over the turns, and their spread
+  // in the band.
+  if (pinned_) result.speeds.push_back(1.0);
+  for (int w = 1; pinned_ && w < count_; ++w) {
     const double median = Quantile(speed_ratios_[w], 0.5);
     result.speeds.push_back(median);
     for (double r : speed_ratios_[w]) relative.push_back(median > 0 ? r / median : 1.0);

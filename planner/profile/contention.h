@@ -28,8 +28,9 @@ namespace mp {
 
 struct SharedSlowdown {
   std::vector<double> factors;  // [k - 1]: at least 1; factors[0] = 1
-  // [w]: worker w's time alone on its own cores over worker 0's alone on
-  // its cores (cpu_affinity.h), the median over the turns; speeds[0] = 1.
+  // Pinned workers only (MP_PIN_CPUS=1, cpu_affinity.h): [w] = worker w's
+  // time alone on its own cores over worker 0's alone on its cores, the
+  // median over the turns; speeds[0] = 1. Empty when not pinned.
   std::vector<double> speeds;
   // The turns' ratios, each over the median of its k, pooled over k
   // (SampleBand): how much one turn's ratio strays from the factor.
@@ -50,10 +51,9 @@ class SharedSlowdownProbe {
   SharedSlowdownProbe(const SharedSlowdownProbe&) = delete;
   SharedSlowdownProbe& operator=(const SharedSlowdownProbe&) = delete;
 
-  // One turn: the graph alone on each worker's cores, then k copies at
-  // once for each k = 2..workers (every copy keeps running until each has
-  // its sample, so every sample saw k at work); a copy's slowdown is over
-  // its own worker's time alone.
+  // One turn: the graph alone (and, pinned, alone on each other worker's
+  // cores), then k copies at once for each k = 2..workers (every copy
+  // keeps running until each has its sample, so every sample saw k at work).
   void Turn();
   // A turn if the probe has spent under its share of the time since it was
   // built: called between the profiler's passes, this spreads the turns
@@ -61,9 +61,9 @@ class SharedSlowdownProbe {
   void MaybeTurn();
   // More turns, until at least `min_turns` and (up to 40 in all) the
   // samples span 0.4 s. Returns factors[k - 1] = the median over the turns
-  // of (the mean over the k copies of their time / their own worker's
-  // time alone in the same turn), at least 1, the workers' speeds, and the
-  // band of the turns' ratios (slowdowns and speeds).
+  // of (median time of the k copies / time alone in the same turn), at
+  // least 1, the pinned workers' speeds, and the band of the turns' ratios
+  // (slowdowns and speeds).
   SharedSlowdown Finish(int min_turns);
   int Turns() const { return turns_; }
 
@@ -71,6 +71,7 @@ class SharedSlowdownProbe {
   class Workers;
   std::unique_ptr<Workers> workers_;
   int count_;
+  bool pinned_ = false;  // each worker on cores of its own (WorkerCpus)
   double share_;
   std::vector<std::vector<double>> ratios_;        // [k - 1][turn]
   std::vector<std::vector<double>> speed_ratios_;  // [w][turn]

@@ -134,8 +134,9 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
                             sizes.front(), "..", sizes.back()));
   const c10::Device device = ParseDevice(options.device);
   profile.device = device.str();
-  // The node passes run on CPU worker 0's cores, the probe's workers each
-  // on its own (cpu_affinity.h): the cores of one machine need not run alike.
+  // With MP_PIN_CPUS=1 the node passes run on CPU worker 0's cores, the
+  // probe's workers each on its own (cpu_affinity.h): the cores of one
+  // machine need not run alike.
   const std::vector<int> pinned =
       options.timed && device.is_cpu() ? WorkerCpus(0, std::max(1, options.workers), profile.threads)
                                        : std::vector<int>{};

@@ -82,11 +82,11 @@ struct Profile {
   Band shared_slowdown_band;
   int shared_slowdown_turns = 0;
   // Measured with shared_slowdown where CPU workers are pinned to cores of
-  // their own (common/cpu_affinity.h): worker_speed[w] is how much longer
-  // the whole graph took on worker w's cores than on worker 0's, where the
-  // node passes ran (1 for worker 0). The planner's Device::speed for CPU
-  // worker devices. Empty when not measured (then every worker is taken
-  // at 1).
+  // their own (MP_PIN_CPUS=1, common/cpu_affinity.h): worker_speed[w] is
+  // how much longer the whole graph took on worker w's cores than on worker
+  // 0's, where the node passes ran (1 for worker 0). Reported, not charged
+  // (docs/profile.md: the faster core moved between profile and run).
+  // Empty when not measured.
   std::vector<double> worker_speed;
   // Measured with shared_slowdown: one message from a CPU-worker stage to
   // the next, queued and its sleeping receiver woken (see handoff.h). The

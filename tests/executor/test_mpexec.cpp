@@ -119,7 +119,7 @@ TEST_CASE("a plan measured here reports measured against predicted") {
                                  << " ms, predicted " << j["predicted_step_ms"] << " ms");
 }
 
-TEST_CASE("CPU workers run pinned to cores of their own, as the profile's were, and mpexec reports each one's drift") {
+TEST_CASE("mpexec times its drift reference on each CPU worker's cores, and pins the workers there with MP_PIN_CPUS=1") {
   const std::string plan = TempPath("lstm.pinned.plan.yaml"), profile = TempPath("lstm.pinned.profile.yaml");
   const std::string pin = "MP_PIN_CPUS=1 ";
   const auto made = mp::test::RunTool(pin + MP_MPPLAN, ZooPath("lstm.script.pt") +
@@ -134,27 +134,31 @@ TEST_CASE("CPU workers run pinned to cores of their own, as the profile's were, 
   std::ifstream in(profile);
   const std::string profile_text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::vector<int>& allowed = mp::AllowedCpus();
-  if (allowed.size() < 2) {
-    // One core for two workers: nobody is pinned, nothing per worker.
-    CHECK(!j.contains("worker_cpus"));
-    CHECK(profile_text.find("worker_speed") == std::string::npos);
-    return;
-  }
-  CHECK(j["worker_cpus"] == nlohmann::json::array({std::to_string(allowed[0]), std::to_string(allowed[1])}));
-  REQUIRE(j["drift"].contains("worker_factors"));
-  REQUIRE(j["drift"]["worker_factors"].size() == 2);
-  CHECK(j["drift"]["worker_factors"][0] == j["drift"]["factor"]);
-  CHECK(j["drift"]["worker_factors"][1].get<double>() > 0);
-  CHECK(profile_text.find("worker_speed: [1, ") != std::string::npos);
-  const auto text = mp::test::RunTool(pin + MP_MPEXEC, plan + " --steps 1 --warmup 0");
-  CHECK(text.out.find("cores       drift reference per CPU worker, now / profiled: worker 0 (cpu " +
-                      std::to_string(allowed[0]) + ")") != std::string::npos);
-  // Pinning off: the same plan runs where the scheduler puts it.
+  // Pinning off (the default): the same plan runs where the scheduler puts
+  // it, and the reference is still timed on each worker's cores.
   const auto free = mp::test::RunTool("MP_PIN_CPUS=0 " MP_MPEXEC, plan + " --steps 1 --warmup 0 --json");
   REQUIRE(free.status == 0);
   const auto f = nlohmann::json::parse(free.out);
-  CHECK(!f.contains("worker_cpus"));
-  CHECK(!f["drift"].contains("worker_factors"));
+  CHECK(f["workers_pinned"] == false);
+  if (allowed.size() < 2) {
+    // One core for two workers: nobody is pinned, nothing per worker.
+    CHECK(j["workers_pinned"] == false);
+    CHECK(!j["drift"].contains("worker_factors"));
+    CHECK(profile_text.find("worker_speed") == std::string::npos);
+    return;
+  }
+  CHECK(j["workers_pinned"] == true);
+  const auto blocks = nlohmann::json::array({std::to_string(allowed[0]), std::to_string(allowed[1])});
+  CHECK(j["drift"]["worker_cpus"] == blocks);
+  REQUIRE(j["drift"]["worker_factors"].size() == 2);
+  CHECK(j["drift"]["worker_factors"][0] == j["drift"]["factor"]);
+  CHECK(j["drift"]["worker_factors"][1].get<double>() > 0);
+  CHECK(f["drift"]["worker_cpus"] == blocks);
+  CHECK(profile_text.find("worker_speed: [1, ") != std::string::npos);
+  const auto text = mp::test::RunTool(pin + MP_MPEXEC, plan + " --steps 1 --warmup 0");
+  CHECK(text.out.find("cores       drift reference per core, now / profiled: cpu " + std::to_string(allowed[0])) !=
+        std::string::npos);
+  CHECK(text.out.find("(worker w pinned to the w-th)") != std::string::npos);
 }
 
 TEST_CASE("a plan for devices that are not here is refused, and runs on CPU workers with --device cpu without an "
