@@ -1,7 +1,8 @@
 // Debug dumps by name, as PyTorch's GRAPH_DUMP: `MP_DUMP=canonical mpplan
 // model.pt` prints the canonical graph to stderr. MP_DUMP is a comma-
 // separated list of step names, or `all`. Names so far: canonical, probe (the
-// contention probe's turns: each worker alone, then k at once, in ms).
+// contention probe's turns: alone, on each worker's cores when pinned, then
+// k at once, in ms).
 #pragma once
 
 #include <cstdlib>

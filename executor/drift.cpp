@@ -66,7 +66,9 @@ Drift DriftProbe::Result() const {
   drift.factor = drift.now_ms / plan_.profile.reference_ms;
   drift.measured = true;
   if (!worker_cpus_.empty()) {
-    for (const auto& samples : samples_) drift.worker_factors.push_back(Quantile(samples, 0.5) / plan_.profile.reference_ms);
+    for (const auto& samples : samples_) {
+      drift.worker_factors.push_back(Quantile(samples, 0.5) / plan_.profile.reference_ms);
+    }
     drift.worker_cpus = worker_cpus_;
   }
   return drift;

@@ -44,8 +44,8 @@ class DriftProbe {
  private:
   const Plan& plan_;
   std::unique_ptr<DriftReference> reference_;
-  std::vector<std::vector<int>> worker_cpus_;  // empty: not pinned
-  std::vector<std::vector<double>> samples_;   // [worker] (one list when not pinned)
+  std::vector<std::vector<int>> worker_cpus_;  // empty: the workers' threads do not fit the cores
+  std::vector<std::vector<double>> samples_;   // [worker] (one list without worker_cpus_)
 };
 
 }  // namespace mp

@@ -39,7 +39,8 @@ void FormatTiming(const nlohmann::json& r, std::ostringstream& out) {
         out << (w ? "," : "") << " cpu " << d["worker_cpus"][w].get<std::string>() << " " << factors[w].get<double>()
             << "x";
       }
-      out << (r.value("workers_pinned", false) ? " (worker w pinned to the w-th)" : " (workers not pinned: MP_PIN_CPUS=1 pins them)");
+      out << (r.value("workers_pinned", false) ? " (worker w pinned to the w-th)"
+                                               : " (workers not pinned: MP_PIN_CPUS=1 pins them)");
       out.precision(1);
       out << "\n";
     }

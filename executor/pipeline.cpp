@@ -60,9 +60,8 @@ struct WorkerList {
 // The ordered action lists this process runs, one worker each: a plan
 // lists each device's actions over its stages (Distribute gives all of a
 // program's stages to one rank). Device d of replica r is CPU worker
-// r * devices + d, pinned to that worker's cores as the profiler pinned
-// its probe's workers (common/cpu_affinity.h), so each device runs at the
-// speed the plan charged it.
+// r * devices + d; with MP_PIN_CPUS=1 it runs on that worker's cores, as
+// the profiler's probe ran worker d (common/cpu_affinity.h).
 std::vector<WorkerList> WorkerLists(const Plan& plan, const Distribution* dist, int threads) {
   std::vector<WorkerList> lists;
   const int rank = dist ? dist->group->rank() : 0;
