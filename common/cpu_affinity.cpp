@@ -11,11 +11,8 @@
 namespace mp {
 namespace {
 
-std::vector<int> ThreadCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
+std::vector<int> CpusIn(const cpu_set_t& set) {
   std::vector<int> cpus;
-  if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) != 0) return cpus;
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &set)) cpus.push_back(c);
   return cpus;
@@ -37,14 +34,15 @@ const std::vector<int>& AllowedCpus() {
   static const std::vector<int> allowed = [] {
     cpu_set_t set;
     CPU_ZERO(&set);
-    std::vector<int> cpus;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-      for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &set)) cpus.push_back(c);
-    }
-    return cpus;
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CpusIn(set) : std::vector<int>{};
   }();
   return allowed;
+}
+
+std::vector<int> ThisThreadCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return pthread_getaffinity_np(pthread_self(), sizeof set, &set) == 0 ? CpusIn(set) : std::vector<int>{};
 }
 
 bool PinningEnabled() {
@@ -67,7 +65,7 @@ std::vector<int> WorkerCpus(int worker, int workers, int threads) {
 ScopedPin::ScopedPin(const std::vector<int>& cpus) {
   if (cpus.empty()) return;
   AllowedCpus();
-  before_ = ThreadCpus();
+  before_ = ThisThreadCpus();
   if (!SetThreadCpus(cpus)) before_.clear();
 }
 

@@ -18,6 +18,9 @@ namespace mp {
 // The cores this process may run on, read once (before any pinning).
 const std::vector<int>& AllowedCpus();
 
+// The cores the calling thread may run on now (empty if unreadable).
+std::vector<int> ThisThreadCpus();
+
 // True when the environment says MP_PIN_CPUS=1.
 bool PinningEnabled();
 

@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include <pthread.h>
 #include <sched.h>
 
 #include "common/byte_size.h"
@@ -94,22 +93,14 @@ TEST_CASE("CPU workers get cores of their own where their threads fit, in order"
 TEST_CASE("a scoped pin holds the thread on its cores and gives the old ones back") {
   const std::vector<int>& allowed = mp::AllowedCpus();
   REQUIRE(!allowed.empty());
-  const auto current = [] {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof set, &set) == 0);
-    std::vector<int> cpus;
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-    return cpus;
-  };
-  const std::vector<int> before = current();
+  const std::vector<int> before = mp::ThisThreadCpus();
+  REQUIRE(!before.empty());
   {
     const mp::ScopedPin pin({allowed.back()});
-    CHECK(current() == std::vector<int>{allowed.back()});
+    CHECK(mp::ThisThreadCpus() == std::vector<int>{allowed.back()});
     CHECK(sched_getcpu() == allowed.back());
   }
-  CHECK(current() == before);
+  CHECK(mp::ThisThreadCpus() == before);
   const mp::ScopedPin nothing({});
-  CHECK(current() == before);
+  CHECK(mp::ThisThreadCpus() == before);
 }

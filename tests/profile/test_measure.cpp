@@ -5,8 +5,6 @@
 #include <torch/cuda.h>
 
 #include <ATen/Parallel.h>
-#include <pthread.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -237,13 +235,7 @@ TEST_CASE("pinned CPU workers: the probe measures each worker's cores against wo
   const int threads_before = at::get_num_threads();
   at::set_num_threads(1);  // two workers of one thread fit two cores
   const bool fits = mp::AllowedCpus().size() >= 2;
-  const auto cores = [] {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    pthread_getaffinity_np(pthread_self(), sizeof set, &set);
-    return CPU_COUNT(&set);
-  };
-  const int cores_before = cores();
+  const std::vector<int> cores_before = mp::ThisThreadCpus();
   setenv("MP_PIN_CPUS", "1", 1);
   const mp::Profile pinned = mp::MeasureProfile(m.canonical, m.inputs, options);
   setenv("MP_PIN_CPUS", "0", 1);
@@ -262,7 +254,7 @@ TEST_CASE("pinned CPU workers: the probe measures each worker's cores against wo
   CHECK(pinned.worker_speed[1] > 1.0 / 3);
   CHECK(pinned.worker_speed[1] < 3);
   // The profiling thread's cores are given back.
-  CHECK(cores() == cores_before);
+  CHECK(mp::ThisThreadCpus() == cores_before);
 }
 
 TEST_CASE("the contention probe measures CPU workers running at once") {

@@ -65,6 +65,14 @@ mp::Profile Sample() {
   return p;
 }
 
+// Sample()'s YAML with the first `from` replaced by `to`.
+std::string SampleYamlWith(const std::string& from, const std::string& to) {
+  std::string text = mp::ProfileToYaml(Sample());
+  const size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
 }  // namespace
 
 TEST_CASE("a profile round-trips through YAML") {
@@ -130,33 +138,26 @@ TEST_CASE("malformed profile files name the problem") {
                        mp::InputError);
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml("format: other/v9\n", "p.yaml"),
                        "p.yaml: format: expected mpplan-profile/v1, found 'other/v9'", mp::InputError);
-  std::string text = mp::ProfileToYaml(Sample());
+  const std::string text = mp::ProfileToYaml(Sample());
   const std::string no_batch = text.substr(0, text.find("batch:")) + text.substr(text.find("mode:"));
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_batch, "p.yaml"), "p.yaml: top level: missing key 'batch'", mp::InputError);
-  const size_t at = text.find("forward_ms: [0.5, 1, 3]");
-  REQUIRE(at != std::string::npos);
-  const std::string short_list = text.replace(at, 23, "forward_ms: [0.5, 1]");
+  const std::string short_list = SampleYamlWith("forward_ms: [0.5, 1, 3]", "forward_ms: [0.5, 1]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(short_list, "p.yaml"),
                        "p.yaml: nodes[0].forward_ms: 2 entries for 3 micro-batch sizes", mp::InputError);
-  std::string fast = mp::ProfileToYaml(Sample());
-  fast.replace(fast.find("shared_slowdown: [1, 1.25]"), 26, "shared_slowdown: [1, 0.5]");
+  const std::string fast = SampleYamlWith("shared_slowdown: [1, 1.25]", "shared_slowdown: [1, 0.5]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(fast, "p.yaml"), "p.yaml: shared_slowdown[1]: expected a factor >= 1, found 0.5",
                        mp::InputError);
-  std::string early = mp::ProfileToYaml(Sample());
-  early.replace(early.find("handoff_ms: 0.0425"), 18, "handoff_ms: -1");
+  const std::string early = SampleYamlWith("handoff_ms: 0.0425", "handoff_ms: -1");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(early, "p.yaml"), "p.yaml: handoff_ms: expected a time >= 0, found -1",
                        mp::InputError);
-  std::string inverted = mp::ProfileToYaml(Sample());
-  inverted.replace(inverted.find("pass_band: [0.98, 1.03]"), 23, "pass_band: [1.03, 0.98]");
+  const std::string inverted = SampleYamlWith("pass_band: [0.98, 1.03]", "pass_band: [1.03, 0.98]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(inverted, "p.yaml"),
                        "p.yaml: pass_band: expected [low, high] with 0 < low <= 1 <= high, found [1.03, 0.98]",
                        mp::InputError);
-  std::string short_row = mp::ProfileToYaml(Sample());
-  short_row.replace(short_row.find("  - [1, 1.5]"), 12, "  - [1.5]");
+  const std::string short_row = SampleYamlWith("  - [1, 1.5]", "  - [1.5]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(short_row, "p.yaml"),
                        "p.yaml: shared_slowdown_by_size[0]: 1 factors, shared_slowdown has 2", mp::InputError);
-  std::string no_turns = mp::ProfileToYaml(Sample());
-  no_turns.replace(no_turns.find("shared_slowdown_turns: 25"), 25, "shared_slowdown_turns: 0");
+  const std::string no_turns = SampleYamlWith("shared_slowdown_turns: 25", "shared_slowdown_turns: 0");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_turns, "p.yaml"),
                        "p.yaml: shared_slowdown_turns: expected a count >= 1, found 0", mp::InputError);
   // The plan reader's classes of bad input, in its message shape: a typo'd
@@ -167,20 +168,16 @@ TEST_CASE("malformed profile files name the problem") {
                        mp::InputError);
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(text_ok + "batch: 9\n", "p.yaml"), "p.yaml: batch: duplicate key",
                        mp::InputError);
-  std::string word = text_ok;
-  word.replace(word.find("batch: 8"), 8, "batch: eight");
+  const std::string word = SampleYamlWith("batch: 8", "batch: eight");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(word, "p.yaml"), "p.yaml: batch: expected an integer, found 'eight'",
                        mp::InputError);
-  std::string slow_first = mp::ProfileToYaml(Sample());
-  slow_first.replace(slow_first.find("worker_speed: [1, 1.375]"), 24, "worker_speed: [1.5, 1]");
+  const std::string slow_first = SampleYamlWith("worker_speed: [1, 1.375]", "worker_speed: [1.5, 1]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(slow_first, "p.yaml"),
                        "p.yaml: worker_speed: expected worker 0 at 1 and one entry per worker", mp::InputError);
-  std::string negative = mp::ProfileToYaml(Sample());
-  negative.replace(negative.find("worker_speed: [1, 1.375]"), 24, "worker_speed: [1, -2]");
-  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(negative, "p.yaml"), doctest::Contains("p.yaml: worker_speed[1]: expected a time multiplier"),
-                       mp::InputError);
-  std::string no_band = mp::ProfileToYaml(Sample());
-  no_band.replace(no_band.find("shared_slowdown_band: [0.75, 1.5]"), 33, "shared_slowdown_band: [1.5]");
+  const std::string negative = SampleYamlWith("worker_speed: [1, 1.375]", "worker_speed: [1, -2]");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(negative, "p.yaml"),
+                       doctest::Contains("p.yaml: worker_speed[1]: expected a time multiplier"), mp::InputError);
+  const std::string no_band = SampleYamlWith("shared_slowdown_band: [0.75, 1.5]", "shared_slowdown_band: [1.5]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_band, "p.yaml"), "p.yaml: shared_slowdown_band: expected 2 entries, found 1",
                        mp::InputError);
 }
