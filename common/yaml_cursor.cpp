@@ -7,26 +7,10 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "common/yaml_document.h"
 
 namespace mp {
 namespace {
-
-// User text inside a one-line message: control characters become \n, \t, ...
-std::string Printable(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      out += Concat("\\x", "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
-    } else {
-      out += char(c);
-    }
-  }
-  return out;
-}
 
 std::string Join(const std::vector<std::string>& items) {
   std::string out;

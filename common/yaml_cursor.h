@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,8 @@ class YamlCursor {
   int IntIn(int64_t low, int64_t high) const;  // low <= value <= high
   double Number() const;
   // A finite number >= low (> low when `open_low`) and <= high; else Fail
-  // "expected WHAT >= LOW [and <= HIGH], found V". high may be infinity.
+  // "expected WHAT >= LOW [and <= HIGH], found V". high may be kNoLimit.
+  static constexpr double kNoLimit = std::numeric_limits<double>::infinity();
   double NumberIn(double low, double high, const char* what = "a number", bool open_low = false) const;
   bool Bool() const;
   std::string String() const;

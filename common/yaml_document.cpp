@@ -5,18 +5,22 @@
 
 namespace mp {
 
-namespace {
-
-// yaml-cpp quotes the offending character in its message: keep the line
-// printable (and whole: a NUL would end what() early).
-std::string Printable(std::string text) {
-  for (char& c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+// User text inside a one-line message: control characters become \n, \t, ...
+std::string Printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += Concat("\\x", "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
+    } else {
+      out += char(c);
+    }
   }
-  return text;
+  return out;
 }
-
-}  // namespace
 
 YAML::Node LoadYamlDocument(const std::string& text, const std::string& source) {
   const size_t nul = text.find('\0');

@@ -9,6 +9,10 @@
 
 namespace mp {
 
+// User text inside a one-line message: control characters become \n, \t,
+// \x01, ... (yaml-cpp quotes the offending character in its messages).
+std::string Printable(const std::string& text);
+
 // Throws InputError "SOURCE: not valid YAML: MESSAGE (line N)".
 YAML::Node LoadYamlDocument(const std::string& text, const std::string& source);
 

@@ -8,33 +8,27 @@
 #                            pipeline's worker threads through those two binaries,
 #                            and the thread pool they run on (test_worker_pool).
 #
-# Both run every test case of theirs, but the zoo-wide sweeps (every zoo
-# model at 2, 3 and 4 stages, over 2, 3 and 4 processes, ...: the tests that
-# loop over tests/graph/zoo.h's ZooFiles()) sweep the representative subset
-# below instead of all 21 files, which the plain build (tools/test.sh) runs.
-# A sanitizer finds a bad access or a race on the path that makes it, and
-# the 21 files take the same runtime paths many times over; the subset keeps
-# one model for each path the others take:
-#   bert.script.pt      dropout drawn from seeded generators on the stage threads;
-#                       nn.TransformerEncoder's uninitialized values on the wire
-#   branchy.script.pt   a DAG: many values live across a cut, skip connections
-#   gpt.trace.pt        integer inputs, embeddings, attention; a traced graph
-#   inplace.trace.pt    in-place writes across cuts; training that must fail in one line
-#   lstm.script.pt      several inputs, tuple outputs, tensor-list attributes; scripted
-#   resnet50.script.pt  BatchNorm buffers updated per micro-batch, in-place relu_/add_
+# Both run every test case of theirs but test_bench_suite (asan: the
+# benchmark harness's smoke run, over 5 minutes under ASan for mpplan and
+# mpexec runs the other tests make). The zoo-wide sweeps (the tests that loop
+# over tests/graph/zoo.h's ZooFiles(), each model at one of 2, 3 and 4 stages
+# or processes by turns) sweep the representative subset below instead of
+# all 21 files, which the plain build (tools/test.sh) runs. A sanitizer finds
+# a bad access or a race on the path that makes it, and the 21 files take
+# the same runtime paths many times over; the subset keeps one model for
+# each path the others take:
+#   bert.script.pt       dropout drawn from seeded generators on the stage threads;
+#                        nn.TransformerEncoder's uninitialized values on the wire
+#   branchy.script.pt    a DAG: many values live across a cut, skip connections
+#   gpt.trace.pt         integer inputs, embeddings, attention; a traced graph
+#   inplace.trace.pt     in-place writes across cuts; training that must fail in one line
+#   lstm.script.pt       several inputs, tuple outputs, tensor-list attributes; scripted
+#   mobilenet.script.pt  BatchNorm buffers updated per micro-batch, in-place activations
+#                        (torchvision's MobileNetV3: ResNet-50's paths at a sixteenth of
+#                        its weights, which took 8 s to load under ASan)
 # (the over-processes sweep takes the scripted ones of these). Set
 # MP_TEST_ZOO yourself to choose others, or to empty to sweep the whole zoo
 # (MP_TEST_ZOO= tools/sanitize.sh asan).
-#
-# The sweeps that the plain build repeats at 2, 3 and 4 stages (inference
-# and training on threads) and over 2, 3 and 4 processes run here at 3 only
-# (`plain_only` below leaves out the other six test cases): 3 stages have a
-# first, a middle and a last stage, and 3 ranks a rank with a peer on each
-# side, so every role a stage or a rank can take is on the path, and 2 and 4
-# repeat those roles. Several stages on one rank, and replicas, keep their
-# own test cases here; so do interleaved-1f1b, zb-h1 and zbv at 2 devices
-# (4, 2 and 4 stages), and the same at 4 devices, which only repeats those
-# roles, is left to the plain build.
 #
 # On 2 cores: asan about 17 minutes (8 to build, 9 to test), tsan about 4.5
 # (3 and 1.5).
@@ -59,10 +53,8 @@ if [[ $# -ne 1 || ( "$mode" != asan && "$mode" != tsan ) ]]; then
 fi
 supp="$PWD/tools/sanitizers"
 report_exit=66
-export MP_TEST_ZOO="${MP_TEST_ZOO-bert.script.pt,branchy.script.pt,gpt.trace.pt,inplace.trace.pt,lstm.script.pt,resnet50.script.pt}"
+export MP_TEST_ZOO="${MP_TEST_ZOO-bert.script.pt,branchy.script.pt,gpt.trace.pt,inplace.trace.pt,lstm.script.pt,mobilenet.script.pt}"
 echo "sanitize: zoo sweeps over ${MP_TEST_ZOO:-every zoo model} (MP_TEST_ZOO)"
-plain_only='every zoo model (at|over) [24] (stages|processes)|every zoo model at 4 devices'
-echo "sanitize: the sweeps at 2 and 4 stages or processes are the plain build's (ctest -E '$plain_only')"
 
 # -O1: LibTorch's kernels are most of the run time, and -O1 -g1 compiles a
 # third faster than the plain build's -O3. -g1: line numbers in reports
@@ -120,15 +112,14 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 # The build runs the test executables too (doctest_discover_tests lists their
 # cases after linking), under the options exported above.
 if [ "$mode" = asan ]; then
-  # mp_tests: every test and what the tests run (mpplan, mpexec, the example,
-  # bench_suite, the zoo), not the benchmarks no test runs.
+  # mp_tests: every test but test_bench_suite, and what the tests run
+  # (mpplan, mpexec, the example, the zoo), not the benchmarks.
   timed "asan build" cmake --build "$dir" -j2 --target mp_tests
-  timed "asan tests" ctest --test-dir "$dir" -j2 --output-on-failure -E "$plain_only"
+  timed "asan tests" ctest --test-dir "$dir" -j2 --output-on-failure -E '^test_bench_suite'
 else
   # What tests/executor needs: its three tests, and through their
   # dependencies mpplan, mpexec, the zoo and the example test_executor_api
   # runs; and the thread pool the stages run on, alone.
   timed "tsan build" cmake --build "$dir" -j2 --target test_mpexec test_training test_executor_api test_worker_pool
-  timed "tsan tests" ctest --test-dir "$dir" -j2 --output-on-failure -R '^test_(mpexec|training|executor_api|worker_pool):' \
-    -E "$plain_only"
+  timed "tsan tests" ctest --test-dir "$dir" -j2 --output-on-failure -R '^test_(mpexec|training|executor_api|worker_pool):'
 fi

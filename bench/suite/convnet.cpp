@@ -11,7 +11,7 @@
 namespace mp::bench {
 namespace {
 
-const char* const kModel = "convnet.script.pt";
+const char* const kConvNetModel = "convnet.script.pt";
 
 }  // namespace
 
@@ -20,20 +20,21 @@ Section TutorialConvNet(const Suite& suite) {
   const int64_t batch = Pick<int64_t>(suite, 16, 64), split = 8;  // the tutorial's split size
   const std::string profile = suite.out + "/tutorial_convnet.profile.yaml";
   const std::string batch_flag = " --batch " + std::to_string(batch);
-  const auto own = MakePlan(suite, kModel, "--gpus 4 --profile-out '" + profile + "'" + batch_flag, "convnet.mpplan");
+  const auto own =
+      MakePlan(suite, kConvNetModel, "--gpus 4 --profile-out '" + profile + "'" + batch_flag, "convnet.mpplan");
   const std::string reuse = "--profile-in '" + profile + "'" + batch_flag + " ";
   std::vector<PlanCase> cases = {
       {"one device", "convnet.one",
-       MakePlan(suite, kModel, reuse + "--gpus 1 --stages 1 --microbatches 1", "convnet.one")},
+       MakePlan(suite, kConvNetModel, reuse + "--gpus 1 --stages 1 --microbatches 1", "convnet.one")},
       {Format("tutorial: conv1 | conv2 | fc | out, split size %ld", long(split)), "convnet.tutorial",
-       MakePlan(suite, kModel,
+       MakePlan(suite, kConvNetModel,
                 reuse +
                     "--gpus 4 --stages 4 --partitioner layers --split 'conv1|conv2|fc|out' --schedule gpipe "
                     "--microbatches " +
                     std::to_string(batch / split),
                 "convnet.tutorial")},
       {"mpplan, 4 stages forced", "convnet.four",
-       MakePlan(suite, kModel, reuse + "--gpus 4 --stages 4", "convnet.four")},
+       MakePlan(suite, kConvNetModel, reuse + "--gpus 4 --stages 4", "convnet.four")},
       {"mpplan's choice for 4 devices", "convnet.mpplan", own}};
   MeasurePlans(suite, cases, Pick(suite, 1, 5), Pick(suite, 3, 51), Pick(suite, 1, 3));
 

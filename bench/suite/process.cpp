@@ -108,6 +108,7 @@ nlohmann::json PlanRow(const PlanCase& c) {
   return {{"case", c.label},
           {"cut", Cut(c.plan)},
           {"stages", c.plan.at("stages")},
+          {"devices", c.plan.at("devices")},
           {"microbatches", c.plan.at("microbatches")},
           {"microbatch_size", c.plan.at("microbatch_size")},
           {"schedule", c.plan.at("schedule")},

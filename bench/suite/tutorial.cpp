@@ -13,7 +13,7 @@
 namespace mp::bench {
 namespace {
 
-const char* const kModel = "resnet50.script.pt";
+const char* const kResNetModel = "resnet50.script.pt";
 const char* const kSplit = "'layer1,layer2|layer3,layer4,fc'";
 
 std::string Speedup(double base, double ms) { return Format("%.2fx of one device", base / ms); }
@@ -36,20 +36,20 @@ Section TutorialResNet(const Suite& suite) {
 
   const std::string profile = suite.out + "/tutorial_resnet50.profile.yaml";
   std::vector<PlanCase> cases;
-  const auto own = MakePlan(suite, kModel,
+  const auto own = MakePlan(suite, kResNetModel,
                             "--gpus 2 --input " + input + " --microbatch-sizes " + size_list + " --profile-out '" +
                                 profile + "' --split " + kSplit + " --explain",
                             "resnet50.mpplan");
   const std::string reuse = "--profile-in '" + profile + "' --input " + input + " ";
   const std::string hand = reuse + "--gpus 2 --stages 2 --partitioner layers --split " + kSplit + " --schedule gpipe ";
   cases.push_back({"one device", "resnet50.one",
-                   MakePlan(suite, kModel, reuse + "--gpus 1 --stages 1 --microbatches 1", "resnet50.one")});
+                   MakePlan(suite, kResNetModel, reuse + "--gpus 1 --stages 1 --microbatches 1", "resnet50.one")});
   cases.push_back({"hand split, no micro-batches", "resnet50.hand",
-                   MakePlan(suite, kModel, hand + "--microbatches 1", "resnet50.hand")});
+                   MakePlan(suite, kResNetModel, hand + "--microbatches 1", "resnet50.hand")});
   for (int64_t s : splits) {
     const std::string name = "resnet50.split" + std::to_string(s);
     cases.push_back({Format("hand split, split size %ld", long(s)), name,
-                     MakePlan(suite, kModel, hand + "--microbatches " + std::to_string(batch / s), name)});
+                     MakePlan(suite, kResNetModel, hand + "--microbatches " + std::to_string(batch / s), name)});
   }
   cases.push_back({"mpplan's plan", "resnet50.mpplan", own});
   MeasurePlans(suite, cases, Pick(suite, 0, 1), Pick(suite, 1, 2), Pick(suite, 1, 2));

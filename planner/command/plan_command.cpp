@@ -208,6 +208,7 @@ nlohmann::json PlanResultJson(const PlanCommandResult& r) {
   nlohmann::json out;
   out["plan"] = r.plan_path;
   out["stages"] = p.stages.size();
+  out["devices"] = p.programs.size();  // devices that run stages: fewer than stages where a device holds several
   out["microbatches"] = p.microbatches;
   out["microbatch_size"] = p.microbatch_size;
   out["replicas"] = p.replicas;

@@ -28,8 +28,6 @@ std::string Lower(std::string text) {
   return text;
 }
 
-constexpr double kNoLimit = std::numeric_limits<double>::infinity();
-
 }  // namespace
 
 double DeviceProfile::BestLinkBandwidth() const {
@@ -66,21 +64,21 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml, const std::string& sou
   device.memory_bytes = static_cast<int64_t>(root["memory_bytes"].NumberIn(0, 9.2e18));  // 1e9 or 1000000000
   const YamlCursor peak = root["peak_flops"];
   peak.ExpectMap({"fp32", "tf32", "fp16", "bf16"});
-  device.fp32_flops = peak["fp32"].NumberIn(0, kNoLimit, "a number", true);
-  device.tf32_flops = peak["tf32"].NumberIn(0, kNoLimit);
-  device.fp16_flops = peak["fp16"].NumberIn(0, kNoLimit);
-  device.bf16_flops = peak["bf16"].NumberIn(0, kNoLimit);
-  device.memory_bandwidth = root["memory_bandwidth"].NumberIn(0, kNoLimit, "a number", true);
+  device.fp32_flops = peak["fp32"].NumberIn(0, YamlCursor::kNoLimit, "a number", true);
+  device.tf32_flops = peak["tf32"].NumberIn(0, YamlCursor::kNoLimit);
+  device.fp16_flops = peak["fp16"].NumberIn(0, YamlCursor::kNoLimit);
+  device.bf16_flops = peak["bf16"].NumberIn(0, YamlCursor::kNoLimit);
+  device.memory_bandwidth = root["memory_bandwidth"].NumberIn(0, YamlCursor::kNoLimit, "a number", true);
   const YamlCursor links = root["links"];
   const std::vector<std::string> names = links.Keys();
   if (names.empty()) links.Fail("expected a map of link name to bytes/s, found none");
-  for (const std::string& name : names) device.links[name] = links[name].NumberIn(0, kNoLimit);
-  device.link_latency_us = root["link_latency_us"].NumberIn(0, kNoLimit);
+  for (const std::string& name : names) device.links[name] = links[name].NumberIn(0, YamlCursor::kNoLimit);
+  device.link_latency_us = root["link_latency_us"].NumberIn(0, YamlCursor::kNoLimit);
   const YamlCursor efficiency = root["efficiency"];
   efficiency.ExpectMap({"compute", "memory"});
   device.compute_efficiency = efficiency["compute"].NumberIn(0, 1, "a number", true);
   device.memory_efficiency = efficiency["memory"].NumberIn(0, 1, "a number", true);
-  device.launch_overhead_us = root["launch_overhead_us"].NumberIn(0, kNoLimit);
+  device.launch_overhead_us = root["launch_overhead_us"].NumberIn(0, YamlCursor::kNoLimit);
   return device;
 }
 

@@ -16,12 +16,10 @@
 namespace mp {
 namespace {
 
-constexpr double kNoLimit = std::numeric_limits<double>::infinity();
-
 std::vector<double> FactorsAtLeastOne(const YamlCursor& c) {
   std::vector<double> out;
   const int n = c.ExpectList();
-  for (int i = 0; i < n; ++i) out.push_back(c[i].NumberIn(1, kNoLimit, "a factor"));
+  for (int i = 0; i < n; ++i) out.push_back(c[i].NumberIn(1, YamlCursor::kNoLimit, "a factor"));
   return out;
 }
 
@@ -257,14 +255,17 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
   }
   if (root.Has("worker_speed")) {
     const YamlCursor speeds = root["worker_speed"];
-    for (int i = 0, n = speeds.ExpectList(); i < n; ++i)
-      p.worker_speed.push_back(speeds[i].NumberIn(0, kNoLimit, "a time multiplier", true));
-    if (p.worker_speed.empty() || p.worker_speed[0] != 1) speeds.Fail("expected worker 0 at 1 and one entry per worker");
+    for (int i = 0, n = speeds.ExpectList(); i < n; ++i) {
+      p.worker_speed.push_back(speeds[i].NumberIn(0, YamlCursor::kNoLimit, "a time multiplier", true));
+    }
+    if (p.worker_speed.empty() || p.worker_speed[0] != 1) {
+      speeds.Fail("expected worker 0 at 1 and one entry per worker");
+    }
   }
-  if (root.Has("handoff_ms")) p.handoff_ms = root["handoff_ms"].NumberIn(0, kNoLimit, "a time");
+  if (root.Has("handoff_ms")) p.handoff_ms = root["handoff_ms"].NumberIn(0, YamlCursor::kNoLimit, "a time");
   if (root.Has("pass_band")) p.pass_band = ReadBand(root["pass_band"]);
   if (root.Has("reference_ms")) {
-    p.reference_ms = root["reference_ms"].NumberIn(0, kNoLimit, "a time", true);
+    p.reference_ms = root["reference_ms"].NumberIn(0, YamlCursor::kNoLimit, "a time", true);
     p.reference_band = ReadBand(root["reference_band"]);
   }
   const YamlCursor nodes = root["nodes"];

@@ -30,10 +30,10 @@ std::string Plan(const std::string& model, const std::string& name, const std::s
   return out;
 }
 
-// Every zoo model in inference over `stages` stages, bit for bit.
-void InferEveryZooModel(int stages) {
-  for (const std::string& file : mp::test::ZooFiles()) {
-    if (file.rfind("toy.", 0) == 0 && stages == 4) continue;  // only 3 of its nodes take time
+// The zoo models whose turn is `stages` (ZooFilesAt: each at one of 2, 3
+// and 4) in inference over that many stages, bit for bit.
+void InferZooModelsAt(int stages) {
+  for (const std::string& file : mp::test::ZooFilesAt(mp::test::ZooFiles(), {2, 3, 4}, stages, 1)) {
     CAPTURE(file);
     const std::string plan =
         Plan(ZooPath(file), file + ".exec" + std::to_string(stages),
@@ -60,16 +60,16 @@ void InferEveryZooModel(int stages) {
 
 }  // namespace
 
-TEST_CASE("inference plans of every zoo model at 2 stages run pipelined and match the model run whole") {
-  InferEveryZooModel(2);
+TEST_CASE("inference plans of a third of the zoo at 2 stages (the rest at 3 and 4) run pipelined and match the model run whole") {
+  InferZooModelsAt(2);
 }
 
-TEST_CASE("inference plans of every zoo model at 3 stages run pipelined and match the model run whole") {
-  InferEveryZooModel(3);
+TEST_CASE("inference plans of a third of the zoo at 3 stages (the rest at 2 and 4) run pipelined and match the model run whole") {
+  InferZooModelsAt(3);
 }
 
-TEST_CASE("inference plans of every zoo model at 4 stages run pipelined and match the model run whole") {
-  InferEveryZooModel(4);
+TEST_CASE("inference plans of a third of the zoo at 4 stages (the rest at 2 and 3) run pipelined and match the model run whole") {
+  InferZooModelsAt(4);
 }
 
 TEST_CASE("a plan measured here reports measured against predicted") {
