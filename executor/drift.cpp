@@ -1,6 +1,7 @@
 // DriftProbe: the drift reference timed around the steps, on the plan's
 // device, with the thread count the profile used, and where CPU workers'
-// threads fit the cores, on each worker's block of cores in turn (pinned
+// threads fit the cores, on each worker's block of cores (the blocks the
+// pipeline pins its workers to, for its thread count) in turn (pinned
 // there for the sample); the median of its samples over the profiled time
 // is the machine's drift factor (worker 0's block first), and per block,
 // each worker's cores'.
@@ -12,12 +13,13 @@
 #include <algorithm>
 
 #include "common/cpu_affinity.h"
+#include "executor/pipeline.h"
 #include "executor/scoped_threads.h"
 #include "planner/profile/timer.h"
 
 namespace mp {
 
-DriftProbe::DriftProbe(const Plan& plan) : plan_(plan) {
+DriftProbe::DriftProbe(const Plan& plan, int threads_per_worker) : plan_(plan) {
   if (plan.profile.source != "measured" || !(plan.profile.reference_ms > 0)) return;
   c10::Device device(c10::kCPU);
   try {
@@ -29,11 +31,11 @@ DriftProbe::DriftProbe(const Plan& plan) : plan_(plan) {
     return;
   reference_ = std::make_unique<DriftReference>(device);
   if (device.is_cpu()) {
-    const int workers = int(plan.programs.size()) * plan.replicas;
+    const int workers = PlanWorkers(plan);
     for (int w = 0; w < workers; ++w) {
-      // Pinned or not: a worker's block of cores is where a pinned one runs,
-      // and a slow one shows either way.
-      std::vector<int> cpus = WorkerCpus(AllowedCpus(), w, workers, plan.profile.threads);
+      // Pinned or not: a worker's block of cores is where a pinned one runs
+      // (laid out for the pipeline's threads), and a slow one shows either way.
+      std::vector<int> cpus = WorkerCpus(AllowedCpus(), w, workers, threads_per_worker);
       if (cpus.empty()) break;
       worker_cpus_.push_back(std::move(cpus));
     }

@@ -34,7 +34,9 @@ struct Drift {
 
 class DriftProbe {
  public:
-  explicit DriftProbe(const Plan& plan);
+  // threads_per_worker: the pipeline's (ThreadsPerStage), which lays out
+  // the workers' blocks of cores; the reference runs with the profile's.
+  DriftProbe(const Plan& plan, int threads_per_worker);
   ~DriftProbe();
   // Times the reference `samples` times (on each CPU worker's block of
   // cores where they fit); nothing when the plan has none.

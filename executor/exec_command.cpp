@@ -183,8 +183,7 @@ void AddContext(nlohmann::json& out, const ExecCommandRequest& request, const Pl
   }
   // Whether the CPU workers ran pinned to their blocks of cores
   // (MP_PIN_CPUS=1, common/cpu_affinity.h).
-  const int workers = int(plan.programs.size()) * plan.replicas;
-  out["workers_pinned"] = !WorkerCpus(0, workers, ThreadsPerStage(plan, request.options.pipeline)).empty();
+  out["workers_pinned"] = !WorkerCpus(0, PlanWorkers(plan), ThreadsPerStage(plan, request.options.pipeline)).empty();
   if (plan.training) {
     out["loss"] = losses.back();
     out["losses"] = losses;
@@ -284,7 +283,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
     if (training) stage_groups = MakeStageGroups(dist);  // inference all-reduces nothing
   }
 
-  DriftProbe probe(plan);
+  DriftProbe probe(plan, ThreadsPerStage(plan, request.options.pipeline));
   probe.Sample(kDriftSamplesBefore);
   const int64_t heap_before = HeapBytesInUse();
   std::vector<PipelineRun> all;

@@ -71,13 +71,15 @@ std::vector<WorkerList> WorkerLists(const Plan& plan, const Distribution* dist, 
     const PlanProgram& program = plan.programs[p];
     if (program.actions.empty()) continue;
     if (!dist || dist->owner.at(program.actions.front().stage) == rank) {
-      lists.push_back({program.actions, WorkerCpus(replica * devices + p, plan.replicas * devices, threads)});
+      lists.push_back({program.actions, WorkerCpus(replica * devices + p, PlanWorkers(plan), threads)});
     }
   }
   return lists;
 }
 
 }  // namespace
+
+int PlanWorkers(const Plan& plan) { return int(plan.programs.size()) * plan.replicas; }
 
 int ThreadsPerStage(const Plan& plan, const PipelineOptions& options) {
   return options.threads_per_stage > 0 ? options.threads_per_stage : std::max(1, plan.profile.threads);

@@ -46,6 +46,10 @@ struct PipelineOptions {
 // The intra-op threads each worker runs with under `options`.
 int ThreadsPerStage(const Plan& plan, const PipelineOptions& options);
 
+// The workers a plan runs on, a device each per replica: replica r's device
+// d is worker r * devices + d (CPU workers' blocks of cores, common/cpu_affinity.h).
+int PlanWorkers(const Plan& plan);
+
 // What a training step adds to the forward pass.
 struct TrainingStep {
   std::vector<at::Tensor> labels;  // one per micro-batch (SplitTensor of the batch's labels)

@@ -13,7 +13,9 @@
 # mpexec runs the other tests make). The zoo-wide sweeps (the tests that loop
 # over tests/graph/zoo.h's ZooFiles(), each model at one of 2, 3 and 4 stages
 # or processes by turns) sweep the representative subset below instead of
-# all 21 files, which the plain build (tools/test.sh) runs. A sanitizer finds
+# all 21 files, which the plain build (tools/test.sh) runs; tests with
+# lists of models of their own take the subset's members of their list, or
+# its first (ZooKeep). A sanitizer finds
 # a bad access or a race on the path that makes it, and the 21 files take
 # the same runtime paths many times over; the subset keeps one model for
 # each path the others take:

@@ -50,6 +50,20 @@ inline std::vector<std::string> ZooFiles() {
   return subset;
 }
 
+// A test's own list of models (zoo files, or held-out names), for the
+// sanitizer jobs: where MP_TEST_ZOO is set, only those it names, or the
+// list's first where it names none of them; else the whole list.
+inline std::vector<std::string> ZooKeep(const std::vector<std::string>& files) {
+  const std::vector<std::string> subset = ZooSubset();
+  if (subset.empty()) return files;
+  std::vector<std::string> kept;
+  for (const std::string& file : files) {
+    if (std::find(subset.begin(), subset.end(), file) != subset.end()) kept.push_back(file);
+  }
+  if (kept.empty() && !files.empty()) kept.push_back(files.front());
+  return kept;
+}
+
 // The sweeps that check every zoo model at several stage counts (2, 3 and 4
 // stages, or processes, or devices) run each model at one of them, not all
 // (CI time): the i-th of `files` at counts[(i + turn) % counts.size()]; the
