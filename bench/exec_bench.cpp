@@ -26,6 +26,11 @@
 //               and must not be slower than the best hand-picked schedule
 //               by more than the largest of those differences. A bar chart
 //               of the steps against 1f1b's: OUT/schedules.svg.
+//   gap         the fidelity models at 1 stage x 1 micro-batch: the stage's
+//               busy time in the executor against the profiler's run of
+//               the whole graph, in one process on one core, alternating
+//               (with the heap sampler off and on); no target: it shows
+//               what a stage costs beyond the profile's nodes (issue 30).
 //   held out    torchvision classifiers nothing was tuned on
 //               (MODELS_DIR/heldout), the same way, each turn's profile
 //               planned twice: at the M the planner chooses (target: the
@@ -38,7 +43,7 @@
 // ratios are medians of interleaved repeats so a noisy neighbour hits both
 // sides.
 //
-// Usage: bench_exec MODELS_DIR OUT_DIR [--quick] [--only overhead,efficiency,fidelity,schedules,heldout]
+// Usage: bench_exec MODELS_DIR OUT_DIR [--quick] [--only overhead,efficiency,fidelity,gap,schedules,heldout]
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
@@ -57,8 +62,10 @@
 #include "bench/suite/svg_chart.h"
 #include "bench/tool_bench_args.h"
 #include "common/allocator.h"
+#include "common/cpu_affinity.h"
 #include "executor/executor.h"
 #include "planner/plan/plan_reader.h"
+#include "planner/profile/whole_graph.h"
 
 namespace {
 
@@ -192,6 +199,57 @@ std::function<double()> Stepper(mp::Executor& exec) {
   };
 }
 
+
+// The fidelity section's models and batches.
+struct FidelityCase {
+  std::string file;
+  int64_t batch;
+  std::string input;  // --input, when the batch alone is not enough
+};
+
+std::vector<FidelityCase> FidelityCases(bool quick) {
+  std::vector<FidelityCase> cases = {{"mlp.script.pt", 256, ""},    {"gpt.script.pt", 16, ""},
+                                     {"convnet.script.pt", 64, ""}, {"branchy.script.pt", 16, ""},
+                                     {"lstm.script.pt", 64, ""},    {"resnet50.script.pt", 0, "float32[32,3,64,64]"}};
+  if (quick) cases.resize(1);
+  return cases;
+}
+
+// gap: a 1-stage, 1-micro-batch training plan of each fidelity model, its
+// step in the executor against the profiler's whole-graph run of the same
+// graph (WholeGraph: the reference of the profile's coverage), in one
+// process, all on one core (the VM's two differ by up to 1.9x, and move),
+// alternating: the whole graph, a step, a step with the heap sampler on.
+// What remains between the whole graph and the stage's busy time is what a
+// stage's actions cost beyond the profile's nodes.
+void Gap(const std::string& mpplan, const std::string& models, const std::string& out, bool quick) {
+  const mp::ScopedPin one_core({mp::AllowedCpus().front()});  // the stages' threads inherit it
+  for (const FidelityCase& c : FidelityCases(quick)) {
+    const std::string plan =
+        MakePlan(mpplan, models + "/" + c.file, out + "/" + c.file + ".gap.plan.yaml", true, 1, 1, c.batch, true, c.input);
+    mp::Executor exec(plan, OneThread());
+    mp::PassOptions options;
+    options.training = true;
+    const auto inputs = exec.SyntheticInputs();
+    const auto labels = exec.SyntheticLabels();
+    mp::WholeGraph whole(exec.loaded().canonical, inputs, options);
+    std::vector<double> graph, busy, sampled;
+    for (int i = 0; i < (quick ? 3 : 15) + 2; ++i) {  // two warm-up rounds
+      const double forward = whole.Forward(), backward = whole.Backward();
+      exec.SampleHeap(false);
+      const double b = exec.TrainStep(inputs, labels).busy_ms.at(0);
+      exec.SampleHeap(true);
+      const double h = exec.TrainStep(inputs, labels).busy_ms.at(0);
+      if (i >= 2) graph.push_back(forward + backward), busy.push_back(b), sampled.push_back(h);
+    }
+    const double g = Median(graph), predicted = exec.plan().predicted.step_ms;
+    std::printf("gap         %-20s 1 x %lld: whole graph %.2f ms; stage busy %.2f (%.3fx), with the heap sampler "
+                "%.2f (%.3fx); predicted %.2f (%.3fx)\n",
+                c.file.c_str(), static_cast<long long>(exec.plan().microbatch_size), g, Median(busy), Median(busy) / g,
+                Median(sampled), Median(sampled) / g, predicted, predicted / g);
+    std::fflush(stdout);
+  }
+}
 
 // The same stages, schedule and action lists: two plans that run alike.
 bool SamePlan(const mp::Plan& a, const mp::Plan& b) {
@@ -381,15 +439,7 @@ int main(int argc, char** argv) {
     }
     // --- fidelity: measured profiles, 2 stages, training.
     if (args->Wants("fidelity")) {
-      struct Case {
-        std::string file;
-        int64_t batch;
-        std::string input;  // --input, when the batch alone is not enough
-      };
-      std::vector<Case> cases = {{"mlp.script.pt", 256, ""},        {"gpt.script.pt", 16, ""},
-                                 {"convnet.script.pt", 64, ""},     {"branchy.script.pt", 16, ""},
-                                 {"lstm.script.pt", 64, ""},        {"resnet50.script.pt", 0, "float32[32,3,64,64]"}};
-      if (quick) cases.resize(1);
+      const std::vector<FidelityCase> cases = FidelityCases(quick);
       // In turns: every model profiled, planned and run once per turn, so a
       // slow stretch of this shared machine falls on one turn of each model,
       // not on all turns of one. The target is judged on the median turn.
@@ -398,7 +448,7 @@ int main(int argc, char** argv) {
       int inside = 0, banded = 0, above = 0, below = 0;
       for (int turn = 1; turn <= turns; ++turn) {
         for (size_t i = 0; i < cases.size(); ++i) {
-          const Case& c = cases[i];
+          const FidelityCase& c = cases[i];
           const std::string plan = MakePlan(mpplan, models + "/" + c.file,
                                             out + "/" + c.file + ".fidelity" + std::to_string(turn) + ".plan.yaml", true,
                                             2, 0, c.batch, true, c.input);
@@ -440,6 +490,9 @@ int main(int argc, char** argv) {
                     above, all, below, sign_ok ? "ok" : "MISSED");
       }
     }
+    // --- gap: what a stage costs in the executor against what the
+    // profiler measured for the same nodes.
+    if (args->Wants("gap")) Gap(mpplan, models, out, quick);
     // --- schedules: every schedule on 2 devices, M = 2, 4, 8, one profile.
     if (args->Wants("schedules")) all_ok = Schedules(mpplan, mpexec, models, out, quick) && all_ok;
     // --- held out: torchvision classifiers, the planner's M and size 1.

@@ -139,7 +139,7 @@ struct TimedSteps {
   std::vector<double> steps_ms;     // their times
   std::vector<double> losses;       // every step's, warm-up included
   size_t median = 0;                // into runs: the median step by wall time
-  int64_t peak_heap_bytes = -1;     // over the timed steps
+  int64_t peak_heap_bytes = -1;     // of the step that sampled it (RunSteps)
 
   const PipelineRun& Median() const { return runs[median]; }
 };
@@ -149,9 +149,9 @@ TimedSteps Summarise(std::vector<PipelineRun> all, int warmup) {
   t.first_step_ms = all.front().step_ms;
   for (size_t i = 0; i < all.size(); ++i) {
     t.losses.push_back(all[i].loss);
+    t.peak_heap_bytes = std::max(t.peak_heap_bytes, all[i].peak_heap_bytes);
     if (int(i) < warmup) continue;
     t.steps_ms.push_back(all[i].step_ms);
-    t.peak_heap_bytes = std::max(t.peak_heap_bytes, all[i].peak_heap_bytes);
     t.runs.push_back(std::move(all[i]));
   }
   std::vector<size_t> order(t.runs.size());
@@ -288,6 +288,10 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   const int64_t heap_before = HeapBytesInUse();
   std::vector<PipelineRun> all;
   for (int i = 0; i < request.warmup + request.steps; ++i) {
+    // The heap's peak is sampled in the last warm-up step (the heap has its
+    // working size by then), not in the timed ones: the sampler costs the
+    // stages time. With no warm-up, the timed steps sample it.
+    exec.SampleHeap(request.warmup == 0 || i == request.warmup - 1);
     all.push_back(training ? exec.TrainStep(inputs, labels) : exec.Infer(inputs));
     probe.Sample();
   }

@@ -49,6 +49,8 @@ class Executor {
   // Training plans: forward, backward and an SGD step on the whole batch
   // (run.loss); the model's state changes in place.
   PipelineRun TrainStep(const std::vector<c10::IValue>& inputs, const at::Tensor& labels);
+  // Whether the next steps sample the heap's peak (PipelineOptions::sample_heap).
+  void SampleHeap(bool on) { options_.pipeline.sample_heap = on; }
 
   // The parameters and buffers (canonical order, names alike), cloned.
   std::vector<at::Tensor> State() const;

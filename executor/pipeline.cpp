@@ -114,7 +114,8 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   // (ConvNet, 2 stages of 1 thread on 2 cores: 16-17 ms a step, 13.5-15.5
   // with this thread at 1).
   const ScopedThreads calling_thread(threads);
-  HeapSampler heap;
+  std::optional<HeapSampler> heap;
+  if (options.sample_heap) heap.emplace();
   const Clock::time_point start = Clock::now();
   const StepContext context{loaded, microbatches, first, training, options, step, start, links};
   StepResults results(K, M);
@@ -145,7 +146,7 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   run.step = step;
   run.step_ms = MsSince(start);
   run.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
-  run.peak_heap_bytes = heap.Stop();
+  run.peak_heap_bytes = heap ? heap->Stop() : -1;
   run.busy_ms = std::move(results.busy_ms);
   run.events = std::move(results.events);
   failure.RethrowIfFailed();

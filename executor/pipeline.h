@@ -41,6 +41,11 @@ struct PipelineOptions {
   int threads_per_stage = 0;  // intra-op threads per worker; 0: the plan's profile's, else 1
   const Distribution* distribution = nullptr;  // null: every stage in this process
   uint64_t seed = 0;  // random ops draw from (seed, step, micro-batch): planner/graph/rng_scope.h
+  // Sample the CPU heap's peak during the step (PipelineRun::peak_heap_bytes):
+  // a thread that wakes every millisecond and reads the heap under its lock,
+  // which slowed the stages it shares the cores with by 5-7% (bench_exec
+  // --only gap), so mpexec samples an untimed step.
+  bool sample_heap = false;
 };
 
 // The intra-op threads each worker runs with under `options`.
@@ -70,7 +75,7 @@ struct PipelineRun {
   std::vector<double> busy_ms;       // per stage: time in its forwards and backwards
   std::vector<double> allreduce_ms;  // per stage: its gradient all-reduce among replicas (0 without)
   std::vector<std::vector<TimedAction>> events;  // per stage, in the order run
-  int64_t peak_heap_bytes = -1;      // CPU heap in use at its highest (HeapSampler); -1: unknown
+  int64_t peak_heap_bytes = -1;      // CPU heap in use at its highest (HeapSampler); -1: not sampled or unknown
 };
 
 // Runs one step of the plan on CPU workers: forward-only for an inference

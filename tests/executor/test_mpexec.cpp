@@ -194,7 +194,8 @@ TEST_CASE("a plan for devices that are not here is refused, and runs on CPU work
   CHECK(text.out.find('%') == std::string::npos);  // no error percentage anywhere
 }
 
-TEST_CASE("by default two warm-up steps run first, and the cold first step is reported apart") {
+TEST_CASE("by default two warm-up steps run first, and the cold first step is reported apart, and the heap's peak is "
+          "sampled in the last warm-up step, or in the timed steps without one") {
   const std::string plan = Plan(ZooPath("mlp.script.pt"), "mlp.warm", "--gpus 2 --stages 2 --microbatches 2");
   const auto run = mp::test::RunTool(MP_MPEXEC, "--device cpu " + plan + " --json");
   INFO(run.out);
@@ -204,6 +205,16 @@ TEST_CASE("by default two warm-up steps run first, and the cold first step is re
   CHECK(j["steps_ms"].size() == 1);
   CHECK(j["losses"].size() == 3);  // the warm-up steps train too
   CHECK(j["first_step_ms"].get<double>() > 0);
+  // The heap holds the model before the steps, and more during one (the
+  // micro-batches' activations); a sanitizer's heap reads as nothing.
+  const auto heap_during = [](const nlohmann::json& memory) {
+    if (memory["before_steps_bytes"].get<int64_t>() <= 0) return true;
+    return memory["peak_bytes"].get<int64_t>() > memory["before_steps_bytes"].get<int64_t>();
+  };
+  CHECK(heap_during(j["memory"]));
+  const auto cold_json = mp::test::RunTool(MP_MPEXEC, "--device cpu " + plan + " --warmup 0 --steps 2 --json");
+  REQUIRE(cold_json.status == 0);
+  CHECK(heap_during(nlohmann::json::parse(cold_json.out)["memory"]));
   const auto text = mp::test::RunTool(MP_MPEXEC, "--device cpu " + plan);
   REQUIRE(text.status == 0);
   CHECK(text.out.find("median of 1 step(s) after 2 warm-up (the first, cold, took ") != std::string::npos);
