@@ -75,6 +75,12 @@ int main(int argc, char** argv) {
                  "micro-batches, then 1f1b, gpipe, zb-h1, interleaved-1f1b, zbv")
       ->check(CLI::Range(0.0, 99.0))
       ->default_str("4");
+  double device_percent = 100 * mp::kDefaultDeviceTolerance;
+  app.add_option("--device-tolerance", device_percent,
+                 "a plan on more devices must be predicted faster than the best on fewer by more than this many "
+                 "percent, on any profile; 0: the fastest, whatever it uses")
+      ->check(CLI::Range(0.0, 99.0))
+      ->default_str("2");
   app.add_option("--schedule", schedule,
                  "gpipe, 1f1b, interleaved-1f1b, zb-h1, zbv or auto (training: the search tries all five, "
                  "interleaved with --chunks stages per device, zbv with 2 in a V); inference always runs forward-only")
@@ -148,6 +154,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     request.tie_tolerance = tie_percent / 100;
+    request.device_tolerance = device_percent / 100;
     request.stages = AutoOrCount(stages, "--stages");
     request.microbatches = AutoOrCount(microbatches, "--microbatches");
     if (schedule != "auto") request.schedule = mp::ParseScheduleKind(schedule);

@@ -191,9 +191,10 @@ struct Candidate {
 
 }  // namespace
 
+int Devices(const PlanCandidate& a) { return a.stages / a.chunks; }
+
 bool Simpler(const PlanCandidate& a, const PlanCandidate& b, int64_t batch) {
-  const int a_devices = a.stages / a.chunks, b_devices = b.stages / b.chunks;
-  if (a_devices != b_devices) return a_devices < b_devices;
+  if (Devices(a) != Devices(b)) return Devices(a) < Devices(b);
   if (a.stages != b.stages) return a.stages < b.stages;
   const bool a_even = batch % a.microbatches == 0, b_even = batch % b.microbatches == 0;
   if (a_even != b_even) return a_even;
@@ -218,6 +219,39 @@ std::vector<double> SharedSlowdownFor(const Cluster& cluster, const Profile& pro
   if (cluster.shared_slowdown.empty() || profile.shared_slowdown_sizes.empty()) return cluster.shared_slowdown;
   return SharedSlowdownAt(profile, microbatch);
 }
+
+namespace {
+
+// The alternative to plan among `kept` (simulated, predicted within the
+// wider of the tie window and the device tolerance of the fastest): the
+// fewest devices any of them uses; among the alternatives on those, the
+// simplest (Simpler) of the ones within the tie window of their fastest.
+// Where the tie window is the wider, that is the simplest tie, as before
+// the device tolerance. Marks the ties: every kept alternative within that
+// window, when there are several.
+Candidate& Choose(std::vector<PlanCandidate>& alternatives, std::vector<Candidate>& kept, const Band& band,
+                  int64_t batch) {
+  int fewest = Devices(alternatives[kept.front().index]);
+  for (const Candidate& c : kept) fewest = std::min(fewest, Devices(alternatives[c.index]));
+  double fastest_on_fewest = 0;
+  for (const Candidate& c : kept) {
+    const PlanCandidate& a = alternatives[c.index];
+    if (Devices(a) == fewest && (fastest_on_fewest == 0 || a.step_ms < fastest_on_fewest)) fastest_on_fewest = a.step_ms;
+  }
+  const double limit = fastest_on_fewest * band.high;
+  Candidate* chosen = nullptr;
+  int ties = 0;
+  for (Candidate& c : kept) {
+    const PlanCandidate& a = alternatives[c.index];
+    if (a.step_ms > limit) continue;
+    ++ties;
+    if (Devices(a) == fewest && (!chosen || Simpler(a, alternatives[chosen->index], batch))) chosen = &c;
+  }
+  for (const Candidate& c : kept) alternatives[c.index].tie = ties > 1 && alternatives[c.index].step_ms <= limit;
+  return *chosen;
+}
+
+}  // namespace
 
 // A noisy profile widens the tie window to at most this: past it, a
 // simpler plan gives up too much predicted time (an MLP profile with a
@@ -266,9 +300,15 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   // ranking band, up to kMaxNoiseWindow, or the tolerance if wider. A
   // profile without samples (a device profile's estimates) ties only
   // equal times.
+  if (!(request.device_tolerance >= 0 && request.device_tolerance < 1)) {
+    throw InputError(Concat("device tolerance ", request.device_tolerance, "; expected a fraction in [0, 1)"));
+  }
   const Band ranking = RankingBand(profile);
   const Band band{1.0, ranking.Empty() ? 1.0
                                        : std::max(std::min(ranking.high, 1 + kMaxNoiseWindow), 1 + request.tie_tolerance)};
+  // What is simulated and kept: the tie window, or the device tolerance's
+  // if wider (Choose picks among them).
+  const Band keep{1.0, std::max(band.high, 1 + request.device_tolerance)};
   SearchResult result;
   std::vector<Candidate> ties;  // simulated, within the tie window of the fastest so far
   std::set<size_t> ruled_out;   // alternatives a schedule's own rule excludes
@@ -351,7 +391,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
           describe(p);
           if (!p.fits) {
             alt.why_not = MemoryProblem(p);
-          } else if (result.fastest >= 0 && (alt.step_ms = StepLowerBound(p)) > fastest_ms * band.high) {
+          } else if (result.fastest >= 0 && (alt.step_ms = StepLowerBound(p)) > fastest_ms * keep.high) {
             // Pruned by the DP cut's bound (making the baselines' cuts to
             // bound them too cost 18x the search on a 10,000-node chain).
             alt.feasible = true;
@@ -360,7 +400,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
             // The baselines' cuts, for an alternative that may tie: for
             // every simulated one they cost 5x the search on a
             // 10,000-node chain.
-            const bool may_tie = result.fastest < 0 || sim.step_ms <= fastest_ms * band.high;
+            const bool may_tie = result.fastest < 0 || sim.step_ms <= fastest_ms * keep.high;
             std::vector<Partition> cuts;
             if (may_tie && request.method == "dp" && request.known_cuts && p.stages.size() > 1) {
               cuts = KnownCuts(model, graph, p);
@@ -384,11 +424,11 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
               fastest_ms = alt.step_ms;
               ties.erase(std::remove_if(ties.begin(), ties.end(),
                                         [&](const Candidate& c) {
-                                          return !Within(result.alternatives[c.index].step_ms, fastest_ms, band);
+                                          return !Within(result.alternatives[c.index].step_ms, fastest_ms, keep);
                                         }),
                          ties.end());
             }
-            if (Within(alt.step_ms, fastest_ms, band)) {
+            if (Within(alt.step_ms, fastest_ms, keep)) {
               ListCutTensors(p, costs);
               ties.push_back({index, std::move(p), std::move(sim)});
             }
@@ -416,14 +456,10 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     throw PlanError(Concat("no feasible plan among ", result.alternatives.size(), " alternatives; with ",
                            closest ? closest->stages : 0, " stages: ", closest ? closest->why_not : "none tried"));
   }
-  auto chosen = ties.begin();
-  for (auto c = ties.begin(); c != ties.end(); ++c) {
-    result.alternatives[c->index].tie = ties.size() > 1;
-    if (Simpler(result.alternatives[c->index], result.alternatives[chosen->index], batch)) chosen = c;
-  }
-  result.chosen = chosen->index;
-  result.predicted = std::move(chosen->sim);
-  result.partition = std::move(chosen->partition);
+  Candidate& chosen = Choose(result.alternatives, ties, band, batch);
+  result.chosen = chosen.index;
+  result.predicted = std::move(chosen.sim);
+  result.partition = std::move(chosen.partition);
   result.schedule = BuildSchedule(result.partition.schedule,
                                   int(result.partition.stages.size()) / result.partition.chunks,
                                   result.partition.microbatches, result.partition.chunks);

@@ -37,6 +37,13 @@ namespace mp {
 // between them with a margin either way.
 constexpr double kDefaultTieTolerance = 0.04;
 
+// Devices are not spent for nothing: a plan that uses more devices must be
+// predicted faster than the fastest plan on fewer by more than this, on any
+// profile (a device profile's estimates too, where only equal times tie).
+// Issue 29: a 96-block transformer planned for 64 A100s took 32 stages for
+// a step 0.8% faster than one device's.
+constexpr double kDefaultDeviceTolerance = 0.02;
+
 struct PlanRequest {
   bool training = true;
   int64_t batch = 0;                      // 0: the profile's batch
@@ -56,6 +63,9 @@ struct PlanRequest {
   // of the fastest, or within the profile's ranking band if that is wider,
   // are ties (--tie-tolerance); otherwise only equal times tie.
   double tie_tolerance = kDefaultTieTolerance;
+  // Alternatives on the fewest devices predicted within this fraction of
+  // the fastest are preferred to it (--device-tolerance).
+  double device_tolerance = kDefaultDeviceTolerance;
 };
 
 
@@ -67,6 +77,9 @@ struct SearchResult {
   int fastest = -1;                       // index of the fastest feasible alternative
   int chosen = -1;                        // of the chosen one: the simplest tie
 };
+
+// The devices an alternative uses (its stages over its stages per device).
+int Devices(const PlanCandidate& a);
 
 // Among alternatives that tie, a is simpler than b: fewer devices, then
 // fewer stages (one per device before interleaving), then micro-batches of

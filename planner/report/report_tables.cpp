@@ -81,6 +81,29 @@ std::string WhyChosen(const Plan& plan, const PlanCandidate* chosen, bool beaten
   return "fastest of " + tried;
 }
 
+// How many of the devices planned for the plan uses, and why not more: the
+// best plan searched on more devices, and how it compares.
+std::string DevicesText(const Plan& plan, const PlanCandidate* chosen) {
+  const size_t used = plan.programs.size() * size_t(std::max(1, plan.replicas));
+  std::string text = Concat("uses ", used, " of ", plan.devices.size());
+  if (!chosen || used >= plan.devices.size() || plan.replicas > 1) return text;
+  const auto devices = [](const PlanCandidate& a) { return a.stages / std::max(1, a.chunks); };
+  const PlanCandidate* more = nullptr;
+  bool bounded = false;
+  for (const PlanCandidate& a : plan.alternatives) {
+    if (!a.feasible || devices(a) <= devices(*chosen)) continue;
+    if (!a.simulated) bounded = true;
+    if (a.simulated && (!more || a.step_ms < more->step_ms)) more = &a;
+  }
+  if (!more) return text + (bounded ? "; plans on more are predicted slower (their lower bounds)" : "");
+  const double delta = more->step_ms / chosen->step_ms - 1;
+  const std::string best = Concat(more->stages, " stages on ", devices(*more), " devices at ", FormatMs(more->step_ms),
+                                  " ms (", FormatDelta(delta), ")");
+  if (delta >= 0) return text + "; more predict no faster: the best on more, " + best;
+  return text + "; the best on more, " + best + ", is within the device tolerance (--device-tolerance) or the tie "
+                "window: not worth its devices";
+}
+
 // The schedule, and how the best plan of each other schedule searched
 // compares: why this schedule.
 std::string ScheduleText(const Plan& plan, const PlanCandidate* chosen) {
@@ -260,6 +283,7 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
                                      ? std::to_string(plan.stages.size())
                                      : Concat(plan.stages.size(), " on ", plan.programs.size(), " devices (",
                                               StagesPerDevice(plan), " each)")});
+  lines.push_back({"devices", DevicesText(plan, ChosenAlternative(plan))});
   if (plan.replicas > 1) {
     std::string text = std::to_string(plan.replicas) + " copies of the pipeline, " +
                        Plural(ReplicaBatch(plan), "sample") + " each:";

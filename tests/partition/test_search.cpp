@@ -397,3 +397,34 @@ TEST_CASE("replicas: each pipeline runs batch / R, and a slow all-reduce favours
   request.batch = 33;
   CHECK_THROWS_AS(mp::SearchPlan(b.graph, b.profile, cluster, request), mp::InputError);
 }
+
+TEST_CASE("devices are not spent for nothing: a plan on more devices must beat the best on fewer by the tolerance") {
+  // One node carries nearly all the work: pipelining the rest around it
+  // gains about 1.5%, on as many devices as there are nodes.
+  auto b = mp::testing::Chain({200, 1, 1, 1}, 0, 1000, kSizes);
+  mp::PlanRequest request;
+  request.device_tolerance = 0;  // the fastest, whatever it uses
+  const auto fastest = mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(4, {}), request);
+  const mp::PlanCandidate& f = fastest.alternatives.at(fastest.chosen);
+  CHECK(fastest.chosen == fastest.fastest);
+  REQUIRE(mp::Devices(f) > 1);
+  request.device_tolerance = mp::kDefaultDeviceTolerance;
+  const auto frugal = mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(4, {}), request);
+  const mp::PlanCandidate& c = frugal.alternatives.at(frugal.chosen);
+  const double best = frugal.alternatives.at(frugal.fastest).step_ms;
+  CHECK(mp::Devices(c) == 1);
+  CHECK(c.step_ms > best);
+  CHECK(c.step_ms <= best * (1 + mp::kDefaultDeviceTolerance));
+  CHECK(c.tie);
+  CHECK(frugal.alternatives.at(frugal.fastest).tie);
+  // On its one device it is still the fastest: a device profile's times
+  // (no band) tie only when equal.
+  for (const auto& a : frugal.alternatives) {
+    if (a.simulated && mp::Devices(a) == 1) CHECK(c.step_ms <= a.step_ms + 1e-9);
+  }
+  // A pipeline that pays for its devices keeps them (the even chain above).
+  auto even = EvenChain(16, 0);
+  CHECK(mp::SearchPlan(even.graph, even.profile, mp::UniformCluster(4, {}), mp::PlanRequest{}).partition.stages.size() == 8);
+  request.device_tolerance = 1;
+  CHECK_THROWS_AS(mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(4, {}), request), InputError);
+}
