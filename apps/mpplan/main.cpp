@@ -55,16 +55,17 @@ int main(int argc, char** argv) {
       "  mpplan model.pt --profile-only       per-layer forward/backward times and coverage");
   std::string model;
   bool inspect = false, profile_only = false, json = false, quiet = false, explain = false;
-  std::string mode = "train", stages = "auto", microbatches = "auto", schedule = "auto", memory;
+  std::string mode = "train", stages = "auto", microbatches = "auto", schedule = "auto", memory, replicas = "1";
   std::vector<std::string> inputs;
   mp::PlanCommandRequest request;
   mp::ProfileRequest& profile = request.profile;
   app.add_option("model", model, "TorchScript model file (.pt)")->required();
   app.add_option("--gpus", request.gpus, "devices to plan for (CPU workers here, or --device-profile devices)")
       ->default_str("1");
-  app.add_option("--replicas", request.replicas,
+  app.add_option("--replicas", replicas,
                  "data-parallel copies of the pipeline, each on --gpus / R devices with batch / R samples; "
-                 "gradients are all-reduced among them")
+                 "gradients are all-reduced among them. auto: the search chooses R with the stages (gpipe and "
+                 "1f1b with R > 1; a plan with replicas runs over processes, mpexec --launch-local)")
       ->default_str("1");
   app.add_option("--stages", stages, "pipeline stages: auto (1 to --gpus / --replicas) or a count")->default_str("auto");
   app.add_option("--microbatches", microbatches, "micro-batches per step: auto or a count")->default_str("auto");
@@ -156,6 +157,7 @@ int main(int argc, char** argv) {
     request.tie_tolerance = tie_percent / 100;
     request.device_tolerance = device_percent / 100;
     request.stages = AutoOrCount(stages, "--stages");
+    request.replicas = AutoOrCount(replicas, "--replicas");
     request.microbatches = AutoOrCount(microbatches, "--microbatches");
     if (schedule != "auto") request.schedule = mp::ParseScheduleKind(schedule);
     if (!memory.empty()) request.memory_bytes = mp::ParseByteSize(memory, "--memory");

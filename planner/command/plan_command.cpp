@@ -12,6 +12,7 @@
 #include "common/sha256.h"
 #include "planner/command/plan_devices.h"
 #include "planner/command/search_measured.h"
+#include "planner/command/search_replicas.h"
 #include "planner/graph/model_file.h"
 #include "planner/partition/baselines.h"
 #include "planner/partition/order.h"
@@ -82,14 +83,15 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   CheckOutputs({result.plan_path, request.report, result.svg_path, request.dot, request.profile.profile_out},
                inputs);
   CheckGpus(request.gpus);
-  if (request.replicas < 1 || request.replicas > request.gpus) {
-    throw InputError(Concat("--replicas ", request.replicas, ": expected 1 to --gpus (", request.gpus, ")"));
+  if (request.replicas < 0 || request.replicas > request.gpus) {
+    throw InputError(Concat("--replicas ", request.replicas, ": expected auto or 1 to --gpus (", request.gpus, ")"));
   }
-  if (request.gpus % request.replicas != 0) {
+  if (request.replicas > 0 && request.gpus % request.replicas != 0) {
     throw InputError(Concat("--replicas ", request.replicas, ": --gpus ", request.gpus,
                             " does not split evenly into ", request.replicas, " replicas"));
   }
-  const int per_replica = request.gpus / request.replicas;  // devices each copy of the pipeline gets
+  // Devices each copy of the pipeline gets (auto: at most all of them).
+  const int per_replica = request.gpus / std::max(1, request.replicas);
   if (request.stages < 0 || request.stages > per_replica) {
     throw InputError(request.replicas > 1 ? Concat("--stages ", request.stages, ": expected auto or 1 to --gpus / --replicas (",
                                                    per_replica, ")")
@@ -142,20 +144,15 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
     devices.cluster.shared_slowdown = profiled.profile.shared_slowdown;
     for (Link& link : devices.cluster.links) link.latency_ms = profiled.profile.handoff_ms;
   }
-  if (request.replicas > 1) {
-    // Each copy of the pipeline gets its own block of devices; they meet in
-    // the gradient all-reduce over the devices' link, or, for CPU workers
-    // (processes, over loopback), kLoopback. Stage links on CPU stay the
-    // in-process hand-off: a replica's stages may share a process
-    // (--launch-local R) or not, so a pipeline over processes costs more
-    // than planned (BENCHMARKS.md).
-    devices.devices.resize(size_t(per_replica) * request.replicas);
-    devices.cluster.devices.resize(per_replica);
-    devices.cluster.replicas = request.replicas;
-    devices.cluster.replica_link = devices.devices.front().type == "cpu" && request.profile.device_profile.empty()
-                                       ? kLoopback
-                                       : LinkAt(devices.cluster, 0);
-  }
+  // Each copy of the pipeline gets its own block of devices; they meet in
+  // the gradient all-reduce over the devices' link, or, for CPU workers
+  // (processes, over loopback), kLoopback. Stage links on CPU stay the
+  // in-process hand-off: a replica's stages may share a process
+  // (--launch-local R) or not, so a pipeline over processes costs more
+  // than planned (BENCHMARKS.md).
+  const Link replica_link = devices.devices.front().type == "cpu" && request.profile.device_profile.empty()
+                                ? kLoopback
+                                : LinkAt(devices.cluster, 0);
   PlanRequest plan_request;
   plan_request.training = request.profile.training;
   plan_request.batch = profiled.profile.batch;
@@ -168,15 +165,23 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   plan_request.device_tolerance = request.device_tolerance;
   plan_request.layer_split = request.split;
   const auto search_start = std::chrono::steady_clock::now();
-  MeasuredSearch measured = SearchAtMeasuredSizes(profiled, devices.cluster, plan_request);
+  const std::vector<int> counts =
+      ReplicaCounts(request.gpus, request.replicas, profiled.profile.batch, plan_request);
+  if (counts.empty()) {
+    throw InputError(Concat("--replicas auto: no replica count from 1 to ", request.gpus, " divides the batch (",
+                            profiled.profile.batch, ")"));
+  }
+  ReplicaSearch measured = SearchReplicas(profiled, devices, counts, replica_link, plan_request, true);
+  const double measure_ms = measured.measure_ms;
   if (!measured.added.empty() && !request.profile.profile_out.empty()) {
     // The file holds the sizes measured for the plan too, and the plan is
     // made from what it holds.
     profiled.profile = SaveProfile(profile_request, profiled.profile);
-    measured.search = SearchPlan(profiled.graph, profiled.profile, devices.cluster, plan_request);
+    measured = SearchReplicas(profiled, devices, counts, replica_link, plan_request, false);
   }
+  devices = measured.devices;
   const SearchResult& search = measured.search;
-  result.profile_ms += measured.measure_ms;
+  result.profile_ms += measure_ms;
   PlanSource source;
   source.model_path = ModelPathFromPlan(request.profile.model_path, result.plan_path);
   source.model_sha256 = model_sha256;
@@ -184,7 +189,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   source.profile_file = request.profile.profile_in;
   source.calibration = profiled.calibration;
   result.plan = BuildPlan(profiled.graph, profiled.profile, devices.cluster, plan_request, search, source);
-  result.partition_ms = MsSince(search_start) - measured.measure_ms;
+  result.partition_ms = MsSince(search_start) - measure_ms;
   const auto compare_start = std::chrono::steady_clock::now();
   result.plan.comparisons =
       ComparePartitioners(profiled.graph, profiled.profile, devices.cluster, plan_request, result.plan);

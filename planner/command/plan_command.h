@@ -19,7 +19,7 @@ namespace mp {
 struct PlanCommandRequest {
   ProfileRequest profile;              // model path, inputs, mode, batch, profile source and files
   int gpus = 1;
-  int replicas = 1;                    // data-parallel copies of the pipeline: stages <= gpus / replicas
+  int replicas = 1;                    // data-parallel copies of the pipeline: stages <= gpus / replicas; 0: auto
   int stages = 0;                      // 0: auto (1..gpus)
   int microbatches = 0;                // 0: auto
   std::optional<ScheduleKind> schedule;  // unset: auto

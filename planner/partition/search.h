@@ -78,7 +78,8 @@ struct SearchResult {
   int chosen = -1;                        // of the chosen one: the simplest tie
 };
 
-// The devices an alternative uses (its stages over its stages per device).
+// The devices an alternative uses: its replicas times its stages over its
+// stages per device.
 int Devices(const PlanCandidate& a);
 
 // Among alternatives that tie, a is simpler than b: fewer devices, then
@@ -97,6 +98,12 @@ bool Simpler(const PlanCandidate& a, const PlanCandidate& b, int64_t batch);
 // one per distinct size; the last micro-batch may be smaller, and is timed as
 // a full one).
 std::vector<int> MicrobatchCandidates(const Profile& profile, int64_t batch);
+
+// The tie window's upper end, as a ratio to the fastest: the profile's
+// ranking band, up to 10%, or 1 + the tie tolerance if wider; a profile
+// without samples (a device profile's estimates) ties only equal times
+// (1). Throws InputError for a tolerance outside [0, 1).
+double TieWindow(const Profile& profile, const PlanRequest& request);
 
 // Runs the search for one replica's pipeline: with cluster.replicas R, each
 // of R copies runs batch / R samples and the step includes each stage's

@@ -135,6 +135,7 @@ struct PlanCandidate {
   std::string split;              // layers: the user's split text
   int stages = 0;
   int chunks = 1;                 // stages per device: the devices are stages / chunks
+  int replicas = 1;               // data-parallel copies of the pipeline, each on stages / chunks devices
   int microbatches = 0;
   int64_t microbatch_size = 0;
   ScheduleKind schedule = ScheduleKind::kGPipe;

@@ -258,11 +258,12 @@ void ReadPrograms(const YamlCursor& root, Plan& plan) {
 
 PlanCandidate ReadAlternative(const YamlCursor& c) {
   c.ExpectMap({"stages", "microbatches", "schedule"},
-              {"chunks", "microbatch_size", "feasible", "simulated", "step_ms", "bottleneck_ms", "bubble_fraction",
-               "peak_memory_bytes", "why_not", "tie"});
+              {"chunks", "replicas", "microbatch_size", "feasible", "simulated", "step_ms", "bottleneck_ms",
+               "bubble_fraction", "peak_memory_bytes", "why_not", "tie"});
   PlanCandidate a;
   a.stages = c["stages"].IntIn(1, kMaxInt);
   if (c.Has("chunks")) a.chunks = c["chunks"].IntIn(1, a.stages);
+  if (c.Has("replicas")) a.replicas = c["replicas"].IntIn(1, kMaxInt);
   a.microbatches = c["microbatches"].IntIn(1, kMaxInt);
   a.schedule = ReadSchedule(c["schedule"]);
   if (c.Has("microbatch_size")) a.microbatch_size = c["microbatch_size"].Int();

@@ -87,6 +87,7 @@ void WriteAlternative(YAML::Emitter& out, const PlanCandidate& a) {
   out << YAML::Flow << YAML::BeginMap;
   KeyValue(out, "stages", a.stages);
   if (a.chunks > 1) KeyValue(out, "chunks", a.chunks);
+  if (a.replicas > 1) KeyValue(out, "replicas", a.replicas);
   KeyValue(out, "microbatches", a.microbatches);
   KeyValue(out, "microbatch_size", a.microbatch_size);
   KeyValue(out, "schedule", ScheduleName(a.schedule));

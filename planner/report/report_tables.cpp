@@ -81,13 +81,28 @@ std::string WhyChosen(const Plan& plan, const PlanCandidate* chosen, bool beaten
   return "fastest of " + tried;
 }
 
+// Where the search tried several replica counts (--replicas auto): the
+// best plan of the other kind (with replicas where the plan has none, and
+// without where it has), and how it compares; else "".
+std::string ReplicasText(const Plan& plan, const PlanCandidate& chosen) {
+  const PlanCandidate* other = nullptr;
+  for (const PlanCandidate& a : plan.alternatives) {
+    if (a.simulated && (a.replicas > 1) != (plan.replicas > 1) && (!other || a.step_ms < other->step_ms)) other = &a;
+  }
+  if (!other) return "";
+  const std::string what = other->replicas > 1 ? Concat("with replicas, ", other->replicas, " x ") : "without replicas, ";
+  return Concat("; the best ", what, other->stages, other->stages == 1 ? " stage" : " stages", " at ",
+                FormatMs(other->step_ms), " ms (", FormatDelta(other->step_ms / chosen.step_ms - 1), ")");
+}
+
 // How many of the devices planned for the plan uses, and why not more: the
 // best plan searched on more devices, and how it compares.
 std::string DevicesText(const Plan& plan, const PlanCandidate* chosen) {
   const size_t used = plan.programs.size() * size_t(std::max(1, plan.replicas));
   std::string text = Concat("uses ", used, " of ", plan.devices.size());
-  if (!chosen || used >= plan.devices.size() || plan.replicas > 1) return text;
-  const auto devices = [](const PlanCandidate& a) { return a.stages / std::max(1, a.chunks); };
+  if (chosen) text += ReplicasText(plan, *chosen);
+  if (!chosen || used >= plan.devices.size()) return text;
+  const auto devices = [](const PlanCandidate& a) { return a.replicas * (a.stages / std::max(1, a.chunks)); };
   const PlanCandidate* more = nullptr;
   bool bounded = false;
   for (const PlanCandidate& a : plan.alternatives) {
@@ -97,8 +112,9 @@ std::string DevicesText(const Plan& plan, const PlanCandidate* chosen) {
   }
   if (!more) return text + (bounded ? "; plans on more are predicted slower (their lower bounds)" : "");
   const double delta = more->step_ms / chosen->step_ms - 1;
-  const std::string best = Concat(more->stages, " stages on ", devices(*more), " devices at ", FormatMs(more->step_ms),
-                                  " ms (", FormatDelta(delta), ")");
+  const std::string copies = more->replicas > 1 ? Concat(more->replicas, " replicas of ") : "";
+  const std::string best = Concat(copies, more->stages, " stages on ", devices(*more), " devices at ",
+                                  FormatMs(more->step_ms), " ms (", FormatDelta(delta), ")");
   if (delta >= 0) return text + "; more predict no faster: the best on more, " + best;
   return text + "; the best on more, " + best + ", is within the device tolerance (--device-tolerance) or the tie "
                 "window: not worth its devices";
@@ -258,7 +274,7 @@ ReportTable StageTable(const Plan& plan) {
 const PlanCandidate* ChosenAlternative(const Plan& plan) {
   const PlanCandidate* chosen = nullptr;
   for (const PlanCandidate& a : plan.alternatives) {
-    if (a.stages != int(plan.stages.size()) || a.chunks != StagesPerDevice(plan) ||
+    if (a.stages != int(plan.stages.size()) || a.chunks != StagesPerDevice(plan) || a.replicas != plan.replicas ||
         a.microbatches != plan.microbatches || a.schedule != plan.schedule || !a.feasible || !a.simulated) {
       continue;
     }
@@ -334,19 +350,22 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
 
 ReportTable AlternativesTable(const Plan& plan) {
   ReportTable t;
-  t.header = {"", "K", "M", "size", "schedule", "step ms", "vs chosen", "bubble", "peak memory", "note"};
-  t.align = {Align::kLeft,  Align::kRight, Align::kRight, Align::kRight, Align::kLeft,
+  t.header = {"", "R", "K", "M", "size", "schedule", "step ms", "vs chosen", "bubble", "peak memory", "note"};
+  t.align = {Align::kLeft,  Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kLeft,
              Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kLeft};
   const PlanCandidate* chosen = ChosenAlternative(plan);
   std::vector<const PlanCandidate*> sorted;
   for (const PlanCandidate& a : plan.alternatives) sorted.push_back(&a);
   std::stable_sort(sorted.begin(), sorted.end(), [](const PlanCandidate* a, const PlanCandidate* b) {
-    return std::make_tuple(a->stages, a->microbatches, int(a->schedule)) <
-           std::make_tuple(b->stages, b->microbatches, int(b->schedule));
+    return std::make_tuple(a->replicas, a->stages, a->microbatches, int(a->schedule)) <
+           std::make_tuple(b->replicas, b->stages, b->microbatches, int(b->schedule));
   });
+  // The replicas column only where the search tried several counts.
+  const bool replicas = std::any_of(sorted.begin(), sorted.end(), [](const PlanCandidate* a) { return a->replicas > 1; });
   for (const PlanCandidate* a : sorted) {
     const std::string k = a->chunks > 1 ? Concat(a->stages, " on ", a->stages / a->chunks) : std::to_string(a->stages);
-    std::vector<std::string> row = {a == chosen ? "*" : "", k, std::to_string(a->microbatches),
+    std::vector<std::string> row = {a == chosen ? "*" : "", replicas ? std::to_string(a->replicas) : "", k,
+                                    std::to_string(a->microbatches),
                                     std::to_string(a->microbatch_size), ScheduleName(a->schedule)};
     const std::string peak = a->peak_memory_bytes > 0 ? FormatBytes(a->peak_memory_bytes) : "-";
     if (!a->feasible) {

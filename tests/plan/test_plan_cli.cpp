@@ -136,6 +136,43 @@ TEST_CASE("--replicas: half the batch each, the all-reduce in the step, the tabl
   CHECK(j["allreduce_ms"].get<double>() == doctest::Approx(plan.predicted.allreduce_ms));
 }
 
+TEST_CASE("--replicas auto: the search chooses replicas x stages, lists both kinds and says what it uses") {
+  const std::string out = TempPath("gpt.auto_replicas.plan.yaml");
+  const auto run = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas auto --explain -o " + out);
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  const mp::Plan plan = mp::ReadPlan(out);
+  // Every replica count that divides the batch (8) was searched, each on
+  // its own block of devices, and the plan is the fastest of them all.
+  std::set<int> counts;
+  double fastest = 0;
+  for (const auto& a : plan.alternatives) {
+    counts.insert(a.replicas);
+    CHECK(a.replicas * a.stages / a.chunks <= 4);
+    if (a.simulated && (fastest == 0 || a.step_ms < fastest)) fastest = a.step_ms;
+  }
+  CHECK(counts == std::set<int>{1, 2, 4});
+  CHECK(plan.predicted.step_ms == doctest::Approx(fastest));
+  CHECK(plan.predicted.step_ms == doctest::Approx(mp::SimulatePlan(plan).step_ms).epsilon(1e-6));
+  CHECK(plan.replicas > 1);  // data parallel beats the pipeline for GPT on A100s
+  CHECK(plan.devices.size() == size_t(plan.replicas) * plan.programs.size());
+  CHECK(run.out.find("devices            uses 4 of 4; the best without replicas, ") != std::string::npos);
+  // The table lists the replica counts.
+  CHECK(run.out.find("     R       K  M  size") != std::string::npos);
+  // Fixing the stages leaves R <= gpus / stages; a schedule planned
+  // without replicas leaves R = 1.
+  const auto staged = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas auto --stages 3 --json -o " + out);
+  REQUIRE(staged.status == 0);
+  CHECK(nlohmann::json::parse(staged.out)["replicas"] == 1);
+  CHECK(mp::ReadPlan(out).programs.size() == 3);  // devices: zbv cuts 6 stages on 3
+  const auto zb = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas auto --schedule zb-h1 --json -o " + out);
+  REQUIRE(zb.status == 0);
+  CHECK(nlohmann::json::parse(zb.out)["replicas"] == 1);
+  const auto bad = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas some -o " + out);
+  CHECK(bad.status != 0);
+  CHECK(bad.out.find("--replicas: 'some' is not auto or a positive count") != std::string::npos);
+}
+
 TEST_CASE("a measured plan on this machine, with the default output beside the model") {
   std::filesystem::create_directories(TempPath("beside"));
   const std::string model = TempPath("beside/mlp.pt");

@@ -1,0 +1,47 @@
+// The search over data-parallel replicas too (mpplan --replicas auto):
+// for each replica count R, the pipeline search on a block of --gpus / R
+// devices for batch / R samples, each stage's gradients all-reduced among
+// its R copies (SearchPlan with Cluster::replicas); then the choice among
+// the R's plans as SearchPlan makes it among its own alternatives: every
+// plan within the wider of the tie window and the device tolerance of the
+// fastest is kept, the fewest devices (R x devices per copy) win, and among
+// the plans on those, within the tie window of their fastest, the one with
+// fewer replicas (no all-reduce, no processes), then the faster.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "planner/command/plan_devices.h"
+#include "planner/command/search_measured.h"
+#include "planner/partition/search.h"
+#include "planner/profile/profile_command.h"
+
+namespace mp {
+
+// The replica counts to search: `replicas` when above 0, else every R from
+// 1 to `gpus` that divides `batch` and leaves each copy `stages` devices
+// (when fixed), R > 1 only for schedules planned with replicas (gpipe and
+// 1f1b in training, forward in inference).
+std::vector<int> ReplicaCounts(int gpus, int replicas, int64_t batch, const PlanRequest& request);
+
+// `devices` as R copies of a block of devices.size() / R: the plan lists
+// every copy's devices, the cluster one copy's, whose gradients meet over
+// `replica_link`.
+PlanDevices ForReplicas(const PlanDevices& devices, int replicas, const Link& replica_link);
+
+struct ReplicaSearch {
+  PlanDevices devices;        // the chosen R's (ForReplicas)
+  SearchResult search;        // the chosen R's plan, and every R's alternatives (PlanCandidate::replicas)
+  std::vector<int64_t> added;  // micro-batch sizes measured for the search (SearchAtMeasuredSizes)
+  double measure_ms = 0;
+};
+
+// Searches every count of `counts` on ForReplicas(devices, R, replica_link)
+// (`measure`: SearchAtMeasuredSizes, else SearchPlan alone) and chooses as
+// above. A count no plan fits is skipped; when none fits, the first
+// count's PlanError is thrown.
+ReplicaSearch SearchReplicas(ProfiledModel& profiled, const PlanDevices& devices, const std::vector<int>& counts,
+                             const Link& replica_link, const PlanRequest& request, bool measure);
+
+}  // namespace mp
