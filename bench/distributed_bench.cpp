@@ -13,9 +13,11 @@
 // Then replicas: the same two processes used as one pipeline of 2 stages
 // or as 2 data-parallel replicas of 1 stage (mpplan --replicas 2), in
 // turns: each one's step measured and predicted, and the replicas' gradient
-// all-reduce measured beside the plan's prediction for it.
+// all-reduce measured beside the plan's prediction for it; and the plan
+// `mpplan --replicas auto` chooses from the same profile, with whether it
+// is the layout that measured faster (issue 29).
 //
-// Usage: bench_distributed MODELS_DIR OUT_DIR [--quick]
+// Usage: bench_distributed MODELS_DIR OUT_DIR [--quick] [--only transports,replicas]
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -69,12 +71,17 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
   const std::vector<Case> replica_cases =
       quick ? std::vector<Case>{{"mlp train", "mlp.script.pt", "--batch 64 --microbatches 2", 2, true}}
             : std::vector<Case>{{"mlp train", "mlp.script.pt", "--batch 256 --microbatches 4", 2, true},
-                                {"gpt train", "gpt.script.pt", "--batch 16 --microbatches 2", 2, true}};
+                                {"gpt train", "gpt.script.pt", "--batch 16 --microbatches 2", 2, true},
+                                {"convnet train", "convnet.script.pt", "--batch 64 --microbatches 2", 2, true}};
   for (const Case& c : replica_cases) {
     std::string file = c.name;
     std::replace(file.begin(), file.end(), ' ', '.');
-    const std::vector<std::pair<const char*, const char*>> layouts = {{"1 x 2 stages", "--stages 2"},
-                                                                      {"2 replicas x 1", "--replicas 2 --stages 1"}};
+    // The search's own choice between the two (--replicas auto, from the
+    // same profile: the first layout's, read back).
+    const std::vector<std::pair<const char*, std::string>> layouts = {
+        {"1 x 2 stages", "--stages 2 --profile-out " + out + "/" + file + ".profile.yaml"},
+        {"2 replicas x 1", "--replicas 2 --stages 1 --profile-in " + out + "/" + file + ".profile.yaml"},
+        {"auto", "--replicas auto --profile-in " + out + "/" + file + ".profile.yaml"}};
     std::vector<std::vector<nlohmann::json>> runs(layouts.size());
     std::vector<std::string> plans;
     for (size_t l = 0; l < layouts.size(); ++l) {
@@ -83,13 +90,19 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
               c.flags + " -o " + plans[l],
           plans[l] + ".out");
     }
+    std::vector<std::string> ranks;  // one process per device of each plan
+    for (const std::string& plan : plans) {
+      const mp::Plan p = mp::ReadPlan(plan);
+      ranks.push_back(std::to_string(p.replicas * int(p.programs.size())));
+    }
     for (int r = 0; r < repeats; ++r) {
       for (size_t l = 0; l < layouts.size(); ++l) {
         runs[l].push_back(RunJson(mpexec + " " + plans[l] + " --json --threads-per-stage 1 " + steps +
-                                      " --launch-local 2",
+                                      " --launch-local " + ranks[l],
                                   plans[l] + ".json"));
       }
     }
+    std::vector<double> medians;
     for (size_t l = 0; l < layouts.size(); ++l) {
       std::vector<double> step, allreduce;
       for (const auto& j : runs[l]) {
@@ -100,6 +113,7 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
       const double predicted = last.at("predicted_step_ms").get<double>();
       const double predicted_allreduce = last.at("stages").at(0).value("predicted_allreduce_ms", 0.0);
       const double ms = Median(step);
+      medians.push_back(ms);
       std::printf("%-22s  %-14s %7.1f  %9.1f  %+4.0f%%  %9.1f  %13.1f  %9.1f\n", c.name,
                   layouts[l].first, ms, predicted, (ms / predicted - 1) * 100,
                   last.at("batch").get<double>() * 1000.0 / ms, Median(allreduce), predicted_allreduce);
@@ -111,6 +125,13 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
                          {"predicted_allreduce_ms", predicted_allreduce},
                          {"steps_ms", step}});
     }
+    // Did auto choose the layout that measured faster?
+    const mp::Plan chose = mp::ReadPlan(plans[2]);
+    const size_t same = chose.replicas > 1 ? 1 : 0, other = 1 - same;
+    const bool is_layout = ranks[2] == "2";
+    const bool ok = is_layout && medians[same] <= medians[other];
+    std::printf("%-22s  auto chose %d replica(s) x %zu stage(s): %s (measured %.1f against %.1f ms)\n", c.name,
+                chose.replicas, chose.stages.size(), ok ? "the faster, ok" : "MISSED", medians[same], medians[other]);
   }
 }
 
@@ -138,7 +159,7 @@ int main(int argc, char** argv) {
               "cost/mb ms  bytes/mb\n");
   nlohmann::json results = nlohmann::json::array();
   try {
-    for (const Case& c : cases) {
+    for (const Case& c : args->Wants("transports") ? cases : std::vector<Case>{}) {
       std::string file = c.name;
       std::replace(file.begin(), file.end(), ' ', '.');
       const std::string plan = out + "/" + file + ".plan.yaml";
@@ -180,7 +201,7 @@ int main(int argc, char** argv) {
                          {"processes_steps_ms", proc}});
     }
 
-    BenchReplicas(tools, models, out, quick, repeats, steps, results);
+    if (args->Wants("replicas")) BenchReplicas(tools, models, out, quick, repeats, steps, results);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_distributed: %s\n", e.what());
     return 1;

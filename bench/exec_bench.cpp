@@ -226,7 +226,8 @@ void Gap(const std::string& mpplan, const std::string& models, const std::string
   const mp::ScopedPin one_core({mp::AllowedCpus().front()});  // the stages' threads inherit it
   for (const FidelityCase& c : FidelityCases(quick)) {
     const std::string plan =
-        MakePlan(mpplan, models + "/" + c.file, out + "/" + c.file + ".gap.plan.yaml", true, 1, 1, c.batch, true, c.input);
+        MakePlan(mpplan, models + "/" + c.file, out + "/" + c.file + ".gap.plan.yaml", true, 1, 1, c.batch, true,
+                 c.input);
     mp::Executor exec(plan, OneThread());
     mp::PassOptions options;
     options.training = true;

@@ -74,7 +74,8 @@ ReplicaSearch SearchReplicas(ProfiledModel& profiled, const PlanDevices& devices
   }
   int fewest = 0;
   for (const Searched& s : searched) {
-    if (s.Chosen().step_ms <= fastest * keep && (fewest == 0 || Devices(s.Chosen()) < fewest)) fewest = Devices(s.Chosen());
+    const PlanCandidate& c = s.Chosen();
+    if (c.step_ms <= fastest * keep && (fewest == 0 || Devices(c) < fewest)) fewest = Devices(c);
   }
   double fastest_on_fewest = 0;
   for (const Searched& s : searched) {

@@ -236,7 +236,9 @@ Candidate& Choose(std::vector<PlanCandidate>& alternatives, std::vector<Candidat
   double fastest_on_fewest = 0;
   for (const Candidate& c : kept) {
     const PlanCandidate& a = alternatives[c.index];
-    if (Devices(a) == fewest && (fastest_on_fewest == 0 || a.step_ms < fastest_on_fewest)) fastest_on_fewest = a.step_ms;
+    if (Devices(a) == fewest && (fastest_on_fewest == 0 || a.step_ms < fastest_on_fewest)) {
+      fastest_on_fewest = a.step_ms;
+    }
   }
   const double limit = fastest_on_fewest * band.high;
   Candidate* chosen = nullptr;

@@ -90,7 +90,8 @@ std::string ReplicasText(const Plan& plan, const PlanCandidate& chosen) {
     if (a.simulated && (a.replicas > 1) != (plan.replicas > 1) && (!other || a.step_ms < other->step_ms)) other = &a;
   }
   if (!other) return "";
-  const std::string what = other->replicas > 1 ? Concat("with replicas, ", other->replicas, " x ") : "without replicas, ";
+  const std::string what =
+      other->replicas > 1 ? Concat("with replicas, ", other->replicas, " x ") : std::string("without replicas, ");
   return Concat("; the best ", what, other->stages, other->stages == 1 ? " stage" : " stages", " at ",
                 FormatMs(other->step_ms), " ms (", FormatDelta(other->step_ms / chosen.step_ms - 1), ")");
 }
