@@ -155,8 +155,10 @@ int main(int argc, char** argv) {
                   {"resnet50 64x64 train", "resnet50.script.pt", "--input float32[32,3,64,64] --microbatches 4", 2,
                    true},
               };
-  std::printf("case                    stages  M   in-process ms  processes ms  ratio  samples/s (in, proc)  "
-              "cost/mb ms  bytes/mb\n");
+  if (args->Wants("transports")) {
+    std::printf("case                    stages  M   in-process ms  processes ms  ratio  samples/s (in, proc)  "
+                "cost/mb ms  bytes/mb\n");
+  }
   nlohmann::json results = nlohmann::json::array();
   try {
     for (const Case& c : args->Wants("transports") ? cases : std::vector<Case>{}) {
