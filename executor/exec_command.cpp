@@ -139,7 +139,7 @@ struct TimedSteps {
   std::vector<double> steps_ms;     // their times
   std::vector<double> losses;       // every step's, warm-up included
   size_t median = 0;                // into runs: the median step by wall time
-  int64_t peak_heap_bytes = -1;     // of the step that sampled it (RunSteps)
+  int64_t peak_heap_bytes = -1;     // of the steps that sampled it (RunExecCommand)
 
   const PipelineRun& Median() const { return runs[median]; }
 };

@@ -43,7 +43,7 @@ struct PipelineOptions {
   uint64_t seed = 0;  // random ops draw from (seed, step, micro-batch): planner/graph/rng_scope.h
   // Sample the CPU heap's peak during the step (PipelineRun::peak_heap_bytes):
   // a thread that wakes every millisecond and reads the heap under its lock,
-  // which slowed the stages it shares the cores with by 5-7% (bench_exec
+  // which slowed the stages it shares the cores with by 6-11% (bench_exec
   // --only gap), so mpexec samples an untimed step.
   bool sample_heap = false;
 };
