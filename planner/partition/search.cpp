@@ -312,7 +312,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   // if wider (Choose picks among them).
   const Band keep{1.0, std::max(band.high, 1 + request.device_tolerance)};
   SearchResult result;
-  std::vector<Candidate> ties;  // simulated, within the tie window of the fastest so far
+  std::vector<Candidate> ties;  // simulated, within the keep window of the fastest so far
   std::set<size_t> ruled_out;   // alternatives a schedule's own rule excludes
   double fastest_ms = 0;
   for (int M : counts) {
