@@ -64,36 +64,20 @@ ReplicaSearch SearchReplicas(ProfiledModel& profiled, const PlanDevices& devices
   }
   if (searched.empty()) throw *first_error;
 
-  // Among the counts' own choices: kept within the wider window of the
-  // fastest, the fewest devices, then fewer replicas, then the faster.
+  // Among the counts' own choices, as within one search (fewer replicas
+  // first where devices are equal).
   const double window = TieWindow(profiled.profile, request);
   const double keep = std::max(window, 1 + request.device_tolerance);
   double fastest = searched.front().measured.search.alternatives.at(searched.front().measured.search.fastest).step_ms;
+  std::vector<const PlanCandidate*> choices;
   for (const Searched& s : searched) {
     fastest = std::min(fastest, s.measured.search.alternatives.at(s.measured.search.fastest).step_ms);
+    choices.push_back(&s.Chosen());
   }
-  int fewest = 0;
-  for (const Searched& s : searched) {
-    const PlanCandidate& c = s.Chosen();
-    if (c.step_ms <= fastest * keep && (fewest == 0 || Devices(c) < fewest)) fewest = Devices(c);
-  }
-  double fastest_on_fewest = 0;
-  for (const Searched& s : searched) {
-    if (Devices(s.Chosen()) == fewest && s.Chosen().step_ms <= fastest * keep &&
-        (fastest_on_fewest == 0 || s.Chosen().step_ms < fastest_on_fewest)) {
-      fastest_on_fewest = s.Chosen().step_ms;
-    }
-  }
-  const double limit = fastest_on_fewest * window;
-  size_t chosen = searched.size();
-  int ties = 0;
-  for (size_t i = 0; i < searched.size(); ++i) {
-    const PlanCandidate& c = searched[i].Chosen();
-    if (c.step_ms > limit) continue;
-    ++ties;
-    if (Devices(c) != fewest) continue;
-    if (chosen == searched.size() || searched[i].replicas < searched[chosen].replicas) chosen = i;
-  }
+  const DeviceChoice choice = ChooseOnFewestDevices(
+      choices, fastest, keep, window,
+      [](const PlanCandidate& a, const PlanCandidate& b) { return a.replicas < b.replicas; });
+  const size_t chosen = choice.index;
 
   ReplicaSearch result;
   result.devices = searched[chosen].devices;
@@ -106,7 +90,9 @@ ReplicaSearch SearchReplicas(ProfiledModel& profiled, const PlanDevices& devices
     if (s.alternatives.at(s.fastest).step_ms == fastest) result.search.fastest = offset + s.fastest;
     result.search.alternatives.insert(result.search.alternatives.end(), s.alternatives.begin(), s.alternatives.end());
     // The counts' choices that tied with the chosen one.
-    if (ties > 1 && searched[i].Chosen().step_ms <= limit) result.search.alternatives[offset + s.chosen].tie = true;
+    if (choice.ties > 1 && searched[i].Chosen().step_ms <= choice.limit_ms) {
+      result.search.alternatives[offset + s.chosen].tie = true;
+    }
     result.added.insert(result.added.end(), searched[i].measured.added.begin(), searched[i].measured.added.end());
     result.measure_ms += searched[i].measured.measure_ms;
   }

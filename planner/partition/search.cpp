@@ -191,8 +191,6 @@ struct Candidate {
 
 }  // namespace
 
-int Devices(const PlanCandidate& a) { return a.replicas * (a.stages / a.chunks); }
-
 bool Simpler(const PlanCandidate& a, const PlanCandidate& b, int64_t batch) {
   if (Devices(a) != Devices(b)) return Devices(a) < Devices(b);
   if (a.stages != b.stages) return a.stages < b.stages;
@@ -220,37 +218,54 @@ std::vector<double> SharedSlowdownFor(const Cluster& cluster, const Profile& pro
   return SharedSlowdownAt(profile, microbatch);
 }
 
-namespace {
-
-// The alternative to plan among `kept` (simulated, predicted within the
-// wider of the tie window and the device tolerance of the fastest): the
-// fewest devices any of them uses; among the alternatives on those, the
-// simplest (Simpler) of the ones within the tie window of their fastest.
-// Where the tie window is the wider, that is the simplest tie, as before
-// the device tolerance. Marks the ties: every kept alternative within that
-// window, when there are several.
-Candidate& Choose(std::vector<PlanCandidate>& alternatives, std::vector<Candidate>& kept, const Band& band,
-                  int64_t batch) {
-  int fewest = Devices(alternatives[kept.front().index]);
-  for (const Candidate& c : kept) fewest = std::min(fewest, Devices(alternatives[c.index]));
+DeviceChoice ChooseOnFewestDevices(const std::vector<const PlanCandidate*>& alternatives, double fastest_ms,
+                                   double keep, double window,
+                                   const std::function<bool(const PlanCandidate&, const PlanCandidate&)>& before) {
+  int fewest = 0;
+  for (const PlanCandidate* a : alternatives) {
+    if (a->step_ms <= fastest_ms * keep && (fewest == 0 || Devices(*a) < fewest)) fewest = Devices(*a);
+  }
   double fastest_on_fewest = 0;
-  for (const Candidate& c : kept) {
-    const PlanCandidate& a = alternatives[c.index];
-    if (Devices(a) == fewest && (fastest_on_fewest == 0 || a.step_ms < fastest_on_fewest)) {
-      fastest_on_fewest = a.step_ms;
+  for (const PlanCandidate* a : alternatives) {
+    if (Devices(*a) == fewest && a->step_ms <= fastest_ms * keep &&
+        (fastest_on_fewest == 0 || a->step_ms < fastest_on_fewest)) {
+      fastest_on_fewest = a->step_ms;
     }
   }
-  const double limit = fastest_on_fewest * band.high;
-  Candidate* chosen = nullptr;
-  int ties = 0;
-  for (Candidate& c : kept) {
-    const PlanCandidate& a = alternatives[c.index];
-    if (a.step_ms > limit) continue;
-    ++ties;
-    if (Devices(a) == fewest && (!chosen || Simpler(a, alternatives[chosen->index], batch))) chosen = &c;
+  DeviceChoice choice;
+  choice.limit_ms = fastest_on_fewest * window;
+  bool found = false;
+  for (size_t i = 0; i < alternatives.size(); ++i) {
+    const PlanCandidate& a = *alternatives[i];
+    if (a.step_ms > choice.limit_ms) continue;
+    ++choice.ties;
+    if (Devices(a) == fewest && (!found || before(a, *alternatives[choice.index]))) choice.index = i, found = true;
   }
-  for (const Candidate& c : kept) alternatives[c.index].tie = ties > 1 && alternatives[c.index].step_ms <= limit;
-  return *chosen;
+  return choice;
+}
+
+namespace {
+
+// The alternative to plan among `kept` (simulated, predicted within `keep`
+// of the fastest): ChooseOnFewestDevices, Simpler first. Where the tie
+// window is the wider, that is the simplest tie, as before the device
+// tolerance. Marks the ties: every kept alternative within the limit, when
+// there are several.
+Candidate& Choose(std::vector<PlanCandidate>& alternatives, std::vector<Candidate>& kept, const Band& band,
+                  const Band& keep, int64_t batch) {
+  std::vector<const PlanCandidate*> among;
+  double fastest = 0;
+  for (const Candidate& c : kept) {
+    among.push_back(&alternatives[c.index]);
+    if (fastest == 0 || among.back()->step_ms < fastest) fastest = among.back()->step_ms;
+  }
+  const DeviceChoice choice =
+      ChooseOnFewestDevices(among, fastest, keep.high, band.high,
+                            [batch](const PlanCandidate& a, const PlanCandidate& b) { return Simpler(a, b, batch); });
+  for (const Candidate& c : kept) {
+    alternatives[c.index].tie = choice.ties > 1 && alternatives[c.index].step_ms <= choice.limit_ms;
+  }
+  return kept[choice.index];
 }
 
 }  // namespace
@@ -460,7 +475,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     throw PlanError(Concat("no feasible plan among ", result.alternatives.size(), " alternatives; with ",
                            closest ? closest->stages : 0, " stages: ", closest ? closest->why_not : "none tried"));
   }
-  Candidate& chosen = Choose(result.alternatives, ties, band, batch);
+  Candidate& chosen = Choose(result.alternatives, ties, band, keep, batch);
   result.chosen = chosen.index;
   result.predicted = std::move(chosen.sim);
   result.partition = std::move(chosen.partition);

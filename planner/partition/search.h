@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -78,9 +79,20 @@ struct SearchResult {
   int chosen = -1;                        // of the chosen one: the simplest tie
 };
 
-// The devices an alternative uses: its replicas times its stages over its
-// stages per device.
-int Devices(const PlanCandidate& a);
+// The choice among simulated alternatives, the fastest of which takes
+// `fastest_ms`: of those within `keep` of it (the wider of the tie window
+// and the device tolerance), the fewest devices any uses; then, among the
+// alternatives on those devices within `window` (the tie window) of their
+// fastest, the first by `before`. `limit_ms`: the step time up to which
+// alternatives tie with it; `ties`: how many do.
+struct DeviceChoice {
+  size_t index = 0;  // into the alternatives given
+  double limit_ms = 0;
+  int ties = 0;
+};
+DeviceChoice ChooseOnFewestDevices(const std::vector<const PlanCandidate*>& alternatives, double fastest_ms,
+                                   double keep, double window,
+                                   const std::function<bool(const PlanCandidate&, const PlanCandidate&)>& before);
 
 // Among alternatives that tie, a is simpler than b: fewer devices, then
 // fewer stages (one per device before interleaving), then micro-batches of

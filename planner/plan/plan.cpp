@@ -50,6 +50,8 @@ bool MicrobatchesSplit(int64_t batch, int microbatches) {
 
 int64_t ReplicaBatch(const Plan& plan) { return plan.batch / std::max(plan.replicas, 1); }
 
+int Devices(const PlanCandidate& a) { return a.replicas * (a.stages / std::max(a.chunks, 1)); }
+
 int StagesPerDevice(const Plan& plan) {
   return int(plan.stages.size()) / std::max(int(plan.programs.size()), 1);
 }

@@ -204,6 +204,10 @@ int64_t ReplicaBatch(const Plan& plan);
 // Stages each device runs: 1, interleaved-1f1b's v or zbv's 2 (stages / programs).
 int StagesPerDevice(const Plan& plan);
 
+// The devices an alternative uses: its replicas times its stages over its
+// stages per device.
+int Devices(const PlanCandidate& a);
+
 // The ids of the stages program `program` runs, comma-separated: "0,2".
 std::string ProgramStages(const Plan& plan, int program);
 

@@ -103,18 +103,17 @@ std::string DevicesText(const Plan& plan, const PlanCandidate* chosen) {
   std::string text = Concat("uses ", used, " of ", plan.devices.size());
   if (chosen) text += ReplicasText(plan, *chosen);
   if (!chosen || used >= plan.devices.size()) return text;
-  const auto devices = [](const PlanCandidate& a) { return a.replicas * (a.stages / std::max(1, a.chunks)); };
   const PlanCandidate* more = nullptr;
   bool bounded = false;
   for (const PlanCandidate& a : plan.alternatives) {
-    if (!a.feasible || devices(a) <= devices(*chosen)) continue;
+    if (!a.feasible || Devices(a) <= Devices(*chosen)) continue;
     if (!a.simulated) bounded = true;
     if (a.simulated && (!more || a.step_ms < more->step_ms)) more = &a;
   }
   if (!more) return text + (bounded ? "; plans on more are predicted slower (their lower bounds)" : "");
   const double delta = more->step_ms / chosen->step_ms - 1;
   const std::string copies = more->replicas > 1 ? Concat(more->replicas, " replicas of ") : "";
-  const std::string best = Concat(copies, more->stages, " stages on ", devices(*more), " devices at ",
+  const std::string best = Concat(copies, more->stages, " stages on ", Devices(*more), " devices at ",
                                   FormatMs(more->step_ms), " ms (", FormatDelta(delta), ")");
   if (delta >= 0) return text + "; more predict no faster: the best on more, " + best;
   return text + "; the best on more, " + best + ", is within the device tolerance (--device-tolerance) or the tie "
