@@ -12,18 +12,20 @@
 namespace mp {
 
 // Parses argv into `app`. Returns the exit status when the command should
-// stop here: 0 after --help, 2 after a parse error printed as
-// "TOOL: MESSAGE (see TOOL --help)"; nothing when it should go on.
-inline std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv, const std::string& tool) {
+// stop here: 0 after --help (printed on `out`), 2 after a parse error
+// printed on `err` as "TOOL: MESSAGE (see TOOL --help)"; nothing when it
+// should go on.
+inline std::optional<int> ParseCommandLine(CLI::App& app, int argc, const char* const* argv, const std::string& tool,
+                                           std::ostream& out = std::cout, std::ostream& err = std::cerr) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e, out, err);  // --help
     std::string message = e.what();
     for (char& c : message) {
       if (c == '\n') c = ' ';
     }
-    std::cerr << tool << ": " << message << " (see " << tool << " --help)\n";
+    err << tool << ": " << message << " (see " << tool << " --help)\n";
     return 2;
   }
   return std::nullopt;

@@ -7,6 +7,9 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libtorch-dev                       # LibTorch 1.13, CPU
+  libopenblas0-openmp                # an optimised BLAS behind libblas.so.3, where LibTorch's matrix
+                                     # products go: without it Debian's reference BLAS ran them (64% of
+                                     # a GPT training step's CPU); its threads follow at::set_num_threads
   libgloo-dev                        # c10d ProcessGroupGloo's headers: stages as processes
   libyaml-cpp-dev                    # plan files
   libboost-graph-dev                 # op DAG for the partitioner

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "../graph/zoo.h"
+#include "../mpplan_in_process.h"
 #include "../run_tool.h"
 #include "common/atomic_file.h"
 #include "executor/process_group.h"
@@ -28,7 +29,7 @@ using mp::test::ZooPath;
 
 namespace {
 
-mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::RunTool(MP_MPPLAN, args); }
+mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::MpplanInProcess(args); }
 mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::RunTool(MP_MPEXEC_CPU, args); }
 
 // A plan of `file` for `batch` samples (ResNet-50 at 64x64) with mpplan's

@@ -59,6 +59,9 @@ double Bottleneck(const Measured& m, const std::string& method, int stages) {
   request.stages = stages;
   request.microbatches = static_cast<int>(m.profile.batch);  // micro-batch 1
   request.schedule = mp::ScheduleKind::kOneFOneB;
+  // The DP's own cut: the search would keep a baseline's where that
+  // simulates a faster step, whatever its slowest stage.
+  request.known_cuts = false;
   const mp::Cluster cluster = mp::UniformCluster(4, mp::Device{});
   return mp::SearchPlan(m.graph, m.profile, cluster, request).partition.bottleneck_ms;
 }

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "../graph/zoo.h"
+#include "../mpplan_in_process.h"
 #include "../run_tool.h"
 #include "common/atomic_file.h"
 #include "common/sha256.h"
@@ -25,7 +26,7 @@ using mp::test::ZooPath;
 
 namespace {
 
-mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::RunTool(MP_MPPLAN, args); }
+mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::MpplanInProcess(args); }
 
 // Analytic profiles: no timing, so the tests are quick and deterministic.
 const std::string kQuick = " --quiet --device-profile a100-80gb";

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "../graph/zoo.h"
+#include "../mpplan_in_process.h"
 #include "../run_tool.h"
 
 using mp::test::TempPath;
@@ -14,7 +15,7 @@ using mp::test::ZooPath;
 
 namespace {
 
-mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::RunTool(MP_MPPLAN, args); }
+mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::MpplanInProcess(args); }
 
 const std::string kQuick = " --profile-only --warmup 0 --repeats 1 --quiet";
 
