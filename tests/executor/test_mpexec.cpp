@@ -268,9 +268,8 @@ TEST_CASE("--input and --output exchange tensors with Python's torch.save and to
   REQUIRE(run.status == 0);
   // Python runs the model itself on the same micro-batches (the batch is
   // dimension 0 of x and of the output, 1 of the states) and compares, bit
-  // for bit. (On
-  // the whole batch at once an optimised BLAS such as OpenBLAS blocks the
-  // products differently and the last bits differ.)
+  // for bit. (On the whole batch at once an optimised BLAS such as OpenBLAS
+  // blocks the products differently and the last bits differ.)
   const auto compared = mp::test::RunTool(
       python, "-c \"import torch; m = torch.jit.load('" + ZooPath("lstm.script.pt") + "'); m.eval(); "
               "x = torch.load('" + in + "'); y = torch.load('" + out + "'); "
