@@ -22,7 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
+#include <ostream>
 #include <map>
 
 #include "common/atomic_file.h"
@@ -141,7 +141,8 @@ std::vector<Rank> StartRanks(const LaunchRequest& request, const std::filesystem
 // every rank has ended. After a failure the others get a grace period, then
 // SIGTERM and, 3 s later, SIGKILL; so does a signal to the launcher.
 // Returns the ranks that failed, in the order their failures were seen.
-std::vector<int> Supervise(std::vector<Rank>& ranks, const LaunchRequest& request) {
+std::vector<int> Supervise(std::vector<Rank>& ranks, const LaunchRequest& request, std::ostream& out,
+                           std::ostream& err) {
   const int n = int(ranks.size());
   struct sigaction action {};
   action.sa_handler = OnStop;
@@ -154,7 +155,7 @@ std::vector<int> Supervise(std::vector<Rank>& ranks, const LaunchRequest& reques
   const auto forward = [&](int r, int stream, const char* data, size_t size, bool flush) {
     std::string& partial = ranks[r].partial[stream];
     partial.append(data, size);
-    std::ostream& to = stream == 0 && !request.json ? std::cout : std::cerr;
+    std::ostream& to = stream == 0 && !request.json ? out : err;
     size_t newline;
     while ((newline = partial.find('\n')) != std::string::npos) {
       to << "[rank " << r << "] " << partial.substr(0, newline + 1);
@@ -243,7 +244,7 @@ void RemoveFolder(const std::filesystem::path& folder) {
 
 // Rank 0's report, or one line for the failure, and the exit status.
 int Conclude(const std::vector<Rank>& ranks, const std::vector<int>& failed, const std::filesystem::path& folder,
-             const LaunchRequest& request) {
+             const LaunchRequest& request, std::ostream& out, std::ostream& err) {
   const int n = int(ranks.size());
   const std::string result = ReadIfThere(folder / "0.result");
   const std::string report = ReadIfThere(folder / "0.report");
@@ -255,18 +256,18 @@ int Conclude(const std::vector<Rank>& ranks, const std::vector<int>& failed, con
   RemoveFolder(folder);
 
   if (g_stop != 0) {
-    std::cerr << "mpexec: interrupted (" << strsignal(g_stop) << "); stopped " << n << " rank" << (n > 1 ? "s" : "")
+    err << "mpexec: interrupted (" << strsignal(g_stop) << "); stopped " << n << " rank" << (n > 1 ? "s" : "")
               << "\n";
     return 130;
   }
   if (failed.empty()) {
     if (result.empty()) {
-      std::cerr << "mpexec: --launch-local: rank 0 finished without a result\n";
+      err << "mpexec: --launch-local: rank 0 finished without a result\n";
       return 3;
     }
     // The report as rank 0 formatted it: JSON has no NaN, so a NaN loss
     // comes back as null, which only the JSON printer takes.
-    std::cout << (request.json ? result : report) << "\n";
+    out << (request.json ? result : report) << "\n";
     return ExitCode(ranks[0].status);
   }
   // One line. The same error on every rank (a bad flag or plan) once;
@@ -275,9 +276,9 @@ int Conclude(const std::vector<Rank>& ranks, const std::vector<int>& failed, con
   for (const auto& [r, e] : errors) same = same && e == errors.begin()->second;
   const int first = failed.front();
   if (same) {
-    std::cerr << "mpexec: " << errors.begin()->second << "\n";
+    err << "mpexec: " << errors.begin()->second << "\n";
   } else {
-    std::cerr << "mpexec: rank " << first << " "
+    err << "mpexec: rank " << first << " "
               << (errors.count(first) ? "failed: " + errors[first] : DescribeExit(ranks[first].status));
     std::vector<std::string> others;
     for (int r = 0; r < n; ++r) {
@@ -289,10 +290,10 @@ int Conclude(const std::vector<Rank>& ranks, const std::vector<int>& failed, con
       }
     }
     if (!others.empty()) {
-      std::cerr << "; then ";
-      for (size_t i = 0; i < others.size(); ++i) std::cerr << (i ? "; " : "") << others[i];
+      err << "; then ";
+      for (size_t i = 0; i < others.size(); ++i) err << (i ? "; " : "") << others[i];
     }
-    std::cerr << "\n";
+    err << "\n";
   }
   return ExitCode(ranks[first].status);
 }
@@ -309,7 +310,7 @@ void ReportToLauncher(const std::string& folder, int rank, const std::string& ki
   std::ofstream(std::filesystem::path(folder) / Concat(rank, ".", kind)) << text << "\n";
 }
 
-int LaunchLocal(const LaunchRequest& request) {
+int LaunchLocal(const LaunchRequest& request, std::ostream& out, std::ostream& err) {
   if (request.processes < 1) throw InputError(Concat("--launch-local must be at least 1, got ", request.processes));
   // Here too, not only in the ranks: a grace period of 0 would stop the
   // second rank before it says the same, and the one line would be two.
@@ -320,8 +321,8 @@ int LaunchLocal(const LaunchRequest& request) {
   const int port = FreePort();
 
   std::vector<Rank> ranks = StartRanks(request, folder, port);
-  const std::vector<int> failed = Supervise(ranks, request);
-  return Conclude(ranks, failed, folder, request);
+  const std::vector<int> failed = Supervise(ranks, request, out, err);
+  return Conclude(ranks, failed, folder, request, out, err);
 }
 
 }  // namespace mp

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -22,10 +23,12 @@ struct LaunchRequest {
   bool json = false;
 };
 
-// Runs the ranks and prints the result or one error line (stderr, starting
-// "mpexec: "). Returns the exit status: rank 0's when all succeed, else the
-// first failing rank's (1 when it died by a signal), 130 after Ctrl-C.
-int LaunchLocal(const LaunchRequest& request);
+// Runs the ranks and prints the result on `out` or one error line on `err`
+// (starting "mpexec: "); the ranks' own lines go to `out` (stdout) and `err`
+// (stderr, and all of them with --json). Returns the exit status: rank 0's
+// when all succeed, else the first failing rank's (1 when it died by a
+// signal), 130 after Ctrl-C.
+int LaunchLocal(const LaunchRequest& request, std::ostream& out, std::ostream& err);
 
 // Inside a rank the launcher started: the folder it reads results from.
 std::optional<std::string> LauncherFolder();

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "../graph/zoo.h"
+#include "../mpexec_in_process.h"
 #include "../mpplan_in_process.h"
 #include "../run_tool.h"
 #include "common/atomic_file.h"
@@ -30,7 +31,7 @@ using mp::test::ZooPath;
 namespace {
 
 mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::MpplanInProcess(args); }
-mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::RunTool(MP_MPEXEC_CPU, args); }
+mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::MpexecCpuInProcess(args); }
 
 // A plan of `file` for `batch` samples (ResNet-50 at 64x64) with mpplan's
 // `flags`, written to a file named after `test` and the flags: ctest runs

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "../graph/zoo.h"
+#include "../mpexec_in_process.h"
 #include "../mpplan_in_process.h"
 #include "../run_tool.h"
 #include "common/atomic_file.h"
@@ -21,7 +22,7 @@ using mp::test::ZooPath;
 namespace {
 
 mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::MpplanInProcess(args); }
-mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::RunTool(MP_MPEXEC_CPU, args); }
+mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::MpexecCpuInProcess(args); }
 
 std::string Plan(const std::string& model, const std::string& name, const std::string& flags) {
   const std::string out = TempPath(name + ".plan.yaml");

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "../graph/zoo.h"
+#include "../mpexec_in_process.h"
 #include "../mpplan_in_process.h"
 #include "../run_tool.h"
 #include "common/atomic_file.h"
@@ -26,7 +27,7 @@ using mp::test::ZooPath;
 namespace {
 
 mp::test::ToolRun Mpplan(const std::string& args) { return mp::test::MpplanInProcess(args); }
-mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::RunTool(MP_MPEXEC_CPU, args); }
+mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::MpexecCpuInProcess(args); }
 
 // A small plan: batch 4 in 2 micro-batches (ResNet-50 at 64x64); training
 // unless `extra` says otherwise (then `schedule` is "").

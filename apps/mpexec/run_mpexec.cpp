@@ -1,0 +1,129 @@
+// mpexec's command line as a function: parses the flags, calls
+// RunExecCommand (or LaunchLocal for --launch-local) and prints what it
+// measured next to what the plan predicted; failures become one line and
+// the exit status RunTool gives them, a --verify mismatch exit 4. As one
+// rank of several it prefixes its error with the rank, and under the
+// launcher it hands result and error to it instead of printing. The main
+// calls it with std::cout and std::cerr; the tests that run plans on
+// threads call it in their own process, which spares each run LibTorch's
+// start (0.7 s of CPU here, 2-3 s under ASan).
+#include "apps/mpexec/run_mpexec.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "apps/command_line.h"
+#include "apps/exit_status.h"
+#include "common/error.h"
+#include "executor/exec_command.h"
+#include "executor/exec_report.h"
+#include "executor/launch_local.h"
+#include "executor/process_group.h"
+
+namespace mp {
+
+namespace {
+
+// This process's rank when it is one of several, else -1 (a bad
+// environment is reported by RunExecCommand).
+int RankOrNone() {
+  try {
+    if (const auto env = RankEnvFromEnvironment()) return env->rank;
+  } catch (const Error&) {
+  }
+  return -1;
+}
+
+// Prints a failure, or hands it to the launcher.
+void Report(const std::string& what, std::ostream& err) {
+  const int rank = RankOrNone();
+  if (const auto folder = LauncherFolder()) {
+    ReportToLauncher(*folder, std::max(rank, 0), "error", what);
+  } else {
+    err << "mpexec: " << (rank >= 0 ? "rank " + std::to_string(rank) + ": " : "") << what << "\n";
+  }
+}
+
+}  // namespace
+
+int RunMpexec(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, const std::string& self) {
+  CLI::App app{"mpexec: runs an mpplan execution plan with micro-batch pipelining on CPU workers "
+               "(inference, or training with GPipe or 1F1B)"};
+  app.footer(
+      "Examples:\n"
+      "  mpplan build/models/mlp.script.pt --gpus 2 --mode infer -o mlp.plan.yaml\n"
+      "  mpexec mlp.plan.yaml --steps 5 --verify\n"
+      "  mpplan build/models/mlp.script.pt --gpus 2 -o mlp.train.yaml\n"
+      "  mpexec mlp.train.yaml --steps 3 --lr 0.01 --verify --save mlp.trained.pt --trace step.json\n"
+      "  mpexec mlp.train.yaml --launch-local 2 --verify   (one process per stage, over c10d Gloo)\n"
+      "  torchrun --nproc_per_node 2 --no_python mpexec mlp.train.yaml   (the same, torchrun's environment)");
+  ExecCommandRequest request;
+  std::string device = "auto", loss = "mse";
+  bool json = false;
+  int launch_local = 0;
+  app.add_option("plan", request.plan, "plan file written by mpplan (.yaml)")->required();
+  app.add_option("--device", device, "where the stages run: auto (the plan's devices, which must be this machine's "
+                 "CPU workers) or cpu (CPU worker threads, also for a plan made for other devices, as a check)")
+      ->check(CLI::IsMember({"cpu", "auto"}))
+      ->default_str("auto");
+  app.add_option("--threads-per-stage", request.options.pipeline.threads_per_stage,
+                 "intra-op threads per stage (default: what the plan's profile was measured with)");
+  app.add_option("--steps", request.steps, "steps to time; the median step is reported")->default_str("1");
+  app.add_option("--warmup", request.warmup, "steps run first and not timed (they train, too); 0 times the cold "
+                 "first step")->default_str(std::to_string(kDefaultWarmup));
+  app.add_flag("--rescale", request.rescale,
+               "scale the plan's predictions by the drift reference's time now over its time when profiled");
+  app.add_option("--input", request.input, "model inputs saved with torch.save: a tensor, or a tuple with one per input "
+                 "(default: synthetic inputs from the plan's spec)");
+  app.add_option("--output", request.output, "inference: write the model's outputs in torch.save format");
+  app.add_option("--loss", loss, "training loss on output 0, classes along its last dimension: mse (against one-hot "
+                 "labels) or cross_entropy")->default_str("mse");
+  app.add_option("--labels", request.labels, "training labels saved with torch.save (default: synthetic)");
+  app.add_option("--seed", request.options.pipeline.seed,
+                 "what random ops (dropout) draw: a function of the seed, step, micro-batch and op, "
+                 "not of the plan")->default_str("0");
+  app.add_option("--lr", request.options.training.lr, "SGD learning rate")->default_str("0.001");
+  app.add_option("--momentum", request.options.training.momentum, "SGD momentum")->default_str("0");
+  app.add_option("--save", request.save, "training: write the trained model as TorchScript (torch.jit.load reads it)");
+  app.add_option("--trace", request.trace, "write the median step as a Chrome trace (Perfetto), with the plan's "
+                 "predicted timeline beside it");
+  app.add_flag("--verify", request.verify, "compare with the model run whole on one device, same micro-batches: "
+               "inference bit for bit, training within 1e-5");
+  app.add_flag("--json", json, "print one JSON object");
+  app.add_option("--launch-local", launch_local, "run the stages as N processes on this machine, over c10d Gloo "
+                 "(like torchrun --standalone --nproc-per-node N); output is prefixed with the rank");
+  app.add_option("--timeout", request.timeout_s, "with several processes: seconds to wait for another rank before "
+                 "failing with its name")->default_str("300");
+  std::vector<const char*> argv{"mpexec"};
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  if (const auto status = ParseCommandLine(app, int(argv.size()), argv.data(), "mpexec", out, err)) return *status;
+  const auto report = [&err](const std::string& line) { Report(line, err); };
+  return RunTool([&] {
+    request.options.training.loss = ParseLoss(loss);
+    request.cpu_workers = device == "cpu";
+    if (app.count("--launch-local") > 0) {
+      LaunchRequest launch{self, {}, launch_local, request.timeout_s, json};
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--launch-local") {
+          ++i;
+        } else if (args[i].rfind("--launch-local=", 0) != 0) {
+          launch.args.push_back(args[i]);
+        }
+      }
+      return LaunchLocal(launch, out, err);
+    }
+    const nlohmann::json result = RunExecCommand(request);
+    if (result.is_null()) return 0;  // a rank other than 0: rank 0 reports
+    if (const auto folder = LauncherFolder()) {
+      ReportToLauncher(*folder, 0, "result", result.dump());
+      ReportToLauncher(*folder, 0, "report", FormatExecReport(result));
+    } else {
+      out << (json ? result.dump() + "\n" : FormatExecReport(result));
+    }
+    return result.value("verify", true) ? 0 : 4;  // exit codes: docs/errors.md
+  }, report);
+}
+
+}  // namespace mp
