@@ -3,7 +3,9 @@
 // table (BottleneckDp) answers every K, and when no device has a memory
 // limit gpipe and 1f1b share it (only in-flight counts differ between them).
 // Each partition is simulated; of the alternatives predicted within the
-// tie window of the fastest, the simplest wins (Simpler).
+// tie window of the fastest, the simplest wins (Simpler), but for one
+// predicted slower by more than the tie tolerance than another of its
+// micro-batch size (Outclassed).
 #include "planner/partition/search.h"
 
 #include <algorithm>
@@ -244,28 +246,43 @@ DeviceChoice ChooseOnFewestDevices(const std::vector<const PlanCandidate*>& alte
   return choice;
 }
 
+bool Outclassed(const PlanCandidate& a, const std::vector<const PlanCandidate*>& alternatives, double same_size) {
+  for (const PlanCandidate* b : alternatives) {
+    if (b->microbatch_size == a.microbatch_size && Devices(*b) == Devices(a) && a.step_ms > b->step_ms * same_size) {
+      return true;
+    }
+  }
+  return false;
+}
+
 namespace {
 
 // The alternative to plan among `kept` (simulated, predicted within `keep`
-// of the fastest): ChooseOnFewestDevices, Simpler first. Where the tie
-// window is the wider, that is the simplest tie, as before the device
-// tolerance. Marks the ties: every kept alternative within the limit, when
-// there are several.
+// of the fastest): ChooseOnFewestDevices, Simpler first, among those not
+// Outclassed by more than `same_size`. Where the tie window is the wider,
+// that is the simplest tie, as before the device tolerance. Marks the ties:
+// every alternative it chose among within the limit, when there are several.
 Candidate& Choose(std::vector<PlanCandidate>& alternatives, std::vector<Candidate>& kept, const Band& band,
-                  const Band& keep, int64_t batch) {
+                  const Band& keep, double same_size, int64_t batch) {
+  std::vector<const PlanCandidate*> all;
+  for (const Candidate& c : kept) all.push_back(&alternatives[c.index]);
   std::vector<const PlanCandidate*> among;
+  std::vector<size_t> at;  // into kept
   double fastest = 0;
-  for (const Candidate& c : kept) {
-    among.push_back(&alternatives[c.index]);
-    if (fastest == 0 || among.back()->step_ms < fastest) fastest = among.back()->step_ms;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    if (Outclassed(*all[i], all, same_size)) continue;
+    among.push_back(all[i]);
+    at.push_back(i);
+    if (fastest == 0 || all[i]->step_ms < fastest) fastest = all[i]->step_ms;
   }
   const DeviceChoice choice =
       ChooseOnFewestDevices(among, fastest, keep.high, band.high,
                             [batch](const PlanCandidate& a, const PlanCandidate& b) { return Simpler(a, b, batch); });
-  for (const Candidate& c : kept) {
-    alternatives[c.index].tie = choice.ties > 1 && alternatives[c.index].step_ms <= choice.limit_ms;
+  for (const Candidate& c : kept) alternatives[c.index].tie = false;
+  for (size_t j = 0; j < among.size(); ++j) {
+    alternatives[kept[at[j]].index].tie = choice.ties > 1 && among[j]->step_ms <= choice.limit_ms;
   }
-  return kept[choice.index];
+  return kept[at[choice.index]];
 }
 
 }  // namespace
@@ -475,7 +492,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     throw PlanError(Concat("no feasible plan among ", result.alternatives.size(), " alternatives; with ",
                            closest ? closest->stages : 0, " stages: ", closest ? closest->why_not : "none tried"));
   }
-  Candidate& chosen = Choose(result.alternatives, ties, band, keep, batch);
+  Candidate& chosen = Choose(result.alternatives, ties, band, keep, 1 + request.tie_tolerance, batch);
   result.chosen = chosen.index;
   result.predicted = std::move(chosen.sim);
   result.partition = std::move(chosen.partition);

@@ -7,7 +7,9 @@
 // within the tie window of the fastest (the request's tie tolerance, or the
 // profile's ranking band, counted up to 10%, where wider: band.h) are ties,
 // and the simplest of them is chosen (Simpler), so noise in the profile
-// does not move the choice between plans it cannot tell apart.
+// does not move the choice between plans it cannot tell apart; between
+// alternatives of one micro-batch size only the tie tolerance counts
+// (Outclassed).
 // Every combination tried is kept, with its step time or why it is
 // infeasible, for the report's table of alternatives. An alternative that
 // cannot tie (its step-time lower bound, the fill time of its slowest stage
@@ -93,6 +95,17 @@ struct DeviceChoice {
 DeviceChoice ChooseOnFewestDevices(const std::vector<const PlanCandidate*>& alternatives, double fastest_ms,
                                    double keep, double window,
                                    const std::function<bool(const PlanCandidate&, const PlanCandidate&)>& before);
+
+// `a` is predicted slower, by more than the factor `same_size` (1 + the tie
+// tolerance), than an alternative on as many devices with micro-batches of
+// its size. It is no tie, however wide the tie window: the two run the same
+// nodes at the same size, timed in the same passes of the profile, so a slow
+// stretch of the machine while profiling moved both alike, and the noise
+// that makes alternatives of other sizes ties (the ranking band) does not
+// reorder them. (On the zoo GPT, zbv measured 12% faster than zb-h1 at 2 x 8
+// samples, and was predicted 4.7-7.8% faster in three profiles; the 10%
+// window made them ties, which went to zb-h1's fewer stages.)
+bool Outclassed(const PlanCandidate& a, const std::vector<const PlanCandidate*>& alternatives, double same_size);
 
 // Among alternatives that tie, a is simpler than b: fewer devices, then
 // fewer stages (one per device before interleaving), then micro-batches of

@@ -75,6 +75,31 @@ TEST_CASE("among ties, fewer devices win before fewer stages, and schedules go 1
   }
 }
 
+TEST_CASE("between micro-batches of one size only the tie tolerance makes a tie, however wide the window") {
+  const auto alt = [](int stages, int chunks, int microbatches, ScheduleKind schedule, double step_ms) {
+    mp::PlanCandidate a;
+    a.stages = stages;
+    a.chunks = chunks;
+    a.microbatches = microbatches;
+    a.microbatch_size = mp::MicrobatchSize(16, microbatches);
+    a.schedule = schedule;
+    a.step_ms = step_ms;
+    return a;
+  };
+  // The zoo GPT's third profile: zbv 4.7% faster than zb-h1 at 2 x 8.
+  const auto zbv = alt(4, 2, 2, ScheduleKind::kZeroBubbleV, 110.3);
+  const auto zbh1 = alt(2, 1, 2, ScheduleKind::kZeroBubbleH1, 115.8);
+  const auto other_size = alt(2, 1, 4, ScheduleKind::kZeroBubbleH1, 121.0);  // 4 x 4: 9.7% slower
+  const auto on_one_device = alt(1, 1, 2, ScheduleKind::kOneFOneB, 120.0);
+  const std::vector<const mp::PlanCandidate*> all = {&zbv, &zbh1, &other_size, &on_one_device};
+  CHECK(mp::Simpler(zbh1, zbv, 16));  // a tie would go to zb-h1
+  CHECK(mp::Outclassed(zbh1, all, 1.04));
+  CHECK_FALSE(mp::Outclassed(zbh1, all, 1.05));
+  CHECK_FALSE(mp::Outclassed(zbv, all, 1.0));
+  CHECK_FALSE(mp::Outclassed(other_size, all, 1.04));     // another size: the window decides
+  CHECK_FALSE(mp::Outclassed(on_one_device, all, 1.04));  // fewer devices: the device tolerance decides
+}
+
 TEST_CASE("auto tries every training schedule, interleaved-1f1b and zbv cut K·v stages, and where M does not fit is said") {
   auto b = EvenChain(16, 0);
   mp::PlanRequest request;

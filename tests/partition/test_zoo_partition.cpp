@@ -129,6 +129,13 @@ TEST_CASE("a noisy profile gives the same plan every time") {
       // The choice is the simplest of the ties, never slower than the band allows.
       const mp::PlanCandidate& f = banded.alternatives.at(banded.fastest);
       CHECK(a.step_ms <= f.step_ms * mp::PredictionBand(Noisy(m.profile, seed, kNoise, true), a.stages).high);
+      // ... and never slower than another of its micro-batch size by more
+      // than the tie tolerance.
+      for (const mp::PlanCandidate& o : banded.alternatives) {
+        if (o.simulated && o.microbatch_size == a.microbatch_size && mp::Devices(o) == mp::Devices(a)) {
+          CHECK(a.step_ms <= o.step_ms * (1 + request.tie_tolerance));
+        }
+      }
       const mp::SearchResult bare = mp::SearchPlan(m.graph, Noisy(m.profile, seed, kNoise, false), cluster, request);
       // Without bands only equal times tie (gpipe and 1f1b often do).
       const mp::PlanCandidate& b = bare.alternatives.at(bare.chosen);
