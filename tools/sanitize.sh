@@ -5,8 +5,10 @@
 #                            (LeakSanitizer at exit); every test and what it runs.
 #   tools/sanitize.sh tsan   build-tsan/: ThreadSanitizer; mpplan, mpexec and the
 #                            executor's runtime tests (tests/executor), which run the
-#                            pipeline's worker threads through those two binaries,
-#                            and the thread pool they run on (test_worker_pool).
+#                            pipeline's worker threads through mpexec's command line
+#                            (in their own process, and the binary where a test needs
+#                            a process of its own), and the thread pool they run on
+#                            (test_worker_pool).
 #
 # Both run every test case of theirs but test_bench_suite (asan: the
 # benchmark harness's smoke run, over 5 minutes under ASan for mpplan and
