@@ -257,7 +257,7 @@ int Conclude(const std::vector<Rank>& ranks, const std::vector<int>& failed, con
 
   if (g_stop != 0) {
     err << "mpexec: interrupted (" << strsignal(g_stop) << "); stopped " << n << " rank" << (n > 1 ? "s" : "")
-              << "\n";
+        << "\n";
     return 130;
   }
   if (failed.empty()) {
@@ -279,7 +279,7 @@ int Conclude(const std::vector<Rank>& ranks, const std::vector<int>& failed, con
     err << "mpexec: " << errors.begin()->second << "\n";
   } else {
     err << "mpexec: rank " << first << " "
-              << (errors.count(first) ? "failed: " + errors[first] : DescribeExit(ranks[first].status));
+        << (errors.count(first) ? "failed: " + errors[first] : DescribeExit(ranks[first].status));
     std::vector<std::string> others;
     for (int r = 0; r < n; ++r) {
       if (r == first) continue;

@@ -75,8 +75,9 @@ std::string WhyChosen(const Plan& plan, const PlanCandidate* chosen, bool beaten
   if (simulated == 1) return "the only feasible one of " + tried;
   if (chosen->tie) {
     const int ties = int(std::count_if(alts.begin(), alts.end(), [](const PlanCandidate& a) { return a.tie; }));
-    return "simplest of " + std::to_string(ties) + " ties (predicted within the tie window of the fastest) among " +
-           tried;
+    return "simplest of " + std::to_string(ties) +
+           " ties (predicted within the tie window of the fastest, and within the tie tolerance of the best of their "
+           "micro-batch size) among " + tried;
   }
   return "fastest of " + tried;
 }

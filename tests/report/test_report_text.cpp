@@ -242,7 +242,8 @@ TEST_CASE("a tie within the tie window says the simplest was chosen, names the f
   Dump("report_tie_explain.txt", report);
   CHECK(Contains(report, mp::FormatMs(plan.predicted.step_ms) + " ms [" + mp::FormatMs(plan.predicted.step_low_ms) +
                              ", " + mp::FormatMs(plan.predicted.step_high_ms) + "]"));
-  CHECK(Contains(report, "why                simplest of 2 ties (predicted within the tie window of the fastest) among 5"));
+  CHECK(Contains(report, "why                simplest of 2 ties (predicted within the tie window of the fastest, and "
+                         "within the tie tolerance of the best of their micro-batch size) among 5"));
   CHECK(Contains(report, "faster             2 stages x 16 micro-batches, 1f1b at "));
   CHECK(Contains(report, "(-3.0%), a tie: within the tie window, so ties go to fewer devices, then fewer stages, then equal "
                          "micro-batches, then fewer, then 1f1b, gpipe, zb-h1, interleaved-1f1b"));
