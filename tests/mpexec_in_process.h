@@ -1,9 +1,9 @@
 // Test helper: `mpexec ARGS` run in the test's own process (RunMpexec, the
 // function mpexec's main is), its status and its stdout and stderr
 // together, as run_tool.h's RunTool gives them for the binary. Like
-// mpplan_in_process.h, it spares each run LibTorch's start (0.7 s of CPU, 2-3
-// s under ASan). With --launch-local this process is the launcher and the
-// ranks are the mpexec binary. What only a process of its own can show (an
+// mpplan_in_process.h, it spares each run LibTorch's start (0.7 s of CPU,
+// 2-3 s under ASan). With --launch-local this process is the launcher and
+// the ranks are the mpexec binary. What only a process of its own can show (an
 // exit by a signal, Ctrl-C, torchrun's environment, the bad-input table)
 // still runs the binary.
 #pragma once
