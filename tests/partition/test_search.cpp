@@ -21,6 +21,20 @@ mp::testing::GraphBuilder EvenChain(int n, int64_t bytes_per_sample) {
   return mp::testing::Chain(std::vector<double>(n, 1.0), bytes_per_sample, 1000, kSizes);
 }
 
+// An alternative the search might have simulated: `stages` stages, `chunks`
+// of them per device, `batch` in `microbatches`, predicted at `step_ms`.
+mp::PlanCandidate Alternative(int stages, int chunks, int microbatches, int64_t batch, ScheduleKind schedule,
+                              double step_ms) {
+  mp::PlanCandidate a;
+  a.stages = stages;
+  a.chunks = chunks;
+  a.microbatches = microbatches;
+  a.microbatch_size = mp::MicrobatchSize(batch, microbatches);
+  a.schedule = schedule;
+  a.step_ms = step_ms;
+  return a;
+}
+
 }  // namespace
 
 TEST_CASE("micro-batch candidates are the profiled sizes") {
@@ -36,13 +50,7 @@ TEST_CASE("micro-batch candidates are the profiled sizes") {
 
 TEST_CASE("among ties, fewer stages win, then micro-batches that split the batch evenly, then fewer") {
   const auto alt = [](int stages, int microbatches, ScheduleKind schedule, double step_ms) {
-    mp::PlanCandidate a;
-    a.stages = stages;
-    a.microbatches = microbatches;
-    a.microbatch_size = mp::MicrobatchSize(256, microbatches);
-    a.schedule = schedule;
-    a.step_ms = step_ms;
-    return a;
+    return Alternative(stages, 1, microbatches, 256, schedule, step_ms);
   };
   const auto ragged = alt(2, 13, ScheduleKind::kOneFOneB, 858);  // 12 of 20 and one of 16
   const auto even = alt(2, 16, ScheduleKind::kOneFOneB, 836);
@@ -57,14 +65,7 @@ TEST_CASE("among ties, fewer stages win, then micro-batches that split the batch
 
 TEST_CASE("among ties, fewer devices win before fewer stages, and schedules go 1f1b, gpipe, zb-h1, interleaved") {
   const auto alt = [](int stages, int chunks, ScheduleKind schedule) {
-    mp::PlanCandidate a;
-    a.stages = stages;
-    a.chunks = chunks;
-    a.microbatches = 4;
-    a.microbatch_size = 16;
-    a.schedule = schedule;
-    a.step_ms = 100;
-    return a;
+    return Alternative(stages, chunks, 4, 64, schedule, 100);  // 4 x 16
   };
   // 4 stages on 2 devices against 3 on 3: the fewer devices.
   CHECK(mp::Simpler(alt(4, 2, ScheduleKind::kInterleaved1F1B), alt(3, 1, ScheduleKind::kOneFOneB), 64));
@@ -76,21 +77,11 @@ TEST_CASE("among ties, fewer devices win before fewer stages, and schedules go 1
 }
 
 TEST_CASE("between micro-batches of one size only the tie tolerance makes a tie, however wide the window") {
-  const auto alt = [](int stages, int chunks, int microbatches, ScheduleKind schedule, double step_ms) {
-    mp::PlanCandidate a;
-    a.stages = stages;
-    a.chunks = chunks;
-    a.microbatches = microbatches;
-    a.microbatch_size = mp::MicrobatchSize(16, microbatches);
-    a.schedule = schedule;
-    a.step_ms = step_ms;
-    return a;
-  };
-  // The zoo GPT's third profile: zbv 4.7% faster than zb-h1 at 2 x 8.
-  const auto zbv = alt(4, 2, 2, ScheduleKind::kZeroBubbleV, 110.3);
-  const auto zbh1 = alt(2, 1, 2, ScheduleKind::kZeroBubbleH1, 115.8);
-  const auto other_size = alt(2, 1, 4, ScheduleKind::kZeroBubbleH1, 121.0);  // 4 x 4: 9.7% slower
-  const auto on_one_device = alt(1, 1, 2, ScheduleKind::kOneFOneB, 120.0);
+  // The zoo GPT's third profile (batch 16): zbv 4.7% faster than zb-h1 at 2 x 8.
+  const auto zbv = Alternative(4, 2, 2, 16, ScheduleKind::kZeroBubbleV, 110.3);
+  const auto zbh1 = Alternative(2, 1, 2, 16, ScheduleKind::kZeroBubbleH1, 115.8);
+  const auto other_size = Alternative(2, 1, 4, 16, ScheduleKind::kZeroBubbleH1, 121.0);  // 4 x 4: 9.7% slower
+  const auto on_one_device = Alternative(1, 1, 2, 16, ScheduleKind::kOneFOneB, 120.0);
   const std::vector<const mp::PlanCandidate*> all = {&zbv, &zbh1, &other_size, &on_one_device};
   CHECK(mp::Simpler(zbh1, zbv, 16));  // a tie would go to zb-h1
   CHECK(mp::Outclassed(zbh1, all, 1.04));
