@@ -1,8 +1,9 @@
 // The DP against the baselines on real measured profiles of zoo models:
-// never worse on the bottleneck it optimises, and strictly better on the
-// branchy model and ResNet-50, where equal node counts or parameter bytes
-// are far from equal time. And the search's choice on noisy profiles of zoo
-// models: the same plan every time, where the fastest alternative moves.
+// never worse on the bottleneck it optimises; and on fixed times of the
+// branchy model and ResNet-50, strictly better, where equal node counts or
+// parameter bytes are far from equal time. And the search's choice on noisy
+// profiles of zoo models: the same plan every time, where the fastest
+// alternative moves.
 #include "tests/doctest_torch.h"
 
 #include "planner/graph/build_op_graph.h"
@@ -154,27 +155,22 @@ TEST_CASE("a noisy profile gives the same plan every time") {
 // tests, each process profiled both: 40 s of CPU, 80 under ASan).
 TEST_CASE("on measured profiles of the branchy model and ResNet-50, the DP against the baselines") {
   const std::vector<std::pair<const char*, int64_t>> models = {{"branchy.script.pt", 4}, {"resnet50.script.pt", 2}};
-  SUBCASE("the DP is never worse than a baseline on the slowest stage, and strictly better in some case") {
-    // A baseline may find the DP's own cut on one profile (a tie), so the
-    // strict win is asked of the four cases together.
-    int strict_wins = 0;
+  SUBCASE("the DP is never worse than a baseline on the slowest stage") {
+    // Whether a baseline also finds the best cut depends on the machine's
+    // times (under ASan it found it in all four cases): the strict win is
+    // asked of fixed times, in the test case below.
     for (const auto& [name, batch] : models) {
       CAPTURE(name);
       const Measured& m = Measure(name, batch);
       for (int stages : {2, 4}) {
         CAPTURE(stages);
         const double dp = Bottleneck(m, "dp", stages);
-        double best_baseline = 1e300;
         for (const char* baseline : {"uniform", "params", "block"}) {
           CAPTURE(baseline);
-          const double other = Bottleneck(m, baseline, stages);
-          CHECK(dp <= other * (1 + 1e-12));
-          best_baseline = std::min(best_baseline, other);
+          CHECK(dp <= Bottleneck(m, baseline, stages) * (1 + 1e-12));
         }
-        strict_wins += dp < best_baseline * (1 - 1e-9);
       }
     }
-    CHECK(strict_wins > 0);
   }
 
   SUBCASE("the plan never simulates slower than a baseline's cut, for every schedule") {
@@ -218,6 +214,32 @@ TEST_CASE("on measured profiles of the branchy model and ResNet-50, the DP again
     }
     MESSAGE("a baseline's cut kept in ", kept, " of ", cases, " cases");
   }
+}
+
+TEST_CASE("on fixed times of the branchy model and ResNet-50, the DP beats the baselines on the slowest stage") {
+  // The A100 estimates: the same times on every machine and build, so a
+  // strict win here is a fact about the cuts, not about the machine's noise.
+  // Equal node counts or parameter bytes are never the best cut; torchgpipe's
+  // time-balanced block partition finds it in 3 of the 4 cases (dp 0.2455
+  // and 0.1254 ms on branchy, 1.1974 on ResNet-50 at 2) but not ResNet-50
+  // at 4 (0.5996 against 0.6178 ms).
+  int strict_wins = 0;
+  for (const auto& [name, batch] : {std::pair<std::string, int64_t>{"branchy.script.pt", 4}, {"resnet50.script.pt", 2}}) {
+    CAPTURE(name);
+    const Measured m = Estimated(name, batch);
+    for (int stages : {2, 4}) {
+      CAPTURE(stages);
+      const double dp = Bottleneck(m, "dp", stages);
+      const double block = Bottleneck(m, "block", stages);
+      CHECK(dp <= block * (1 + 1e-12));
+      for (const std::string baseline : {"uniform", "params"}) {
+        CAPTURE(baseline);
+        CHECK(dp < Bottleneck(m, baseline, stages) * (1 - 1e-9));
+      }
+      strict_wins += dp < block * (1 - 1e-9);
+    }
+  }
+  CHECK(strict_wins > 0);
 }
 
 TEST_CASE("zb-h1 on the GPT's estimated profile keeps the params cut, which simulates faster than the DP's") {
