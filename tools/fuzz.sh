@@ -21,10 +21,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/timed.sh
 
-# Runs per target in --ci: about 20 s each on one core of a CI machine;
+# Runs per target in --ci: about 10 s each on one core of a CI machine;
 # the targets run at once.
-declare -A ci_runs=([plan_reader]=20000 [input_spec]=300000 [spec_json]=100000 [profile_file]=60000
-                   [device_profile]=150000)
+declare -A ci_runs=([plan_reader]=10000 [input_spec]=150000 [spec_json]=50000 [profile_file]=30000
+                   [device_profile]=75000)
 all_targets=(plan_reader input_spec spec_json profile_file device_profile)
 
 usage() { echo "usage: tools/fuzz.sh --ci | --seconds S  [TARGET...]" >&2; exit 2; }
