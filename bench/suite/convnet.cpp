@@ -33,7 +33,7 @@ Section TutorialConvNet(const Suite& suite) {
                     "--microbatches " +
                     std::to_string(batch / split),
                 "convnet.tutorial")},
-      {"mpplan, 4 stages forced", "convnet.four",
+      {"mpplan, 4 devices forced", "convnet.four",
        MakePlan(suite, kConvNetModel, reuse + "--gpus 4 --stages 4", "convnet.four")},
       {"mpplan's choice for 4 devices", "convnet.mpplan", own}};
   MeasurePlans(suite, cases, Pick(suite, 1, 5), Pick(suite, 3, 51), Pick(suite, 1, 3));

@@ -468,9 +468,15 @@ int PassCount(const PassOptions& options) {
   return options.timed ? std::max(1, options.timing.warmup) + std::max(1, options.timing.repeats) : 1;
 }
 
+// Impl is defined in this file alone, so its anonymous-namespace base breaks
+// no one-definition rule; GCC warns only when the unity build includes this
+// file into another.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsubobject-linkage"
 struct NodeByNodePasses::Impl : Engine {
   using Engine::Engine;
 };
+#pragma GCC diagnostic pop
 
 NodeByNodePasses::NodeByNodePasses(const CanonicalGraph& canonical, const std::vector<IValue>& model_inputs,
                                    const PassOptions& options) {
