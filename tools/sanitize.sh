@@ -34,8 +34,8 @@
 # process count: BERT at 4, branchy at 2, the LSTM at 3). TSan takes the
 # four whose paths are the threads' own: the stage threads' generators,
 # values that many stages hold, in-place writes across a cut, and buffers
-# written per micro-batch; the GPT and the LSTM add operators, not threads
-# (3.4 minutes of tests with them). Set
+# written per micro-batch; the GPT and the LSTM add operators, not threads.
+# Set
 # MP_TEST_ZOO yourself to choose others, or to empty to sweep the whole zoo
 # (MP_TEST_ZOO= tools/sanitize.sh asan).
 #

@@ -229,7 +229,8 @@ TEST_CASE("on fixed times of the branchy model and ResNet-50, the DP beats the b
   // and 0.1254 ms on branchy, 1.1974 on ResNet-50 at 2) but not ResNet-50
   // at 4 (0.5996 against 0.6178 ms).
   int strict_wins = 0;
-  for (const auto& [name, batch] : {std::pair<std::string, int64_t>{"branchy.script.pt", 4}, {"resnet50.script.pt", 2}}) {
+  const std::vector<std::pair<std::string, int64_t>> models = {{"branchy.script.pt", 4}, {"resnet50.script.pt", 2}};
+  for (const auto& [name, batch] : models) {
     CAPTURE(name);
     const Measured m = Estimated(name, batch);
     for (int stages : {2, 4}) {
