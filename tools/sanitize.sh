@@ -35,9 +35,8 @@
 # four whose paths are the threads' own: the stage threads' generators,
 # values that many stages hold, in-place writes across a cut, and buffers
 # written per micro-batch; the GPT and the LSTM add operators, not threads.
-# Set
-# MP_TEST_ZOO yourself to choose others, or to empty to sweep the whole zoo
-# (MP_TEST_ZOO= tools/sanitize.sh asan).
+# Set MP_TEST_ZOO yourself to choose others, or to empty to sweep the whole
+# zoo (MP_TEST_ZOO= tools/sanitize.sh asan).
 #
 # On 2 cores (.ci/run at 9ddb221): asan about 16.7 minutes (8.7 to build,
 # 8.0 to test), tsan about 6.4 (3.4 and 3.0).
