@@ -142,6 +142,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
     // CPU workers share this machine, and pass each other tensors by
     // reference: a message costs the measured hand-off, whatever its size.
     devices.cluster.shared_slowdown = profiled.profile.shared_slowdown;
+    devices.cluster.step_overhead_ms = profiled.profile.step_overhead_ms;
     for (Link& link : devices.cluster.links) link.latency_ms = profiled.profile.handoff_ms;
   }
   // Each copy of the pipeline gets its own block of devices; they meet in

@@ -18,6 +18,12 @@ Cluster UniformCluster(int n, const Device& device, const Link& link) {
   return cluster;
 }
 
+double StepOverheadMs(const Cluster& cluster, int workers) {
+  const std::vector<double>& table = cluster.step_overhead_ms;
+  if (table.empty() || workers < 1) return 0;
+  return table[std::min<size_t>(size_t(workers), table.size()) - 1];
+}
+
 Link LinkAt(const Cluster& cluster, int boundary) {
   if (cluster.links.empty()) return {};
   if (cluster.links.size() == 1) return cluster.links.front();
@@ -68,6 +74,11 @@ void ValidateCluster(const Cluster& cluster) {
   for (size_t k = 0; k < cluster.shared_slowdown.size(); ++k) {
     if (!(cluster.shared_slowdown[k] >= 1)) {
       throw InputError(Concat("cluster: shared_slowdown[", k, "]: ", cluster.shared_slowdown[k], "; expected >= 1"));
+    }
+  }
+  for (size_t k = 0; k < cluster.step_overhead_ms.size(); ++k) {
+    if (!(cluster.step_overhead_ms[k] >= 0)) {
+      throw InputError(Concat("cluster: step_overhead_ms[", k, "]: ", cluster.step_overhead_ms[k], "; expected >= 0"));
     }
   }
   if (cluster.replicas < 1) throw InputError(Concat("cluster: replicas ", cluster.replicas, "; expected >= 1"));

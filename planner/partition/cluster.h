@@ -31,6 +31,9 @@ struct Cluster {
   // shared_slowdown[k - 1] multiplies compute times when k stages run
   // (beyond its end: the last entry). Empty: separate devices.
   std::vector<double> shared_slowdown;
+  // The runtime's fixed cost per step on CPU workers (step_overhead.h):
+  // [k - 1] with k workers (beyond its end: the last entry). Empty: none.
+  std::vector<double> step_overhead_ms;
   // Data-parallel copies of the pipeline, each on its own `devices` and fed
   // its share of the batch; after the backward each stage's gradients are
   // all-reduced among its copies over `replica_link`.
@@ -38,6 +41,9 @@ struct Cluster {
   Link replica_link;
 };
 
+
+// cluster.step_overhead_ms for a step of `workers` workers; 0 when empty.
+double StepOverheadMs(const Cluster& cluster, int workers);
 
 // n copies of one device joined by one kind of link.
 Cluster UniformCluster(int n, const Device& device, const Link& link = {});

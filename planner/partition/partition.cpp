@@ -36,6 +36,7 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
   p.order = costs.order;
   p.bounds = bounds;
   p.slowdown = model.Spec(0).slowdown;
+  p.step_overhead_ms = model.Spec(0).step_overhead_ms;
   const std::vector<int> placement = StagePlacement(schedule, K / chunks, chunks);
   for (int s = 0; s < K; ++s) {
     const int a = bounds[s], e = bounds[s + 1];
@@ -93,7 +94,7 @@ SimResult SimulatePartition(const Partition& p) {
   }
   const int devices = int(p.stages.size()) / p.chunks;
   return SimulateStep(BuildSchedule(p.schedule, devices, p.microbatches, p.chunks), times, p.transfers, memory,
-                      allreduce, p.slowdown);
+                      allreduce, p.slowdown, p.step_overhead_ms);
 }
 
 std::vector<int> BoundsFromStages(const std::vector<int>& stage_of_position) {

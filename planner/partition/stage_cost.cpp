@@ -28,6 +28,7 @@ std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule,
     specs[s].replicas = cluster.replicas;
     specs[s].replica_link = cluster.replica_link;
     specs[s].slowdown = PipelineSlowdown(cluster.shared_slowdown, stages, cluster.replicas);
+    specs[s].step_overhead_ms = StepOverheadMs(cluster, devices * cluster.replicas);
   }
   return specs;
 }

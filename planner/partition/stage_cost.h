@@ -36,6 +36,7 @@ struct StageSpec {
   // The pipeline's, the same on every stage: PipelineSlowdown of the
   // cluster, for the simulator (stage costs here are each stage alone).
   std::vector<double> slowdown;
+  double step_overhead_ms = 0;  // the pipeline's too (Cluster::step_overhead_ms)
 };
 
 // Stage s of `stages` runs on the device StagePlacement gives it (the

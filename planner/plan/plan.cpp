@@ -89,7 +89,8 @@ SimResult SimulatePlan(const Plan& plan) {
     }
   }
   return SimulateStep(PlanSchedule(plan), times, transfers, memory, allreduce,
-                      PipelineSlowdown(plan.profile.shared_slowdown, int(plan.stages.size()), plan.replicas));
+                      PipelineSlowdown(plan.profile.shared_slowdown, int(plan.stages.size()), plan.replicas),
+                      plan.profile.step_overhead_ms);
 }
 
 }  // namespace mp

@@ -124,6 +124,9 @@ struct PlanProfile {
   // Measured profiles: the drift reference's median time when profiled
   // (drift_reference.h); mpexec times it again to rescale the prediction.
   double reference_ms = 0;
+  // The runtime's fixed cost per step (Cluster::step_overhead_ms at this
+  // plan's worker count), in the simulated step. 0: none.
+  double step_overhead_ms = 0;
 };
 
 // One (K, M, schedule) the planner weighed: an alternative the search

@@ -514,7 +514,7 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
   if (root.Has("profile")) {
     const YamlCursor p = root["profile"];
     p.ExpectMap({"source"}, {"device", "file", "threads", "microbatch_sizes", "coverage", "backward_coverage",
-                             "calibration", "shared_slowdown", "reference_ms"});
+                             "calibration", "shared_slowdown", "reference_ms", "step_overhead_ms"});
     plan.profile.source = p["source"].String();
     if (p.Has("device")) plan.profile.device = p["device"].String();
     if (p.Has("file")) plan.profile.file = p["file"].String();
@@ -526,6 +526,9 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
     if (p.Has("reference_ms")) {
       plan.profile.reference_ms = p["reference_ms"].Number();
       if (!(plan.profile.reference_ms > 0)) p["reference_ms"].Fail("expected a time > 0");
+    }
+    if (p.Has("step_overhead_ms")) {
+      plan.profile.step_overhead_ms = p["step_overhead_ms"].NumberIn(0, YamlCursor::kNoLimit, "a time");
     }
     if (p.Has("shared_slowdown")) {
       const YamlCursor list = p["shared_slowdown"];

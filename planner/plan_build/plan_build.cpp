@@ -181,7 +181,9 @@ double OneDeviceStepMs(const OpGraph& graph, const Profile& profile, const Clust
   device.memory_bytes = kUnlimitedMemory;
   const int64_t batch = request.batch > 0 ? request.batch : profile.batch;
   if (!CanInterpolate(profile, batch)) return 0;
-  return SearchPlan(graph, profile, UniformCluster(1, device), one).predicted.step_ms;
+  Cluster one_device = UniformCluster(1, device);
+  one_device.step_overhead_ms = cluster.step_overhead_ms;  // mpexec's one worker pays it too
+  return SearchPlan(graph, profile, one_device, one).predicted.step_ms;
 }
 
 Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& cluster, const PlanRequest& request,
@@ -277,6 +279,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
   plan.profile.calibration = source.calibration;
   plan.profile.shared_slowdown = SharedSlowdownFor(cluster, profile, plan.microbatch_size);  // as the search used them
   plan.profile.reference_ms = profile.reference_ms;
+  plan.profile.step_overhead_ms = partition.step_overhead_ms;
   plan.alternatives = result.alternatives;
   plan.warnings = Warnings(graph, profile, plan);
   return plan;

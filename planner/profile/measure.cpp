@@ -20,6 +20,7 @@
 #include "planner/profile/contention.h"
 #include "planner/profile/drift_reference.h"
 #include "planner/profile/handoff.h"
+#include "planner/profile/step_overhead.h"
 #include "planner/profile/node_by_node.h"
 #include "planner/profile/whole_graph.h"
 
@@ -27,6 +28,7 @@ namespace mp {
 namespace {
 
 constexpr int kHandoffMessages = 100;  // 0.1 s
+constexpr int kOverheadSteps = 100;    // 0.1 s per worker count
 constexpr double kProbeShare = 0.1;     // of the profile's time, for the contention probes' spread turns
 
 c10::Device ParseDevice(const std::string& name) {
@@ -295,6 +297,9 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     if (!pinned.empty()) profile.worker_speed = speeds;  // at the larger size, as shared_slowdown
     probes.clear();  // their threads stop before the hand-off is timed
     profile.handoff_ms = MeasureHandoffMs(kHandoffMessages);
+  }
+  if (options.timed && device.is_cpu()) {
+    profile.step_overhead_ms = MeasureStepOverheadMs(std::max(1, options.workers), profile.threads, kOverheadSteps);
   }
   // Coverage at the largest size, where the planner's times matter most.
   if (profile.whole_forward_ms > 0) profile.coverage = node_forward / profile.whole_forward_ms;

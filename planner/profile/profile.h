@@ -92,6 +92,9 @@ struct Profile {
   // the next, queued and its sleeping receiver woken (see handoff.h). The
   // planner's latency for links between CPU workers. 0 when not measured.
   double handoff_ms = 0;
+  // Measured on CPU: mpexec's fixed cost per step, [k - 1] with k workers
+  // (see step_overhead.h). Empty when not measured.
+  std::vector<double> step_overhead_ms;
   // Measured profiles: the noise they were taken in. pass_band: [p25, p75]
   // of the kept passes' totals (every node's forward and backward), each
   // over the median at its size, pooled over the sizes. reference_ms: the

@@ -174,6 +174,10 @@ std::string ProfileToYaml(const Profile& p) {
     EmitFlowSeq(out, p.worker_speed);
   }
   if (p.handoff_ms > 0) out << YAML::Key << "handoff_ms" << YAML::Value << p.handoff_ms;
+  if (!p.step_overhead_ms.empty()) {
+    out << YAML::Key << "step_overhead_ms" << YAML::Value;
+    EmitFlowSeq(out, p.step_overhead_ms);
+  }
   if (!p.pass_band.Empty()) {
     out << YAML::Key << "pass_band" << YAML::Value;
     EmitFlowSeq(out, std::vector<double>{p.pass_band.low, p.pass_band.high});
@@ -227,8 +231,8 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
                   "repeats", "microbatch_sizes", "whole_forward_ms", "whole_backward_ms", "coverage",
                   "backward_coverage", "nodes", "values"},
                  {"shared_slowdown", "shared_slowdown_microbatch", "shared_slowdown_sizes", "shared_slowdown_by_size",
-                  "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "pass_band",
-                  "reference_ms", "reference_band"});
+                  "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "step_overhead_ms",
+                  "pass_band", "reference_ms", "reference_band"});
   Profile p;
   p.fingerprint = root["fingerprint"].String();
   const YamlCursor inputs = root["inputs"];
@@ -263,6 +267,12 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
     }
   }
   if (root.Has("handoff_ms")) p.handoff_ms = root["handoff_ms"].NumberIn(0, YamlCursor::kNoLimit, "a time");
+  if (root.Has("step_overhead_ms")) {
+    const YamlCursor times = root["step_overhead_ms"];
+    for (int i = 0, n = times.ExpectList(); i < n; ++i) {
+      p.step_overhead_ms.push_back(times[i].NumberIn(0, YamlCursor::kNoLimit, "a time"));
+    }
+  }
   if (root.Has("pass_band")) p.pass_band = ReadBand(root["pass_band"]);
   if (root.Has("reference_ms")) {
     p.reference_ms = root["reference_ms"].NumberIn(0, YamlCursor::kNoLimit, "a time", true);

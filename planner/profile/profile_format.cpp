@@ -110,6 +110,14 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
     out << "\n";
   }
   if (p.handoff_ms > 0) out << "hand-off between CPU workers: " << Format("%.3f", p.handoff_ms) << " ms per message\n";
+  if (!p.step_overhead_ms.empty()) {
+    out << "mpexec's fixed cost per step:";
+    for (size_t k = 0; k < p.step_overhead_ms.size(); ++k) {
+      out << (k ? "," : "") << " " << Format("%.3f", p.step_overhead_ms[k]) << " ms with " << k + 1 << " worker"
+          << (k ? "s" : "");
+    }
+    out << "\n";
+  }
   if (p.reference_ms > 0) {
     const Band band = PredictionBand(p, std::max<int>(1, p.shared_slowdown.size()));
     out << "noise: passes " << Format("%+.1f", 100 * (p.pass_band.low - 1)) << "% to "
@@ -155,6 +163,7 @@ nlohmann::json ProfileSummaryJson(const Profile& p, const std::string& calibrati
   j["reference_ms"] = p.reference_ms;
   j["reference_band"] = {p.reference_band.low, p.reference_band.high};
   j["worker_speed"] = p.worker_speed;
+  j["step_overhead_ms"] = p.step_overhead_ms;
   j["node_forward_ms"] = NodeSums(p, false);
   j["node_backward_ms"] = NodeSums(p, true);
   std::vector<double> flops(p.microbatch_sizes.size(), 0);

@@ -23,7 +23,8 @@ using Durations = std::vector<std::vector<double>>;
 
 // One replay of the lists with the actions' compute times fixed.
 SimResult Replay(const Schedule& sch, const Durations& durations, const std::vector<TransferTimes>& transfers,
-                 const std::vector<StageMemory>& memory, const std::vector<double>& allreduce_ms) {
+                 const std::vector<StageMemory>& memory, const std::vector<double>& allreduce_ms,
+                 double step_overhead_ms) {
   const int S = sch.stages;
   const int D = sch.Devices();
   const int M = sch.microbatches;
@@ -113,6 +114,7 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
   result.allreduce_ms = allreduce_ms.empty() ? std::vector<double>(S, 0) : allreduce_ms;
   for (int s = 0; s < S; ++s) result.step_ms = std::max(result.step_ms, stage_done[s] + result.allreduce_ms[s]);
   for (int d = 0; d < D; ++d) result.step_ms = std::max(result.step_ms, clock[d]);
+  result.step_ms += step_overhead_ms;  // every device idle meanwhile
   double idle = 0;
   result.idle_ms.resize(D);
   for (int d = 0; d < D; ++d) {
@@ -167,7 +169,8 @@ Durations AverageSlowdown(const SimResult& timed, const std::vector<double>& slo
 
 SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stages,
                        const std::vector<TransferTimes>& transfers, const std::vector<StageMemory>& memory,
-                       const std::vector<double>& allreduce_ms, const std::vector<double>& slowdown) {
+                       const std::vector<double>& allreduce_ms, const std::vector<double>& slowdown,
+                       double step_overhead_ms) {
   const int K = sch.stages;
   if (int(stages.size()) != K) {
     throw InputError(Concat("simulate: ", stages.size(), " stage times for ", K, " stages"));
@@ -187,6 +190,7 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
   }
   for (double f : slowdown)
     if (!(f >= 1)) throw InputError(Concat("simulate: slowdown factor ", f, "; expected >= 1"));
+  if (!(step_overhead_ms >= 0)) throw InputError(Concat("simulate: step overhead ", step_overhead_ms, " ms"));
   Durations base(sch.Devices());
   for (int d = 0; d < sch.Devices(); ++d) {
     for (const Action& a : sch.actions[d]) {
@@ -199,7 +203,7 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
                                                                 : 0.0);
     }
   }
-  SimResult result = Replay(sch, base, transfers, memory, allreduce_ms);
+  SimResult result = Replay(sch, base, transfers, memory, allreduce_ms, step_overhead_ms);
   // (With replicas, one stage computing already shares the machine.)
   if (std::none_of(slowdown.begin(), slowdown.end(), [](double f) { return f > 1; })) return result;
   // Contention: an action's time depends on what overlaps it, which depends
@@ -217,7 +221,7 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
           change = std::max(change, std::abs(slowed[d][i] / before - 1));
       }
     }
-    result = Replay(sch, slowed, transfers, memory, allreduce_ms);
+    result = Replay(sch, slowed, transfers, memory, allreduce_ms, step_overhead_ms);
     if (change < 1e-4) break;
   }
   return result;

@@ -69,9 +69,14 @@ struct SimResult {
 // `slowdown` is empty or the factors (each >= 1) for 1, 2, ... devices
 // computing at once, the last one serving any more. Throws InputError for
 // mismatched sizes, factors below 1 and lists that deadlock.
+// `step_overhead_ms` is the runtime's fixed cost per step beyond the
+// actions (handing each device its list and joining them:
+// planner/profile/step_overhead.h), added to the step with every device
+// idle for it.
 SimResult SimulateStep(const Schedule& schedule, const std::vector<StageTimes>& stages,
                        const std::vector<TransferTimes>& transfers = {}, const std::vector<StageMemory>& memory = {},
-                       const std::vector<double>& allreduce_ms = {}, const std::vector<double>& slowdown = {});
+                       const std::vector<double>& allreduce_ms = {}, const std::vector<double>& slowdown = {},
+                       double step_overhead_ms = 0);
 
 // The simulator's slowdown table for one pipeline of `stages` stages on
 // one machine's CPU workers, its replicas running alongside: entry n - 1 is the factor

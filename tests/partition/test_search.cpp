@@ -37,6 +37,28 @@ mp::PlanCandidate Alternative(int stages, int chunks, int microbatches, int64_t 
 
 }  // namespace
 
+TEST_CASE("every alternative pays the runtime's fixed cost per step at its worker count") {
+  auto b = EvenChain(8, 1);
+  mp::PlanRequest request;
+  request.batch = 32;
+  request.microbatches = 4;
+  request.schedule = ScheduleKind::kOneFOneB;
+  mp::Cluster cluster = mp::UniformCluster(2, {});
+  for (int stages : {1, 2}) {
+    request.stages = stages;
+    const double free = mp::SearchPlan(b.graph, b.profile, cluster, request).predicted.step_ms;
+    cluster.step_overhead_ms = {0.25, 0.5};
+    const auto paid = mp::SearchPlan(b.graph, b.profile, cluster, request);
+    cluster.step_overhead_ms.clear();
+    CHECK(paid.predicted.step_ms == doctest::Approx(free + (stages == 1 ? 0.25 : 0.5)));
+    CHECK(paid.partition.step_overhead_ms == (stages == 1 ? 0.25 : 0.5));
+    CHECK(mp::SimulatePartition(paid.partition).step_ms == doctest::Approx(paid.predicted.step_ms));
+  }
+  cluster.step_overhead_ms = {-1};
+  CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, cluster, request),
+                       doctest::Contains("step_overhead_ms[0]: -1"), InputError);
+}
+
 TEST_CASE("micro-batch candidates are the profiled sizes") {
   auto b = EvenChain(4, 1);
   CHECK(mp::MicrobatchCandidates(b.profile, 32) == std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 32});

@@ -300,6 +300,12 @@ TEST_CASE("the contention probe measures CPU workers running at once") {
   // tests keep both cores busy and the wake-up waits for a time slice.
   CHECK(p.handoff_ms > 0);
   CHECK(p.handoff_ms < 10);
+  // mpexec's fixed cost per step, for 1 to 3 workers (0.05-0.06 ms here):
+  // measured alone too, since a one-worker step pays it.
+  REQUIRE(p.step_overhead_ms.size() == 3);
+  for (double ms : p.step_overhead_ms) CHECK((ms > 0 && ms < 10));
+  REQUIRE(alone.step_overhead_ms.size() == 1);
+  CHECK(alone.step_overhead_ms[0] > 0);
 }
 
 TEST_CASE("profiling on a GPU" * doctest::skip(!torch::cuda::is_available())) {

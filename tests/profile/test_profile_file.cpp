@@ -39,6 +39,7 @@ mp::Profile Sample() {
   p.shared_slowdown_turns = 25;
   p.worker_speed = {1, 1.375};
   p.handoff_ms = 0.0425;
+  p.step_overhead_ms = {0.0625, 0.078125};
   p.pass_band = {0.98, 1.03};
   p.reference_ms = 0.8125;
   p.reference_band = {0.97, 1.05};
@@ -96,6 +97,7 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.shared_slowdown_sizes == p.shared_slowdown_sizes);
   CHECK(q.shared_slowdown_by_size == p.shared_slowdown_by_size);
   CHECK(q.handoff_ms == doctest::Approx(p.handoff_ms));
+  CHECK(q.step_overhead_ms == p.step_overhead_ms);
   CHECK(q.pass_band.low == doctest::Approx(0.98));
   CHECK(q.pass_band.high == doctest::Approx(1.03));
   CHECK(q.reference_ms == doctest::Approx(0.8125));

@@ -248,6 +248,22 @@ TEST_CASE("replicas: a stage's all-reduce starts after its last action and can e
   CHECK_THROWS_AS(mp::SimulateStep(sch, times, {}, {}, {1}), mp::InputError);
 }
 
+TEST_CASE("the runtime's fixed cost per step lengthens the step, every device idle for it") {
+  const mp::Schedule sch = mp::BuildSchedule(ScheduleKind::kOneFOneB, 2, 4);
+  const std::vector<mp::StageTimes> times = {{1, 2}, {1, 2}};
+  const mp::SimResult plain = mp::SimulateStep(sch, times);
+  const mp::SimResult paid = mp::SimulateStep(sch, times, {}, {}, {}, {1, 1.25}, 0.5);
+  const mp::SimResult slowed = mp::SimulateStep(sch, times, {}, {}, {}, {1, 1.25});
+  CHECK(paid.step_ms == doctest::Approx(slowed.step_ms + 0.5));
+  CHECK(paid.busy_ms == slowed.busy_ms);  // the actions and their contention are unchanged
+  for (int d = 0; d < 2; ++d) CHECK(paid.idle_ms[d] == doctest::Approx(slowed.idle_ms[d] + 0.5));
+  CHECK(paid.bubble_fraction ==
+        doctest::Approx((paid.idle_ms[0] + paid.idle_ms[1]) / (2 * paid.step_ms)));
+  CHECK(mp::SimulateStep(sch, times, {}, {}, {}, {}, 0).step_ms == doctest::Approx(plain.step_ms));
+  CHECK_THROWS_WITH_AS(mp::SimulateStep(sch, times, {}, {}, {}, {}, -1), doctest::Contains("step overhead -1"),
+                       mp::InputError);
+}
+
 TEST_CASE("CPU workers: an action is slowed only while another stage computes, timed by hand") {
   // Forward-only, 2 stages, 2 micro-batches of 1 ms, 2x slower while both
   // compute: 0F0 runs alone [0, 1]; 0F1 and 1F0 overlap all along [1, 3];
