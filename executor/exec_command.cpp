@@ -14,8 +14,10 @@
 #include "common/cpu_affinity.h"
 #include "common/error.h"
 #include "executor/chrome_trace.h"
+#include "executor/device_memory.h"
 #include "executor/distribution.h"
 #include "executor/drift.h"
+#include "executor/memory_meter.h"
 #include "executor/pipeline.h"
 #include "executor/planned_devices.h"
 #include "executor/reference_training.h"
@@ -140,6 +142,7 @@ struct TimedSteps {
   std::vector<double> losses;       // every step's, warm-up included
   size_t median = 0;                // into runs: the median step by wall time
   int64_t peak_heap_bytes = -1;     // of the steps that sampled it (RunExecCommand)
+  std::vector<int64_t> device_step_peak_bytes;  // per device, likewise (PipelineRun's)
 
   const PipelineRun& Median() const { return runs[median]; }
 };
@@ -150,6 +153,11 @@ TimedSteps Summarise(std::vector<PipelineRun> all, int warmup) {
   for (size_t i = 0; i < all.size(); ++i) {
     t.losses.push_back(all[i].loss);
     t.peak_heap_bytes = std::max(t.peak_heap_bytes, all[i].peak_heap_bytes);
+    const std::vector<int64_t>& peaks = all[i].device_step_peak_bytes;
+    t.device_step_peak_bytes.resize(std::max(t.device_step_peak_bytes.size(), peaks.size()), -1);
+    for (size_t d = 0; d < peaks.size(); ++d) {
+      t.device_step_peak_bytes[d] = std::max(t.device_step_peak_bytes[d], peaks[d]);
+    }
     if (int(i) < warmup) continue;
     t.steps_ms.push_back(all[i].step_ms);
     t.runs.push_back(std::move(all[i]));
@@ -250,6 +258,7 @@ Verdict VerifyTraining(const Executor& exec, const std::vector<at::Tensor>& star
 
 nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   CheckFlags(request);
+  MemoryMeter::Install();  // each worker's tensors counted (device_memory.h)
   const std::optional<RankEnv> rank_env = RankEnvFromEnvironment();
   Distribution dist;
   ExecutorOptions options = request.options;
@@ -314,6 +323,8 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
 
   int64_t predicted_peak = 0;
   for (const PlanStage& stage : plan.stages) predicted_peak += stage.peak_memory_bytes;
+  const std::vector<DeviceMemory> device_memory =
+      CompareDeviceMemory(loaded, timed.device_step_peak_bytes, training ? &exec.optimizer() : nullptr);
   nlohmann::json out = {{"plan", request.plan},
                         {"mode", training ? "train" : "infer"},
                         {"stages", StagesJson(plan, run, predicted, planned)},
@@ -343,7 +354,8 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                          {{"device", "cpu"},
                           {"peak_bytes", timed.peak_heap_bytes},
                           {"before_steps_bytes", heap_before},
-                          {"predicted_peak_bytes", predicted_peak}}}};
+                          {"predicted_peak_bytes", predicted_peak},
+                          {"devices", DeviceMemoryJson(device_memory)}}}};
   if (high > 0) {
     out["predicted_band_ms"] = {low, high};
     out["in_band"] = low <= median && median <= high;

@@ -7,6 +7,29 @@
 namespace mp {
 namespace {
 
+double MiB(const nlohmann::json& bytes) { return double(bytes.get<int64_t>()) / 1048576.0; }
+
+// Per device: its peak, predicted against measured (MemoryMeter), and each
+// category's share, as predicted/measured.
+void FormatDeviceMemory(const nlohmann::json& devices, std::ostringstream& out) {
+  for (const auto& d : devices) {
+    out << "            device " << d["device"].get<int>() << ": predicted " << MiB(d["predicted_peak_bytes"])
+        << " MiB, ";
+    if (d["measured_peak_bytes"].get<int64_t>() < 0) {
+      out << "not measured in this process\n";
+      continue;
+    }
+    out << "measured " << MiB(d["measured_peak_bytes"]) << " MiB (predicted/measured:";
+    const char* sep = " ";
+    for (const char* name : {"parameters", "gradients", "optimizer_state", "activations"}) {
+      const auto& c = d["categories"][name];
+      out << sep << name << " " << MiB(c["predicted"]) << "/" << MiB(c["measured"]);
+      sep = ", ";
+    }
+    out << ")\n";
+  }
+}
+
 // The step against the plan's prediction, the drift, and each stage's busy
 // time against its predicted.
 void FormatTiming(const nlohmann::json& r, std::ostringstream& out) {
@@ -109,6 +132,7 @@ std::string FormatExecReport(const nlohmann::json& r) {
         << memory["before_steps_bytes"].get<int64_t>() / 1048576.0 << " MiB before the steps); the plan predicts "
         << memory["predicted_peak_bytes"].get<int64_t>() / 1048576.0 << " MiB over its stages\n";
   }
+  if (memory.contains("devices")) FormatDeviceMemory(memory["devices"], out);
   if (r.contains("loss")) {
     out.precision(6);
     out << "loss        " << r["loss"].get<double>() << " (" << r["loss_function"].get<std::string>() << ", lr "

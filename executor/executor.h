@@ -52,6 +52,9 @@ class Executor {
   // Whether the next steps sample the heap's peak (PipelineOptions::sample_heap).
   void SampleHeap(bool on) { options_.pipeline.sample_heap = on; }
 
+  // The optimizer (training plans): its state after the steps so far.
+  const Sgd& optimizer() const { return sgd_; }
+
   // The parameters and buffers (canonical order, names alike), cloned.
   std::vector<at::Tensor> State() const;
   std::vector<std::string> StateNames() const;

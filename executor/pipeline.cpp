@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "common/worker_pool.h"
 #include "executor/heap_sampler.h"
+#include "executor/memory_meter.h"
 #include "executor/process_group.h"
 #include "executor/runtime/bridges.h"
 #include "executor/runtime/device_worker.h"
@@ -53,6 +54,7 @@ void CheckRequest(const LoadedPlan& loaded, const TrainingStep* training, const 
 
 // One device's ordered action list and the cores its worker runs on.
 struct WorkerList {
+  int device = 0;  // its program's index: what the memory meter charges it to
   std::vector<Action> actions;
   std::vector<int> cpus;  // empty: wherever the scheduler puts it
 };
@@ -71,7 +73,7 @@ std::vector<WorkerList> WorkerLists(const Plan& plan, const Distribution* dist, 
     const PlanProgram& program = plan.programs[p];
     if (program.actions.empty()) continue;
     if (!dist || dist->owner.at(program.actions.front().stage) == rank) {
-      lists.push_back({program.actions, WorkerCpus(replica * devices + p, PlanWorkers(plan), threads)});
+      lists.push_back({p, program.actions, WorkerCpus(replica * devices + p, PlanWorkers(plan), threads)});
     }
   }
   return lists;
@@ -116,14 +118,25 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   const ScopedThreads calling_thread(threads);
   std::optional<HeapSampler> heap;
   if (options.sample_heap) heap.emplace();
+  MemoryMeter* meter = options.sample_heap ? MemoryMeter::Installed() : nullptr;
+  const int devices = int(plan.programs.size());
+  std::vector<int64_t> live_before(devices, 0);
+  if (meter) {
+    for (int d = 0; d < devices; ++d) live_before[d] = meter->Live(d);
+    meter->ResetPeaks();
+    meter->SetCounting(true);
+  }
   const Clock::time_point start = Clock::now();
   const StepContext context{loaded, microbatches, first, training, options, step, start, links};
   StepResults results(K, M);
 
   std::vector<std::function<void()>> jobs;
+  std::vector<int> mine;  // the programs this process runs
   for (auto& list : WorkerLists(plan, dist, threads)) {
+    mine.push_back(list.device);
     jobs.push_back([&, list = std::move(list)] {
       const ScopedPin pin(list.cpus);  // a pool thread may run another job next step
+      const MemoryMeter::Scope owner(list.device);
       DeviceWorker worker(context, results, list.actions);
       try {
         at::set_num_threads(threads);
@@ -147,6 +160,11 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   run.step_ms = MsSince(start);
   run.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
   run.peak_heap_bytes = heap ? heap->Stop() : -1;
+  run.device_step_peak_bytes.assign(devices, -1);
+  if (meter) {
+    meter->SetCounting(false);
+    for (int d : mine) run.device_step_peak_bytes[d] = meter->Peak(d) - live_before[d];
+  }
   run.busy_ms = std::move(results.busy_ms);
   run.events = std::move(results.events);
   failure.RethrowIfFailed();

@@ -44,7 +44,9 @@ struct PipelineOptions {
   // Sample the CPU heap's peak during the step (PipelineRun::peak_heap_bytes):
   // a thread that wakes every millisecond and reads the heap under its lock,
   // which slowed the stages it shares the cores with by 6-11% (bench_exec
-  // --only gap), so mpexec samples an untimed step.
+  // --only gap), so mpexec samples an untimed step. The memory meter, where
+  // installed, counts each worker's tensors in that step too
+  // (PipelineRun::device_step_peak_bytes).
   bool sample_heap = false;
 };
 
@@ -76,6 +78,11 @@ struct PipelineRun {
   std::vector<double> allreduce_ms;  // per stage: its gradient all-reduce among replicas (0 without)
   std::vector<std::vector<TimedAction>> events;  // per stage, in the order run
   int64_t peak_heap_bytes = -1;      // CPU heap in use at its highest (HeapSampler); -1: not sampled or unknown
+  // Per program (device) of the plan: the most its worker's tensors added
+  // to what it held at the step's start, at one moment (MemoryMeter);
+  // -1 where no meter is installed, the step did not sample memory
+  // (PipelineOptions::sample_heap) or another process ran it.
+  std::vector<int64_t> device_step_peak_bytes;
 };
 
 // Runs one step of the plan on CPU workers: forward-only for an inference

@@ -78,6 +78,11 @@ at::Tensor MicrobatchLoss(const at::Tensor& output, const at::Tensor& labels, Lo
   return sum / double(batch_elements);
 }
 
+int64_t Sgd::StateBytes(size_t index) const {
+  const at::Tensor& buf = buffers_.at(index);
+  return buf.defined() ? int64_t(buf.numel()) * int64_t(buf.element_size()) : 0;
+}
+
 void Sgd::Step(size_t index, const at::Tensor& param) {
   const at::Tensor& grad = param.grad();
   if (!grad.defined()) return;

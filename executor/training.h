@@ -52,6 +52,9 @@ class Sgd {
   Sgd(size_t params, double lr, double momentum) : lr_(lr), momentum_(momentum), buffers_(params) {}
   // Steps parameter `index` by its .grad; nothing when it has none.
   void Step(size_t index, const at::Tensor& param);
+  // Bytes of parameter `index`'s momentum buffer (0 before its first step,
+  // or without momentum).
+  int64_t StateBytes(size_t index) const;
 
  private:
   double lr_, momentum_;

@@ -92,6 +92,12 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
       ->default_str("auto");
   app.add_option("--chunks", request.chunks, "interleaved-1f1b: stages per device (default 2)")
       ->check(CLI::Range(2, 64));
+  std::string optimizer = "adam";
+  app.add_option("--optimizer", optimizer,
+                 "the optimizer whose state the memory plan holds, one or two tensors per parameter: adam (2), "
+                 "momentum (1: mpexec --momentum > 0) or sgd (0: mpexec's default)")
+      ->check(CLI::IsMember({"adam", "momentum", "sgd"}))
+      ->default_str("adam");
   app.add_option("--mode", mode, "train (forward and backward) or infer (forward only)")
       ->check(CLI::IsMember({"train", "infer"}))
       ->default_str("train");
@@ -160,6 +166,7 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
       return 0;
     }
     request.tie_tolerance = tie_percent / 100;
+    request.optimizer_states = optimizer == "adam" ? 2 : optimizer == "momentum" ? 1 : 0;
     request.device_tolerance = device_percent / 100;
     request.stages = AutoOrCount(stages, "--stages");
     request.replicas = AutoOrCount(replicas, "--replicas");

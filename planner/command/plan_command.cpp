@@ -163,6 +163,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   plan_request.chunks = request.chunks;
   plan_request.method = request.partitioner;
   plan_request.tie_tolerance = request.tie_tolerance;
+  plan_request.optimizer_state_factor = request.optimizer_states;
   plan_request.device_tolerance = request.device_tolerance;
   plan_request.layer_split = request.split;
   const auto search_start = std::chrono::steady_clock::now();

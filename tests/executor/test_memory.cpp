@@ -1,0 +1,156 @@
+// Memory per device: the meter charges each tensor to the worker that made
+// it, and mpexec reports each device's peak, predicted against measured,
+// by category (parameters, gradients, optimizer state, activations).
+#include "tests/doctest_torch.h"
+
+#include <c10/core/CPUAllocator.h>
+#include <nlohmann/json.hpp>
+#include <torch/script.h>
+
+#include <thread>
+
+#include "../graph/zoo.h"
+#include "../mpexec_in_process.h"
+#include "../mpplan_in_process.h"
+#include "executor/memory_meter.h"
+
+using mp::MemoryMeter;
+using mp::test::TempPath;
+using mp::test::ZooPath;
+
+namespace {
+
+// Stops counting at the end of a test, whatever happens in it.
+struct Counting {
+  explicit Counting(MemoryMeter& meter) : meter(meter) { meter.SetCounting(true); }
+  ~Counting() { meter.SetCounting(false); }
+  MemoryMeter& meter;
+};
+
+int64_t ParameterBytes(const std::string& file) {
+  int64_t bytes = 0;
+  for (const at::Tensor& p : torch::jit::load(ZooPath(file)).parameters()) bytes += p.numel() * p.element_size();
+  return bytes;
+}
+
+std::string Plan(const std::string& file, const std::string& name, const std::string& flags) {
+  const std::string out = TempPath(file + ".memory-" + name + ".plan.yaml");
+  const auto run = mp::test::MpplanInProcess(ZooPath(file) + " --quiet --device-profile a100-80gb -o " + out + " " +
+                                             flags);
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the memory meter charges a tensor to the worker that made it, and its free too, from any thread") {
+  MemoryMeter& meter = MemoryMeter::Install();
+  CHECK(&MemoryMeter::Install() == &meter);
+  CHECK(MemoryMeter::Installed() == &meter);
+  const Counting counting(meter);
+  const int64_t before = meter.Live(3), outside = meter.Live(MemoryMeter::kOutside);
+  meter.ResetPeaks();
+  at::Tensor made;
+  std::thread worker([&] {
+    const MemoryMeter::Scope owner(3);
+    made = at::empty({1000}, at::kFloat);
+    at::Tensor transient = at::empty({500}, at::kFloat);  // freed on the worker at once
+  });
+  worker.join();
+  CHECK(meter.Live(3) == before + 4000);
+  CHECK(meter.Peak(3) == before + 6000);  // both at once, for a moment
+  CHECK(meter.Live(MemoryMeter::kOutside) == outside);
+  made.reset();  // freed by another thread: still the worker's
+  CHECK(meter.Live(3) == before);
+  {
+    const MemoryMeter::Scope owner(MemoryMeter::kOwners + 5);  // beyond the workers counted: outside
+    at::Tensor t = at::empty({10}, at::kDouble);
+    CHECK(meter.Live(MemoryMeter::kOutside) == outside + 80);
+  }
+  CHECK(meter.Live(MemoryMeter::kOutside) == outside);
+  meter.ResetPeaks();
+  CHECK(meter.Peak(3) == before);
+}
+
+TEST_CASE("memory made while the meter is off is not counted, and raw allocations come back whole either way") {
+  MemoryMeter& meter = MemoryMeter::Install();
+  c10::Allocator* cpu = c10::GetAllocator(c10::DeviceType::CPU);
+  const int64_t outside = meter.Live(MemoryMeter::kOutside);
+  at::Tensor uncounted = at::empty({256}, at::kFloat);
+  void* raw = cpu->raw_allocate(4096);  // as oneDNN's scratch buffers are made
+  {
+    const Counting counting(meter);
+    CHECK(meter.Live(MemoryMeter::kOutside) == outside);
+    cpu->raw_deallocate(raw);  // made while off: freed by the wrapped allocator
+    uncounted.reset();
+    CHECK(meter.Live(MemoryMeter::kOutside) == outside);
+    raw = cpu->raw_allocate(4096);
+    CHECK(meter.Live(MemoryMeter::kOutside) == outside + 4096);
+  }
+  cpu->raw_deallocate(raw);  // counted, freed after counting stopped: still uncounted
+  CHECK(meter.Live(MemoryMeter::kOutside) == outside);
+}
+
+TEST_CASE("mpexec reports each device's peak memory, predicted and measured, by category") {
+  const std::string file = "mlp.script.pt";
+  const int64_t params = ParameterBytes(file);
+  REQUIRE(params > 0);
+  SUBCASE("training, SGD with momentum") {
+    const std::string plan =
+        Plan(file, "momentum", "--gpus 2 --stages 2 --microbatches 4 --batch 16 --schedule 1f1b --optimizer momentum");
+    const auto run = mp::test::MpexecCpuInProcess(plan + " --json --steps 2 --momentum 0.9");
+    INFO(run.out);
+    REQUIRE(run.status == 0);
+    const auto devices = nlohmann::json::parse(run.out)["memory"]["devices"];
+    REQUIRE(devices.size() == 2);
+    int64_t measured_params = 0;
+    for (const auto& d : devices) {
+      CAPTURE(d.dump());
+      const auto& c = d["categories"];
+      const int64_t p = c["parameters"]["measured"].get<int64_t>();
+      measured_params += p;
+      CHECK(p > 0);
+      CHECK(c["parameters"]["predicted"].get<int64_t>() == p);  // the plan's stages hold what they read
+      CHECK(c["gradients"]["measured"].get<int64_t>() == p);     // every parameter has one after a step
+      CHECK(c["gradients"]["predicted"].get<int64_t>() == p);
+      CHECK(c["optimizer_state"]["measured"].get<int64_t>() == p);  // one momentum buffer each
+      CHECK(c["optimizer_state"]["predicted"].get<int64_t>() == p);  // as --optimizer momentum said
+      CHECK(c["activations"]["measured"].get<int64_t>() > 0);
+      CHECK(c["activations"]["predicted"].get<int64_t>() > 0);
+      int64_t sum = 0;
+      for (const char* name : {"parameters", "gradients", "optimizer_state", "activations"}) {
+        sum += c[name]["measured"].get<int64_t>();
+      }
+      CHECK(d["measured_peak_bytes"].get<int64_t>() == sum);
+      CHECK(d["predicted_peak_bytes"].get<int64_t>() > 0);
+    }
+    CHECK(measured_params == params);  // the model's parameters, each on one device
+    const auto text = mp::test::MpexecCpuInProcess(plan + " --steps 1");
+    CHECK(text.out.find("device 1: predicted ") != std::string::npos);
+    CHECK(text.out.find("optimizer_state ") != std::string::npos);
+  }
+  SUBCASE("inference holds no gradients or optimizer state") {
+    const std::string plan = Plan(file, "infer", "--mode infer --gpus 2 --stages 2 --microbatches 2 --batch 8");
+    // Adam's two moments per parameter, by default: the plan says so.
+    const std::string adam = Plan(file, "adam", "--gpus 2 --stages 2 --microbatches 2 --batch 8");
+    const auto trained = nlohmann::json::parse(mp::test::MpexecCpuInProcess(adam + " --json --steps 1").out);
+    for (const auto& d : trained["memory"]["devices"]) {
+      const auto& c = d["categories"];
+      CHECK(c["optimizer_state"]["predicted"].get<int64_t>() == 2 * c["parameters"]["predicted"].get<int64_t>());
+      CHECK(c["optimizer_state"]["measured"] == 0);  // mpexec's plain SGD holds none
+    }
+    const auto run = mp::test::MpexecCpuInProcess(plan + " --json --steps 1");
+    INFO(run.out);
+    REQUIRE(run.status == 0);
+    const auto devices = nlohmann::json::parse(run.out)["memory"]["devices"];
+    REQUIRE(devices.size() == 2);
+    for (const auto& d : devices) {
+      const auto& c = d["categories"];
+      CHECK(c["gradients"]["measured"] == 0);
+      CHECK(c["optimizer_state"]["measured"] == 0);
+      CHECK(c["gradients"]["predicted"] == 0);
+      CHECK(c["activations"]["measured"].get<int64_t>() > 0);
+    }
+  }
+}
