@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "planner/graph/node_program.h"
 #include "planner/graph/run_graph.h"
+#include "planner/graph/saved_values.h"
 
 namespace mp {
 namespace {
@@ -105,6 +106,7 @@ OpGraph BuildOpGraph(const CanonicalGraph& canonical) {
     op.outputs.push_back(id);
   }
   for (auto& value : op.values) SortUnique(value.consumers);
+  MarkSavedValues(op);
   return op;
 }
 

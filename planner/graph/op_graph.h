@@ -23,6 +23,11 @@ struct OpValue {
   bool is_param = false;           // a lifted parameter or buffer
   bool is_graph_output = false;
   bool rematerializable = false;   // a constant or a list of them: cloned, never sent
+  // In training, whether autograd keeps it until the backward, and whether
+  // it shares another value's storage (saved_values.h); a graph built by
+  // hand keeps every value, each with storage of its own.
+  bool kept_for_backward = true;
+  bool alias = false;
   std::vector<int> consumers;      // node ids reading it (ascending, unique)
 };
 
@@ -34,6 +39,9 @@ struct OpNode {
   std::vector<int> outputs;        // value ids
   bool has_blocks = false;         // prim::If / prim::Loop: an atomic unit
   bool mutates = false;            // writes to one of its inputs in place
+  // In training, what autograd keeps of it beyond graph values, as a
+  // multiple of its outputs' bytes (SavedValues::extra).
+  double kept_extra = 0;
 };
 
 struct OpGraph {

@@ -48,6 +48,7 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
   c.weight_backward_ms.assign(n, 0);
   c.param_bytes.assign(n, 0);
   c.output_bytes.assign(n, 0);
+  c.kept_bytes.assign(n, 0);
   for (int p = 0; p < n; ++p) {
     c.forward_ms[p] = ForwardMs(profile, order[p], microbatch);
     if (!training) continue;
@@ -55,7 +56,7 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
     c.input_backward_ms[p] = InputBackwardMs(profile, order[p], microbatch);
     c.weight_backward_ms[p] = WeightBackwardMs(profile, order[p], microbatch);
   }
-  std::vector<int64_t> grow(n + 2, 0), grad_grow(n + 2, 0);
+  std::vector<int64_t> grow(n + 2, 0), grad_grow(n + 2, 0), unkept_grow(n + 2, 0);
   for (const OpValue& v : graph.values) {
     if (v.consumers.empty() && v.producer < 0) continue;
     const int64_t bytes = ValueBytesAt(profile, v.id, microbatch);
@@ -71,11 +72,17 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
     }
     const int born = v.producer >= 0 ? c.position[v.producer] : first;
     if (v.producer >= 0) c.output_bytes[born] += bytes;
+    if (v.producer >= 0 && v.kept_for_backward && !v.alias) c.kept_bytes[born] += bytes;
+    if (v.producer >= 0) c.kept_bytes[born] += int64_t(graph.nodes[v.producer].kept_extra * double(bytes));
     if (last <= born || bytes <= 0) continue;
     LiveValue live{v.id, born, last, bytes, training && CarriesGradient(graph, v)};
     c.live_values.push_back(live);
     grow[born + 1] += bytes;
     grow[last + 1] -= bytes;
+    if (!v.kept_for_backward) {
+      unkept_grow[born + 1] += bytes;
+      unkept_grow[last + 1] -= bytes;
+    }
     if (live.carries_gradient) {
       grad_grow[born + 1] += bytes;
       grad_grow[last + 1] -= bytes;
@@ -83,12 +90,15 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
   }
   c.cut_bytes.assign(n + 1, 0);
   c.cut_grad_bytes.assign(n + 1, 0);
-  int64_t live = 0, grad = 0;
+  c.cut_unkept_bytes.assign(n + 1, 0);
+  int64_t live = 0, grad = 0, unkept = 0;
   for (int i = 0; i <= n; ++i) {
     live += grow[i];
     grad += grad_grow[i];
+    unkept += unkept_grow[i];
     c.cut_bytes[i] = (i == 0 || i == n) ? 0 : live;
     c.cut_grad_bytes[i] = (i == 0 || i == n) ? 0 : grad;
+    c.cut_unkept_bytes[i] = (i == 0 || i == n) ? 0 : unkept;
   }
   return c;
 }

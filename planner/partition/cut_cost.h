@@ -42,8 +42,14 @@ struct OrderCosts {
   std::vector<double> weight_backward_ms;
   std::vector<int64_t> param_bytes;        // per position: parameters it reads first
   std::vector<int64_t> output_bytes;       // per position: what it produces (activations)
+  // Per position, training: of what it produces, the storage autograd keeps
+  // until the backward (OpValue::kept_for_backward, not an alias).
+  std::vector<int64_t> kept_bytes;
   std::vector<int64_t> cut_bytes;          // per cut 0..n: activations crossing forward
   std::vector<int64_t> cut_grad_bytes;     // per cut 0..n: gradients crossing backward
+  // Per cut 0..n: of cut_bytes, what autograd would not keep; a stage keeps
+  // what it sends until its backward all the same (the gradients' roots).
+  std::vector<int64_t> cut_unkept_bytes;
   std::vector<LiveValue> live_values;      // values that cross at least one cut
 
   int Positions() const { return int(order.size()); }

@@ -44,11 +44,13 @@ StageCostModel::StageCostModel(const OrderCosts& costs, std::vector<StageSpec> s
   sums->work.assign(n_ + 1, 0);
   sums->params.assign(n_ + 1, 0);
   sums->outputs.assign(n_ + 1, 0);
+  sums->kept.assign(n_ + 1, 0);
   sums->useful.assign(n_ + 1, 0);
   for (int p = 0; p < n_; ++p) {
     sums->work[p + 1] = sums->work[p] + costs.forward_ms[p] + costs.backward_ms[p];
     sums->params[p + 1] = sums->params[p] + costs.param_bytes[p];
     sums->outputs[p + 1] = sums->outputs[p] + costs.output_bytes[p];
+    sums->kept[p + 1] = sums->kept[p] + costs.kept_bytes[p];
     sums->useful[p + 1] = sums->useful[p] + (costs.Useful(p) ? 1 : 0);
   }
   sums->first_useful_end.assign(n_ + 1, n_ + 1);
@@ -57,15 +59,16 @@ StageCostModel::StageCostModel(const OrderCosts& costs, std::vector<StageSpec> s
   }
   // Live bytes while position p runs: what crosses the cut before it (inputs
   // still needed, relayed values) plus what it makes.
-  auto& peak = sums->peak;
-  peak.push_back(std::vector<int64_t>(n_));
-  for (int p = 0; p < n_; ++p) peak[0][p] = costs.cut_bytes[p] + costs.output_bytes[p];
-  for (int k = 1; (1 << k) <= n_; ++k) {
-    const auto& prev = peak[k - 1];
-    std::vector<int64_t> level(n_ - (1 << k) + 1);
-    for (size_t p = 0; p < level.size(); ++p) level[p] = std::max(prev[p], prev[p + (1 << (k - 1))]);
-    peak.push_back(std::move(level));
+  std::vector<int64_t> live(n_), working(n_, 0);
+  for (int p = 0; p < n_; ++p) live[p] = costs.cut_bytes[p] + costs.output_bytes[p];
+  sums->peak = SparseMax(live);
+  // Training: an op's working memory beyond what is kept, at its backward:
+  // the gradient of its output and of its input (each about its output's
+  // size), and its weights' gradient before it is added to .grad.
+  if (costs.training) {
+    for (int p = 0; p < n_; ++p) working[p] = 2 * costs.output_bytes[p] + costs.param_bytes[p];
   }
+  sums->transient = SparseMax(working);
   // Model inputs are the crossing values without a producer; counting every
   // value without a gradient over-approximates them, which is safe for a bound.
   for (const LiveValue& v : costs.live_values) {
@@ -76,8 +79,10 @@ StageCostModel::StageCostModel(const OrderCosts& costs, std::vector<StageSpec> s
 
 bool StageCostModel::MemoryCanBind(int s) const {
   if (stages_[s].memory_bytes == kUnlimitedMemory) return false;
-  const int64_t activations = costs_->training ? sums_->outputs[n_] + sums_->input_bytes : PeakLive(0, n_);
-  return StaticBytes(0, n_) + stages_[s].in_flight * activations > stages_[s].memory_bytes;
+  // A bound on any stage's ActivationBytes: every value once, and once more
+  // for what a stage relays and keeps as a root too.
+  const int64_t activations = costs_->training ? 2 * (sums_->outputs[n_] + sums_->input_bytes) : PeakLive(0, n_);
+  return StaticBytes(0, n_) + stages_[s].in_flight * activations + TransientBytes(0, n_) > stages_[s].memory_bytes;
 }
 
 StageCostModel StageCostModel::WithStages(std::vector<StageSpec> stages) const {
@@ -99,12 +104,28 @@ double StageCostModel::OutMs(int s, int e) const {
   return TransferMs(costs_->cut_bytes[e], link) + TransferMs(costs_->cut_grad_bytes[e], link);
 }
 
-int64_t StageCostModel::PeakLive(int a, int e) const {
+std::vector<std::vector<int64_t>> StageCostModel::SparseMax(const std::vector<int64_t>& values) {
+  std::vector<std::vector<int64_t>> table = {values};
+  const int n = int(values.size());
+  for (int k = 1; (1 << k) <= n; ++k) {
+    const auto& prev = table[k - 1];
+    std::vector<int64_t> level(n - (1 << k) + 1);
+    for (size_t p = 0; p < level.size(); ++p) level[p] = std::max(prev[p], prev[p + (1 << (k - 1))]);
+    table.push_back(std::move(level));
+  }
+  return table;
+}
+
+int64_t StageCostModel::RangeMax(const std::vector<std::vector<int64_t>>& table, int a, int e) {
   if (e <= a) return 0;
   int k = 0;
   while ((2 << k) <= e - a) ++k;
-  return std::max(sums_->peak[k][a], sums_->peak[k][e - (1 << k)]);
+  return std::max(table[k][a], table[k][e - (1 << k)]);
 }
+
+int64_t StageCostModel::PeakLive(int a, int e) const { return RangeMax(sums_->peak, a, e); }
+
+int64_t StageCostModel::TransientBytes(int a, int e) const { return RangeMax(sums_->transient, a, e); }
 
 int64_t StageCostModel::StaticBytes(int a, int e) const {
   return int64_t(static_factor_ * double(sums_->params[e] - sums_->params[a]));
@@ -112,11 +133,13 @@ int64_t StageCostModel::StaticBytes(int a, int e) const {
 
 int64_t StageCostModel::ActivationBytes(int a, int e) const {
   if (!costs_->training) return PeakLive(a, e);
-  return sums_->outputs[e] - sums_->outputs[a] + costs_->cut_bytes[a];
+  // What autograd keeps of the stage's own values, what it received (kept
+  // as the backward's leaves) and what it sends (kept as its roots).
+  return sums_->kept[e] - sums_->kept[a] + costs_->cut_bytes[a] + costs_->cut_unkept_bytes[e];
 }
 
 int64_t StageCostModel::MemoryBytes(int s, int a, int e) const {
-  return StaticBytes(a, e) + stages_[s].in_flight * ActivationBytes(a, e);
+  return StaticBytes(a, e) + stages_[s].in_flight * ActivationBytes(a, e) + TransientBytes(a, e);
 }
 
 }  // namespace mp

@@ -66,6 +66,10 @@ class StageCostModel {
 
   int64_t StaticBytes(int a, int e) const;
   int64_t ActivationBytes(int a, int e) const;
+  // Training: the largest working memory of one op of [a, e) at its
+  // backward, held once whatever is in flight; 0 in inference (the live
+  // peak of ActivationBytes covers it).
+  int64_t TransientBytes(int a, int e) const;
   int64_t MemoryBytes(int s, int a, int e) const;
   bool Fits(int s, int a, int e) const { return MemoryBytes(s, a, e) <= stages_[s].memory_bytes; }
   // False when every range of the order fits stage s (its memory bound by
@@ -81,12 +85,16 @@ class StageCostModel {
 
  private:
   int64_t PeakLive(int a, int e) const;  // max over positions of live bytes, sparse table
+  // table[k][p] = max of values over [p, p + 2^k), and its range query.
+  static std::vector<std::vector<int64_t>> SparseMax(const std::vector<int64_t>& values);
+  static int64_t RangeMax(const std::vector<std::vector<int64_t>>& table, int a, int e);
 
   struct Sums {
     std::vector<double> work;               // prefix sums of forward + backward
-    std::vector<int64_t> params, outputs;   // prefix sums
+    std::vector<int64_t> params, outputs, kept;   // prefix sums
     std::vector<int> useful, first_useful_end;
     std::vector<std::vector<int64_t>> peak; // peak[k][p] = max live over [p, p + 2^k)
+    std::vector<std::vector<int64_t>> transient;  // likewise, of each op's working memory (training)
     int64_t input_bytes = 0;                // model inputs that cross a cut
   };
 

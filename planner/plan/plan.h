@@ -77,6 +77,7 @@ struct PlanStage {
   double allreduce_ms = 0;        // with replicas, training: its gradients among them, once a step
   int64_t static_bytes = 0;       // parameters (+ gradients and optimizer state in training)
   int64_t activation_bytes = 0;   // held per micro-batch in flight
+  int64_t transient_bytes = 0;    // once: its largest op's working memory at the backward (training)
   int64_t peak_memory_bytes = 0;
 };
 

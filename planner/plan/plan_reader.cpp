@@ -178,7 +178,7 @@ PlanStage ReadStage(const YamlCursor& c, int index, Plan& plan, int stages) {
     const YamlCursor p = c["predicted"];
     p.ExpectMap({}, {"forward_ms", "backward_ms", "input_backward_ms", "weight_backward_ms", "send_ms",
                      "send_gradients_ms", "busy_fraction", "allreduce_ms", "static_bytes", "activation_bytes",
-                     "peak_memory_bytes"});
+                     "transient_bytes", "peak_memory_bytes"});
     if (p.Has("allreduce_ms")) {
       s.allreduce_ms = p["allreduce_ms"].Number();
       if (plan.replicas == 1) p["allreduce_ms"].Fail("only a plan with replicas all-reduces between them");
@@ -193,6 +193,10 @@ PlanStage ReadStage(const YamlCursor& c, int index, Plan& plan, int stages) {
     if (p.Has("busy_fraction")) s.busy_fraction = p["busy_fraction"].Number();
     if (p.Has("static_bytes")) s.static_bytes = p["static_bytes"].Int();
     if (p.Has("activation_bytes")) s.activation_bytes = p["activation_bytes"].Int();
+    if (p.Has("transient_bytes")) {
+      s.transient_bytes = p["transient_bytes"].Int();
+      if (s.transient_bytes < 0) p["transient_bytes"].Fail("expected bytes >= 0");
+    }
     if (p.Has("peak_memory_bytes")) s.peak_memory_bytes = p["peak_memory_bytes"].Int();
   }
   if (IsV1(plan)) {  // one program per stage, so one stage per device

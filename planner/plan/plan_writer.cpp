@@ -68,6 +68,7 @@ void WriteStage(YAML::Emitter& out, const PlanStage& s) {
   if (s.allreduce_ms > 0) KeyValue(out, "allreduce_ms", s.allreduce_ms);
   KeyValue(out, "static_bytes", s.static_bytes);
   KeyValue(out, "activation_bytes", s.activation_bytes);
+  if (s.transient_bytes > 0) KeyValue(out, "transient_bytes", s.transient_bytes);
   KeyValue(out, "peak_memory_bytes", s.peak_memory_bytes);
   out << YAML::EndMap;
   out << YAML::EndMap;

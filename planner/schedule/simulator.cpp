@@ -122,11 +122,15 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
     idle += result.idle_ms[d];
   }
   result.peak_memory_bytes.resize(S);
+  std::vector<int64_t> transient(D, 0);
   for (int s = 0; s < S; ++s) {
     const StageMemory mem = memory.empty() ? StageMemory{} : memory[s];
-    result.peak_memory_bytes[s] = mem.static_bytes + mem.activation_bytes * result.max_in_flight[s];
+    result.peak_memory_bytes[s] =
+        mem.static_bytes + mem.activation_bytes * result.max_in_flight[s] + mem.transient_bytes;
     result.device_peak_memory_bytes[sch.DeviceOf(s)] += mem.static_bytes;
+    transient[sch.DeviceOf(s)] = std::max(transient[sch.DeviceOf(s)], mem.transient_bytes);
   }
+  for (int d = 0; d < D; ++d) result.device_peak_memory_bytes[d] += transient[d];
   result.bubble_fraction = result.step_ms > 0 ? idle / (D * result.step_ms) : 0;
   return result;
 }

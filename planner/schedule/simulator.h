@@ -44,6 +44,7 @@ struct TransferTimes {
 struct StageMemory {
   int64_t static_bytes = 0;      // parameters (+ gradients, optimizer state)
   int64_t activation_bytes = 0;  // per micro-batch held by the stage (from F until B or W)
+  int64_t transient_bytes = 0;   // once: the working memory of the op running (its largest)
 };
 
 struct SimResult {
@@ -53,9 +54,10 @@ struct SimResult {
   std::vector<double> idle_ms;            // per device: step_ms - device_busy_ms
   double bubble_fraction = 0;             // sum idle / (devices * step_ms)
   std::vector<int> max_in_flight;         // per stage: micro-batches held at once
-  std::vector<int64_t> peak_memory_bytes; // per stage: static + max_in_flight * activation
+  std::vector<int64_t> peak_memory_bytes; // per stage: static + max_in_flight * activation + transient
   // Per device: its stages' static bytes plus the most activations its
-  // stages hold at one moment.
+  // stages hold at one moment, plus the largest of their transients (one
+  // action runs at a time).
   std::vector<int64_t> device_peak_memory_bytes;
   std::vector<double> allreduce_ms;       // per stage: its gradient all-reduce after its last action
   std::vector<std::vector<TimedAction>> timeline;  // per device, in list order

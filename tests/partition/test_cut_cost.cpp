@@ -4,11 +4,14 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 
 #include "common/error.h"
+#include "planner/graph/saved_values.h"
 #include "planner/partition/cut_cost.h"
 #include "planner/partition/order.h"
+#include "planner/partition/stage_cost.h"
 #include "tests/partition/synthetic.h"
 
 using mp::testing::GraphBuilder;
@@ -62,6 +65,56 @@ TEST_CASE("cut bytes by liveness: neighbours, skips, inputs, params, constants")
   auto infer = mp::ComputeOrderCosts(b.graph, b.profile, Identity(6), 8, false);
   CHECK(infer.cut_grad_bytes == std::vector<int64_t>(7, 0));
   CHECK(infer.backward_ms[3] == 0);
+}
+
+TEST_CASE("training keeps what gradients need: a linear its input, a relu its output, add and views nothing") {
+  mp::testing::GraphBuilder b;
+  const auto kind = [&](int value, const char* k) { b.graph.nodes[b.graph.values[value].producer].kind = k; };
+  const int x = b.Input(100);
+  const int h = b.Node("fc", {x}, 1, 1, 100, 4000);
+  kind(h, "aten::linear");  // keeps x (a model input: the first stage's to hold, not the node's)
+  const int r = b.Node("act", {h}, 1, 1, 100);
+  kind(r, "aten::relu");  // keeps r; h is freed once relu has run
+  const int v = b.Node("act", {r}, 0, 0, 100);
+  kind(v, "aten::view");  // r's storage
+  const int scale = b.Constant();
+  b.graph.values[scale].type = "float";
+  const int m = b.Node("scale", {v, scale}, 1, 1, 100);
+  kind(m, "aten::mul");  // by a scalar: keeps nothing
+  const int a = b.Node("res", {m, x}, 1, 1, 100);
+  kind(a, "aten::add");
+  const int p = b.Node("pool", {a}, 1, 1, 50);
+  kind(p, "aten::max_pool2d");  // keeps a, and int64 indices twice its float output
+  b.Output(p);
+  mp::MarkSavedValues(b.graph);
+  const auto kept = [&](int value) { return b.graph.values[value].kept_for_backward; };
+  CHECK(kept(x));
+  CHECK_FALSE(kept(h));
+  CHECK(kept(r));
+  CHECK_FALSE(kept(v));
+  CHECK(b.graph.values[v].alias);
+  CHECK_FALSE(kept(m));
+  CHECK(kept(a));
+  CHECK_FALSE(kept(p));
+
+  const auto order = mp::PipelineOrder(b.graph);
+  const auto costs = mp::ComputeOrderCosts(b.graph, b.profile, order, 8, true);
+  std::map<int, int64_t> by_node;
+  for (int q = 0; q < costs.Positions(); ++q) by_node[order[q]] = costs.kept_bytes[q];
+  CHECK(by_node[b.graph.values[h].producer] == 0);
+  CHECK(by_node[b.graph.values[r].producer] == 800);
+  CHECK(by_node[b.graph.values[v].producer] == 0);
+  CHECK(by_node[b.graph.values[m].producer] == 0);
+  CHECK(by_node[b.graph.values[a].producer] == 800);
+  CHECK(by_node[b.graph.values[p].producer] == 800);  // indices: 2 x 400
+  // One stage holds 2400 bytes a micro-batch (every output would be 4400),
+  // and once the largest working memory: fc's weight gradient and two
+  // activation gradients of its output.
+  const mp::StageCostModel model(costs, mp::StageSpecs(mp::UniformCluster(1, {}), mp::ScheduleKind::kGPipe, 1, 2),
+                                 2.0);
+  CHECK(model.ActivationBytes(0, costs.Positions()) == 2400);
+  CHECK(model.TransientBytes(0, costs.Positions()) == 4000 + 2 * 800);
+  CHECK(model.MemoryBytes(0, 0, costs.Positions()) == 4 * 4000 + 2 * 2400 + 5600);
 }
 
 TEST_CASE("cut costs scale with the micro-batch size and need a profiled size") {

@@ -207,6 +207,13 @@ TEST_CASE("a device's memory sums its stages: static always, activations while h
   CHECK(r.max_in_flight == std::vector<int>{2, 2, 2, 1});
   CHECK(r.device_peak_memory_bytes[0] == 100 + 102 + 4 * 10);
   CHECK(r.device_peak_memory_bytes[1] == 101 + 103 + 3 * 10);
+  // An op's working memory counts once per stage, and a device adds its
+  // stages' largest: one action runs at a time.
+  for (int s = 0; s < 4; ++s) memory[s].transient_bytes = 1000 * (s + 1);
+  const auto t = mp::SimulateStep(sch, std::vector<mp::StageTimes>(4, {1, 1}), {}, memory);
+  CHECK(t.peak_memory_bytes[2] == 102 + 2 * 10 + 3000);
+  CHECK(t.device_peak_memory_bytes[0] == 100 + 102 + 4 * 10 + 3000);
+  CHECK(t.device_peak_memory_bytes[1] == 101 + 103 + 3 * 10 + 4000);
 }
 
 TEST_CASE("3 stages, gpipe, a busy link delays the second transfer") {
