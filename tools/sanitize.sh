@@ -7,8 +7,9 @@
 #                            executor's runtime tests (tests/executor), which run the
 #                            pipeline's worker threads through mpexec's command line
 #                            (in their own process, and the binary where a test needs
-#                            a process of its own), and the thread pool they run on
-#                            (test_worker_pool).
+#                            a process of its own), the thread pool they run on
+#                            (test_worker_pool) and the memory meter their workers
+#                            allocate through (test_memory).
 #
 # Both run every test case of theirs but test_bench_suite (asan: the
 # benchmark harness's smoke run, over 5 minutes under ASan for mpplan and
@@ -139,9 +140,11 @@ if [ "$mode" = asan ]; then
   timed "asan build" cmake --build "$dir" -j2 --target mp_tests
   timed "asan tests" ctest --test-dir "$dir" -j2 --output-on-failure -E '^test_bench_suite'
 else
-  # What tests/executor needs: its three tests, and through their
-  # dependencies mpplan, mpexec, the zoo and the example test_executor_api
-  # runs; and the thread pool the stages run on, alone.
-  timed "tsan build" cmake --build "$dir" -j2 --target test_mpexec test_training test_executor_api test_worker_pool
-  timed "tsan tests" ctest --test-dir "$dir" -j2 --output-on-failure -R '^test_(mpexec|training|executor_api|worker_pool)($|[:-])'
+  # What tests/executor needs: its pipeline tests and the memory meter's,
+  # and through their dependencies mpplan, mpexec, the zoo and the example
+  # test_executor_api runs; and the thread pool the stages run on, alone.
+  timed "tsan build" cmake --build "$dir" -j2 --target test_mpexec test_training test_executor_api test_worker_pool \
+    test_memory
+  timed "tsan tests" ctest --test-dir "$dir" -j2 --output-on-failure \
+    -R '^test_(mpexec|training|executor_api|worker_pool|memory)($|[:-])'
 fi
