@@ -1,6 +1,7 @@
 #include "executor/device_memory.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "planner/plan/plan.h"
@@ -22,16 +23,19 @@ std::vector<DeviceMemory> CompareDeviceMemory(const LoadedPlan& loaded, const st
   std::vector<DeviceMemory> out(devices);
   for (int d = 0; d < devices; ++d) out[d].device = d;
 
-  // Predicted: the planner's static bytes are parameters, their gradients
-  // and the optimizer state it assumed; the simulated peak adds the
-  // activations the schedule holds at once.
+  // Predicted: the planner's static bytes are parameters (each on the first
+  // stage that reads it, tied weights once), their gradients and the
+  // optimizer state it assumed (optimizer_state_factor tensors each); the
+  // simulated peak adds the activations the schedule holds at once.
   const SimResult sim = SimulatePlan(plan);
+  const double per_parameter = plan.training ? 2 + plan.optimizer_state_factor : 1;
   for (const PlanStage& stage : plan.stages) {
     MemoryCategories& p = out[stage.program].predicted;
-    p.parameters += stage.param_bytes;
+    const auto params = int64_t(std::llround(double(stage.static_bytes) / per_parameter));
+    p.parameters += params;
     if (plan.training) {
-      p.gradients += stage.param_bytes;
-      p.optimizer_state += std::max<int64_t>(0, stage.static_bytes - 2 * stage.param_bytes);
+      p.gradients += params;
+      p.optimizer_state += stage.static_bytes - 2 * params;
     }
   }
   for (int d = 0; d < devices; ++d) {

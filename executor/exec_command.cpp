@@ -356,6 +356,13 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                           {"before_steps_bytes", heap_before},
                           {"predicted_peak_bytes", predicted_peak},
                           {"devices", DeviceMemoryJson(device_memory)}}}};
+  const double kept_states = request.options.training.momentum != 0 ? 1 : 0;
+  if (training && plan.optimizer_state_factor != kept_states) {
+    out["memory"]["optimizer_note"] =
+        Concat("the plan holds ", plan.optimizer_state_factor,
+               " optimizer tensor(s) per parameter (mpplan --optimizer), mpexec's SGD keeps ", kept_states,
+               " (--momentum ", request.options.training.momentum, ")");
+  }
   if (high > 0) {
     out["predicted_band_ms"] = {low, high};
     out["in_band"] = low <= median && median <= high;

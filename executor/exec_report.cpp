@@ -133,6 +133,7 @@ std::string FormatExecReport(const nlohmann::json& r) {
         << memory["predicted_peak_bytes"].get<int64_t>() / 1048576.0 << " MiB over its stages\n";
   }
   if (memory.contains("devices")) FormatDeviceMemory(memory["devices"], out);
+  if (memory.contains("optimizer_note")) out << "            " << memory["optimizer_note"].get<std::string>() << "\n";
   if (r.contains("loss")) {
     out.precision(6);
     out << "loss        " << r["loss"].get<double>() << " (" << r["loss_function"].get<std::string>() << ", lr "

@@ -66,14 +66,17 @@ class CountingAllocator final : public c10::Allocator {
     const int owner = MemoryMeter::CurrentOwner();
     {
       const std::lock_guard<std::mutex> lock(g_table->mutex);
-      g_table->entries.emplace(data, Entry{std::move(inner), owner, int64_t(n)});
+      const bool fresh = g_table->entries.try_emplace(data, Entry{std::move(inner), owner, int64_t(n)}).second;
+      // An address handed out twice would be a freed block still in the
+      // table: its entry would free what is returned now.
+      TORCH_INTERNAL_ASSERT(fresh, "memory meter: address allocated twice");
     }
     g_meter->Add(owner, int64_t(n));
     return {data, data, &Free, device};
   }
   c10::DataPtr allocate(size_t n) { return static_cast<const CountingAllocator*>(this)->allocate(n); }
 
-  c10::DeleterFnPtr raw_deleter() const override { return &Free; }
+  c10::DeleterFnPtr raw_deleter() const { return &Free; }  // no `override`: as allocate, for clang's sake
 
   void copy_data(void* dest, const void* src, std::size_t count) const { std::memcpy(dest, src, count); }
 

@@ -45,8 +45,24 @@ class MemoryMeter {
   void SetCounting(bool on);
   bool Counting() const;
 
+  // Counting on for the scope, off after it, also when it throws.
+  class CountingScope {
+   public:
+    explicit CountingScope(MemoryMeter* meter) : meter_(meter) {
+      if (meter_) meter_->SetCounting(true);
+    }
+    ~CountingScope() {
+      if (meter_) meter_->SetCounting(false);
+    }
+    CountingScope(const CountingScope&) = delete;
+    CountingScope& operator=(const CountingScope&) = delete;
+
+   private:
+    MemoryMeter* meter_;
+  };
+
   int64_t Live(int owner) const;
-  // The most `owner` held at once since the last ResetPeak.
+  // The most `owner` held at once since the last ResetPeaks.
   int64_t Peak(int owner) const;
   // Every owner's peak back to what it holds now.
   void ResetPeaks();

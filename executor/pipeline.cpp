@@ -124,8 +124,8 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   if (meter) {
     for (int d = 0; d < devices; ++d) live_before[d] = meter->Live(d);
     meter->ResetPeaks();
-    meter->SetCounting(true);
   }
+  std::optional<MemoryMeter::CountingScope> counting(meter);
   const Clock::time_point start = Clock::now();
   const StepContext context{loaded, microbatches, first, training, options, step, start, links};
   StepResults results(K, M);
@@ -161,9 +161,12 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   run.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
   run.peak_heap_bytes = heap ? heap->Stop() : -1;
   run.device_step_peak_bytes.assign(devices, -1);
+  counting.reset();
   if (meter) {
-    meter->SetCounting(false);
-    for (int d : mine) run.device_step_peak_bytes[d] = meter->Peak(d) - live_before[d];
+    for (int d : mine) {
+      // Workers past the meter's count share its "outside" slot: unknown.
+      if (d < MemoryMeter::kOwners) run.device_step_peak_bytes[d] = meter->Peak(d) - live_before[d];
+    }
   }
   run.busy_ms = std::move(results.busy_ms);
   run.events = std::move(results.events);

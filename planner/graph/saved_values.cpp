@@ -67,7 +67,9 @@ SavedValues FindSavedValues(const OpGraph& graph) {
     const std::string kind = BaseKind(node.kind);
     const bool view = kViews.count(kind) > 0;
     const bool in_place = IsInPlace(node);
-    if ((view || in_place) && !node.inputs.empty()) {
+    // A list or tuple, or what is taken out of one, is storage that some
+    // other value already counts (a split's list and q, k, v of it).
+    if ((view || in_place || kForward.count(kind)) && !node.inputs.empty()) {
       for (int out : node.outputs) s.alias[out] = true;
     }
     if (kKeepIndices.count(kind)) s.extra[node.id] = 2;

@@ -11,7 +11,9 @@
 // is O(K n^2); here each (j, a) looks at few ends e, exactly:
 //   - C(a, e) >= L(e) = speed * work(a, e) + in(a), which grows with e;
 //   - V[j-1][e] >= P(e) = min over e' <= e of V[j-1][e'], which shrinks with e;
-//   - memory grows with e, so the feasible ends are a prefix (binary search).
+//   - memory nearly grows with e (what a stage sends and keeps may shrink
+//     as e passes its last reader), so the ends up to the last that fits
+//     are searched (binary search) and one that does not fit costs +inf.
 // The cost at e is at least max(L(e), P(e)), a valley: binary-search its
 // bottom e*, scan up while L(e) < best and down while P(e) < best. Every end
 // skipped has a lower bound >= best, so the result is exact; on balanced
@@ -119,7 +121,8 @@ void SolveSuffixes(const StageCostModel& m, Lower lower, Cost cost, MaxEnd max_e
   }
 }
 
-// The largest e <= n such that [a, e) fits stage s (memory grows with e); a if none.
+// An e <= n such that [a, e) fits stage s, the largest where memory grows
+// with e (binary search); a if none.
 int MaxFittingEnd(const StageCostModel& m, int s, int a) {
   const int n = m.Positions();
   if (!m.MemoryCanBind(s)) return n;
@@ -155,22 +158,24 @@ DpSolution Extract(const StageCostModel& m, const std::vector<std::vector<double
 BottleneckDp::BottleneckDp(const StageCostModel& model) : model_(&model) {
   SolveSuffixes(
       model, [&](int s, int a, int e) { return model.ComputeMs(s, a, e) + model.InMs(s, a); },
-      [&](int s, int a, int e) { return model.StageMs(s, a, e); },
+      [&](int s, int a, int e) { return model.Fits(s, a, e) ? model.StageMs(s, a, e) : kInf; },
       [&](int s, int a) { return MaxFittingEnd(model, s, a); }, value_, next_);
 }
 
 DpSolution BottleneckDp::Solve(int stages) const { return Extract(*model_, value_, next_, stages); }
 
-DpSolution PartitionMinMax(const StageCostModel& model, const std::function<double(int s, int a, int e)>& cost) {
+DpSolution PartitionMinMax(const StageCostModel& model, const std::function<double(int s, int a, int e)>& cost,
+                           const std::function<double(int s, int a, int e)>& lower) {
   std::vector<std::vector<double>> value;
   std::vector<std::vector<int>> next;
-  SolveSuffixes(model, cost, cost, [&](int, int) { return model.Positions(); }, value, next);
+  SolveSuffixes(model, lower ? lower : cost, cost, [&](int, int) { return model.Positions(); }, value, next);
   return Extract(model, value, next, model.Stages());
 }
 
 int64_t SmallestMemoryLimit(const StageCostModel& model) {
   const DpSolution s =
-      PartitionMinMax(model, [&](int s, int a, int e) { return double(model.MemoryBytes(s, a, e)); });
+      PartitionMinMax(model, [&](int s, int a, int e) { return double(model.MemoryBytes(s, a, e)); },
+                      [&](int s, int a, int e) { return double(model.MemoryLowerBound(s, a, e)); });
   return s.feasible ? int64_t(s.bottleneck_ms) : -1;
 }
 

@@ -41,10 +41,12 @@ class BottleneckDp {
 // the smallest limit that fits is 1.31 GiB").
 DpSolution PartitionDp(const StageCostModel& model);
 
-// Min-max partition for any stage cost that, for fixed (s, a), does not
-// decrease with e (memory, parameter bytes), ignoring memory limits: the
-// engine behind SmallestMemoryLimit and the `params` baseline.
-DpSolution PartitionMinMax(const StageCostModel& model, const std::function<double(int s, int a, int e)>& cost);
+// Min-max partition for any stage cost, ignoring memory limits: the engine
+// behind SmallestMemoryLimit and the `params` baseline. `lower` bounds the
+// cost from below and does not decrease with e for fixed (s, a); empty: the
+// cost does not decrease with e (parameter bytes) and bounds itself.
+DpSolution PartitionMinMax(const StageCostModel& model, const std::function<double(int s, int a, int e)>& cost,
+                           const std::function<double(int s, int a, int e)>& lower = {});
 
 // The smallest per-device memory limit under which a partition into
 // model.Stages() stages exists (the min-max of MemoryBytes); -1 if none does.

@@ -149,7 +149,7 @@ double StepLowerBound(const Partition& p) {
     backward_fill += st.backward_ms;
     if (s < p.transfers.size()) forward_fill += p.transfers[s].forward_ms, backward_fill += p.transfers[s].backward_ms;
   }
-  return std::max(bound, *std::max_element(device_work.begin(), device_work.end()));
+  return std::max(bound, *std::max_element(device_work.begin(), device_work.end())) + p.step_overhead_ms;
 }
 
 // The DP minimises the slowest stage's cost; the simulated step also

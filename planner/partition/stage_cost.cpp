@@ -28,7 +28,7 @@ std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule,
     specs[s].replicas = cluster.replicas;
     specs[s].replica_link = cluster.replica_link;
     specs[s].slowdown = PipelineSlowdown(cluster.shared_slowdown, stages, cluster.replicas);
-    specs[s].step_overhead_ms = StepOverheadMs(cluster, devices * cluster.replicas);
+    specs[s].step_overhead_ms = StepOverheadMs(cluster, devices);  // replicas dispatch in processes of their own
   }
   return specs;
 }
@@ -136,6 +136,11 @@ int64_t StageCostModel::ActivationBytes(int a, int e) const {
   // What autograd keeps of the stage's own values, what it received (kept
   // as the backward's leaves) and what it sends (kept as its roots).
   return sums_->kept[e] - sums_->kept[a] + costs_->cut_bytes[a] + costs_->cut_unkept_bytes[e];
+}
+
+int64_t StageCostModel::MemoryLowerBound(int s, int a, int e) const {
+  const int64_t sent = costs_->training ? costs_->cut_unkept_bytes[e] : 0;
+  return MemoryBytes(s, a, e) - stages_[s].in_flight * sent;
 }
 
 int64_t StageCostModel::MemoryBytes(int s, int a, int e) const {

@@ -71,6 +71,9 @@ class StageCostModel {
   // peak of ActivationBytes covers it).
   int64_t TransientBytes(int a, int e) const;
   int64_t MemoryBytes(int s, int a, int e) const;
+  // MemoryBytes without what the stage sends and keeps (which may shrink as
+  // e passes its last reader): a bound that never decreases with e.
+  int64_t MemoryLowerBound(int s, int a, int e) const;
   bool Fits(int s, int a, int e) const { return MemoryBytes(s, a, e) <= stages_[s].memory_bytes; }
   // False when every range of the order fits stage s (its memory bound by
   // the whole model's parameters and every activation cannot exceed the

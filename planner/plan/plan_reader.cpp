@@ -36,6 +36,13 @@ ScheduleKind ReadSchedule(const YamlCursor& c) {
 
 bool IsV1(const Plan& plan) { return plan.format == kPlanFormatV1; }
 
+// A byte count: an integer >= 0, or a one-line error naming the key.
+int64_t Bytes(const YamlCursor& c) {
+  const int64_t bytes = c.Int();
+  if (bytes < 0) c.Fail(Concat("expected bytes >= 0, found ", bytes));
+  return bytes;
+}
+
 // An action list: every action parses, and names a micro-batch the plan has.
 std::vector<Action> ReadActions(const YamlCursor& list, const Plan& plan) {
   std::vector<Action> actions;
@@ -191,13 +198,10 @@ PlanStage ReadStage(const YamlCursor& c, int index, Plan& plan, int stages) {
     if (p.Has("send_ms")) s.send_ms = p["send_ms"].Number();
     if (p.Has("send_gradients_ms")) s.send_gradients_ms = p["send_gradients_ms"].Number();
     if (p.Has("busy_fraction")) s.busy_fraction = p["busy_fraction"].Number();
-    if (p.Has("static_bytes")) s.static_bytes = p["static_bytes"].Int();
-    if (p.Has("activation_bytes")) s.activation_bytes = p["activation_bytes"].Int();
-    if (p.Has("transient_bytes")) {
-      s.transient_bytes = p["transient_bytes"].Int();
-      if (s.transient_bytes < 0) p["transient_bytes"].Fail("expected bytes >= 0");
-    }
-    if (p.Has("peak_memory_bytes")) s.peak_memory_bytes = p["peak_memory_bytes"].Int();
+    if (p.Has("static_bytes")) s.static_bytes = Bytes(p["static_bytes"]);
+    if (p.Has("activation_bytes")) s.activation_bytes = Bytes(p["activation_bytes"]);
+    if (p.Has("transient_bytes")) s.transient_bytes = Bytes(p["transient_bytes"]);
+    if (p.Has("peak_memory_bytes")) s.peak_memory_bytes = Bytes(p["peak_memory_bytes"]);
   }
   if (IsV1(plan)) {  // one program per stage, so one stage per device
     for (size_t p = 0; p < plan.programs.size(); ++p) {
@@ -370,7 +374,9 @@ void ReadHeader(const YamlCursor& root, Plan& plan) {
       root["cut"].Fail(Concat("unknown cut '", plan.cut, "' (expected uniform, params or block)"));
     }
   }
-  if (root.Has("optimizer_state_factor")) plan.optimizer_state_factor = root["optimizer_state_factor"].Number();
+  if (root.Has("optimizer_state_factor")) {
+    plan.optimizer_state_factor = root["optimizer_state_factor"].NumberIn(0, YamlCursor::kNoLimit, "a tensor count");
+  }
 
   const YamlCursor inputs = root["inputs"];
   const int n = inputs.ExpectList();

@@ -135,6 +135,9 @@ TEST_CASE("mpexec reports each device's peak memory, predicted and measured, by 
     // Adam's two moments per parameter, by default: the plan says so.
     const std::string adam = Plan(file, "adam", "--gpus 2 --stages 2 --microbatches 2 --batch 8");
     const auto trained = nlohmann::json::parse(mp::test::MpexecCpuInProcess(adam + " --json --steps 1").out);
+    CHECK(trained["memory"]["optimizer_note"] ==
+          "the plan holds 2 optimizer tensor(s) per parameter (mpplan --optimizer), mpexec's SGD keeps 0 "
+          "(--momentum 0)");
     for (const auto& d : trained["memory"]["devices"]) {
       const auto& c = d["categories"];
       CHECK(c["optimizer_state"]["predicted"].get<int64_t>() == 2 * c["parameters"]["predicted"].get<int64_t>());

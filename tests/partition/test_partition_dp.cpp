@@ -185,9 +185,10 @@ TEST_CASE("infeasible memory names the smallest limit that fits") {
   CHECK(mp::SmallestMemoryLimit(model) == (1ll << 30) + (128ll << 20));
   cluster.devices[1].memory_bytes = 3ll << 28;
   mp::StageCostModel mixed(costs, mp::StageSpecs(cluster, mp::ScheduleKind::kGPipe, 2, 4), 2.0);
-  CHECK_THROWS_WITH_AS(mp::PartitionDp(mixed), doctest::Contains("the devices' memory (512 MiB, 768 MiB); the smallest limit that fits is 1.12 GiB per "
-                                                          "device"),
-                       mp::PlanError);
+  CHECK_THROWS_WITH_AS(
+      mp::PartitionDp(mixed),
+      doctest::Contains("the devices' memory (512 MiB, 768 MiB); the smallest limit that fits is 1.12 GiB per device"),
+      mp::PlanError);
   CHECK(mp::FormatBytes(1406461788) == "1.31 GiB");
   CHECK(mp::FormatBytes(100) == "100 B");
 }
