@@ -30,6 +30,13 @@ bool CarriesGradient(const OpGraph& graph, const OpValue& v) {
   return !IsIntegerDtype(v.dtype) && v.dtype != "bool";
 }
 
+bool ReadsParameter(const OpGraph& graph, const OpNode& node) {
+  for (int in : node.inputs) {
+    if (graph.values[in].is_param) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const std::vector<int>& order,
@@ -49,6 +56,7 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
   c.param_bytes.assign(n, 0);
   c.output_bytes.assign(n, 0);
   c.kept_bytes.assign(n, 0);
+  c.weight_output_bytes.assign(n, 0);
   for (int p = 0; p < n; ++p) {
     c.forward_ms[p] = ForwardMs(profile, order[p], microbatch);
     if (!training) continue;
@@ -74,6 +82,9 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
     if (v.producer >= 0) c.output_bytes[born] += bytes;
     if (v.producer >= 0 && v.kept_for_backward && !v.alias) c.kept_bytes[born] += bytes;
     if (v.producer >= 0) c.kept_bytes[born] += int64_t(graph.nodes[v.producer].kept_extra * double(bytes));
+    if (v.producer >= 0 && training && !v.alias && ReadsParameter(graph, graph.nodes[v.producer])) {
+      c.weight_output_bytes[born] += bytes;
+    }
     if (last <= born || bytes <= 0) continue;
     LiveValue live{v.id, born, last, bytes, training && CarriesGradient(graph, v)};
     c.live_values.push_back(live);

@@ -45,6 +45,9 @@ struct OrderCosts {
   // Per position, training: of what it produces, the storage autograd keeps
   // until the backward (OpValue::kept_for_backward, not an alias).
   std::vector<int64_t> kept_bytes;
+  // Per position, training: its output bytes if it reads a parameter (the
+  // gradient a split backward's I keeps there for W).
+  std::vector<int64_t> weight_output_bytes;
   std::vector<int64_t> cut_bytes;          // per cut 0..n: activations crossing forward
   std::vector<int64_t> cut_grad_bytes;     // per cut 0..n: gradients crossing backward
   // Per cut 0..n: of cut_bytes, what autograd would not keep; a stage keeps

@@ -60,6 +60,7 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
     st.static_bytes = model.StaticBytes(a, e);
     st.activation_bytes = model.ActivationBytes(a, e);
     st.transient_bytes = model.TransientBytes(a, e);
+    st.weight_gradient_bytes = model.Spec(s).split_backward ? model.WeightGradientBytes(a, e) : 0;
     st.in_flight = model.Spec(s).in_flight;
     st.peak_memory_bytes = model.MemoryBytes(s, a, e);
     st.memory_limit_bytes = model.Spec(s).memory_bytes;
@@ -90,7 +91,7 @@ SimResult SimulatePartition(const Partition& p) {
   std::vector<double> allreduce;
   for (const Stage& st : p.stages) {
     times.push_back({st.forward_ms, st.backward_ms, st.input_backward_ms, st.weight_backward_ms});
-    memory.push_back({st.static_bytes, st.activation_bytes, st.transient_bytes});
+    memory.push_back({st.static_bytes, st.activation_bytes, st.transient_bytes, st.weight_gradient_bytes});
     allreduce.push_back(st.allreduce_ms);
   }
   const int devices = int(p.stages.size()) / p.chunks;

@@ -40,6 +40,7 @@ struct Stage {
   int64_t static_bytes = 0;        // parameters (+ gradients, optimizer state in training)
   int64_t activation_bytes = 0;    // per micro-batch held
   int64_t transient_bytes = 0;     // once: its largest op's working memory (StageCostModel::TransientBytes)
+  int64_t weight_gradient_bytes = 0;  // zb-h1, zbv: kept from I until W per micro-batch (0 otherwise)
   int in_flight = 1;               // micro-batches held at once under the schedule
   int64_t peak_memory_bytes = 0;   // static + in_flight * activation + transient
   int64_t memory_limit_bytes = kUnlimitedMemory;

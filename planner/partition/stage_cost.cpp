@@ -28,6 +28,7 @@ std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule,
     specs[s].replicas = cluster.replicas;
     specs[s].replica_link = cluster.replica_link;
     specs[s].slowdown = PipelineSlowdown(cluster.shared_slowdown, stages, cluster.replicas);
+    specs[s].split_backward = SplitsBackward(schedule);
     specs[s].step_overhead_ms = StepOverheadMs(cluster, devices);  // replicas dispatch in processes of their own
   }
   return specs;
@@ -45,12 +46,14 @@ StageCostModel::StageCostModel(const OrderCosts& costs, std::vector<StageSpec> s
   sums->params.assign(n_ + 1, 0);
   sums->outputs.assign(n_ + 1, 0);
   sums->kept.assign(n_ + 1, 0);
+  sums->weight_outputs.assign(n_ + 1, 0);
   sums->useful.assign(n_ + 1, 0);
   for (int p = 0; p < n_; ++p) {
     sums->work[p + 1] = sums->work[p] + costs.forward_ms[p] + costs.backward_ms[p];
     sums->params[p + 1] = sums->params[p] + costs.param_bytes[p];
     sums->outputs[p + 1] = sums->outputs[p] + costs.output_bytes[p];
     sums->kept[p + 1] = sums->kept[p] + costs.kept_bytes[p];
+    sums->weight_outputs[p + 1] = sums->weight_outputs[p] + costs.weight_output_bytes[p];
     sums->useful[p + 1] = sums->useful[p] + (costs.Useful(p) ? 1 : 0);
   }
   sums->first_useful_end.assign(n_ + 1, n_ + 1);
@@ -138,13 +141,23 @@ int64_t StageCostModel::ActivationBytes(int a, int e) const {
   return sums_->kept[e] - sums_->kept[a] + costs_->cut_bytes[a] + costs_->cut_unkept_bytes[e];
 }
 
+int64_t StageCostModel::WeightGradientBytes(int a, int e) const {
+  // A stage whose inputs take no gradient (the first) has nothing for I to
+  // compute: its W runs the whole backward and I keeps nothing.
+  if (costs_->cut_grad_bytes[a] == 0) return 0;
+  return sums_->weight_outputs[e] - sums_->weight_outputs[a];
+}
+
 int64_t StageCostModel::MemoryLowerBound(int s, int a, int e) const {
   const int64_t sent = costs_->training ? costs_->cut_unkept_bytes[e] : 0;
   return MemoryBytes(s, a, e) - stages_[s].in_flight * sent;
 }
 
 int64_t StageCostModel::MemoryBytes(int s, int a, int e) const {
-  return StaticBytes(a, e) + stages_[s].in_flight * ActivationBytes(a, e) + TransientBytes(a, e);
+  // A split backward keeps, from I to W, a gradient per weight-consuming
+  // node: charged for every micro-batch in flight, an upper bound.
+  const int64_t for_w = stages_[s].split_backward ? WeightGradientBytes(a, e) : 0;
+  return StaticBytes(a, e) + stages_[s].in_flight * (ActivationBytes(a, e) + for_w) + TransientBytes(a, e);
 }
 
 }  // namespace mp

@@ -37,6 +37,7 @@ struct StageSpec {
   // cluster, for the simulator (stage costs here are each stage alone).
   std::vector<double> slowdown;
   double step_overhead_ms = 0;  // the pipeline's too (Cluster::step_overhead_ms)
+  bool split_backward = false;  // the schedule runs I and W (zb-h1, zbv)
 };
 
 // Stage s of `stages` runs on the device StagePlacement gives it (the
@@ -70,6 +71,10 @@ class StageCostModel {
   // backward, held once whatever is in flight; 0 in inference (the live
   // peak of ActivationBytes covers it).
   int64_t TransientBytes(int a, int e) const;
+  // Training: the output bytes of [a, e)'s weight-consuming nodes, the
+  // gradients a split backward's I keeps for W per micro-batch; 0 where no
+  // input of the stage takes a gradient (executor/runtime/split_backward.h).
+  int64_t WeightGradientBytes(int a, int e) const;
   int64_t MemoryBytes(int s, int a, int e) const;
   // MemoryBytes without what the stage sends and keeps (which may shrink as
   // e passes its last reader): a bound that never decreases with e.
@@ -94,7 +99,7 @@ class StageCostModel {
 
   struct Sums {
     std::vector<double> work;               // prefix sums of forward + backward
-    std::vector<int64_t> params, outputs, kept;   // prefix sums
+    std::vector<int64_t> params, outputs, kept, weight_outputs;   // prefix sums
     std::vector<int> useful, first_useful_end;
     std::vector<std::vector<int64_t>> peak; // peak[k][p] = max live over [p, p + 2^k)
     std::vector<std::vector<int64_t>> transient;  // likewise, of each op's working memory (training)

@@ -78,6 +78,7 @@ struct PlanStage {
   int64_t static_bytes = 0;       // parameters (+ gradients and optimizer state in training)
   int64_t activation_bytes = 0;   // held per micro-batch in flight
   int64_t transient_bytes = 0;    // once: its largest op's working memory at the backward (training)
+  int64_t weight_gradient_bytes = 0;  // zb-h1, zbv: kept from I until W per micro-batch
   int64_t peak_memory_bytes = 0;
 };
 

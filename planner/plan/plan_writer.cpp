@@ -69,6 +69,7 @@ void WriteStage(YAML::Emitter& out, const PlanStage& s) {
   KeyValue(out, "static_bytes", s.static_bytes);
   KeyValue(out, "activation_bytes", s.activation_bytes);
   if (s.transient_bytes > 0) KeyValue(out, "transient_bytes", s.transient_bytes);
+  if (s.weight_gradient_bytes > 0) KeyValue(out, "weight_gradient_bytes", s.weight_gradient_bytes);
   KeyValue(out, "peak_memory_bytes", s.peak_memory_bytes);
   out << YAML::EndMap;
   out << YAML::EndMap;

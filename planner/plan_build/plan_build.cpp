@@ -250,6 +250,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
     ps.static_bytes = st.static_bytes;
     ps.activation_bytes = st.activation_bytes;
     ps.transient_bytes = st.transient_bytes;
+    ps.weight_gradient_bytes = st.weight_gradient_bytes;
     ps.peak_memory_bytes = sim.peak_memory_bytes[s];
     ps.program = result.schedule.DeviceOf(s);
     plan.stages.push_back(std::move(ps));

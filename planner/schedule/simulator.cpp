@@ -47,6 +47,8 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
   std::vector<int64_t> held(D, 0);  // activations a device's stages hold now
   for (int d = 0; d < D; ++d) result.timeline[d].reserve(sch.actions[d].size());
   auto activation = [&](int s) { return memory.empty() ? int64_t(0) : memory[s].activation_bytes; };
+  auto kept_for_w = [&](int s) { return memory.empty() ? int64_t(0) : memory[s].weight_gradient_bytes; };
+  std::vector<int> between(S, 0), max_between(S, 0);  // per stage: micro-batches past their I, before their W
 
   size_t remaining = 0;
   for (const auto& list : sch.actions) remaining += list.size();
@@ -73,9 +75,14 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
             result.max_in_flight[s] = std::max(result.max_in_flight[s], training ? in_flight[s] : 1);
             result.device_peak_memory_bytes[d] = std::max(result.device_peak_memory_bytes[d], held[d]);
             if (!training) --in_flight[s], held[d] -= activation(s);
-          } else if (a.kind != ActionKind::kBackwardInput) {
+          } else if (a.kind == ActionKind::kBackwardInput) {
+            max_between[s] = std::max(max_between[s], ++between[s]);
+            held[d] += kept_for_w(s);
+            result.device_peak_memory_bytes[d] = std::max(result.device_peak_memory_bytes[d], held[d]);
+          } else {
             --in_flight[s];
             held[d] -= activation(s);
+            if (a.kind == ActionKind::kBackwardWeight) --between[s], held[d] -= kept_for_w(s);
           }
         } else {
           const int peer = PeerStage(a);
@@ -125,8 +132,8 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
   std::vector<int64_t> transient(D, 0);
   for (int s = 0; s < S; ++s) {
     const StageMemory mem = memory.empty() ? StageMemory{} : memory[s];
-    result.peak_memory_bytes[s] =
-        mem.static_bytes + mem.activation_bytes * result.max_in_flight[s] + mem.transient_bytes;
+    result.peak_memory_bytes[s] = mem.static_bytes + mem.activation_bytes * result.max_in_flight[s] +
+                                  mem.weight_gradient_bytes * max_between[s] + mem.transient_bytes;
     result.device_peak_memory_bytes[sch.DeviceOf(s)] += mem.static_bytes;
     transient[sch.DeviceOf(s)] = std::max(transient[sch.DeviceOf(s)], mem.transient_bytes);
   }

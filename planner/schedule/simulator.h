@@ -45,6 +45,8 @@ struct StageMemory {
   int64_t static_bytes = 0;      // parameters (+ gradients, optimizer state)
   int64_t activation_bytes = 0;  // per micro-batch held by the stage (from F until B or W)
   int64_t transient_bytes = 0;   // once: the working memory of the op running (its largest)
+  // Split backward (I, W): what I keeps for W per micro-batch, from I until W.
+  int64_t weight_gradient_bytes = 0;
 };
 
 struct SimResult {

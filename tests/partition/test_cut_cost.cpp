@@ -117,6 +117,27 @@ TEST_CASE("training keeps what gradients need: a linear its input, a relu its ou
   CHECK(model.MemoryBytes(0, 0, costs.Positions()) == 4 * 4000 + 2 * 2400 + 5600);
 }
 
+TEST_CASE("a split backward's I keeps, for W, the gradient at each node that reads a weight") {
+  // Three nodes, each reading 4000 bytes of weights, 100 bytes a sample out.
+  auto b = mp::testing::Chain({1, 1, 1}, 100, 4000);
+  const auto costs = mp::ComputeOrderCosts(b.graph, b.profile, mp::PipelineOrder(b.graph), 8, true);
+  const mp::StageCostModel zb(costs, mp::StageSpecs(mp::UniformCluster(2, {}), mp::ScheduleKind::kZeroBubbleH1, 2, 2),
+                              2.0);
+  CHECK(zb.Spec(1).split_backward);
+  // The first stage's inputs take no gradient: its I has nothing to do, its
+  // W runs the whole backward, and nothing waits between them.
+  CHECK(zb.WeightGradientBytes(0, 1) == 0);
+  CHECK(zb.WeightGradientBytes(1, 3) == 2 * 800);
+  const int64_t without =
+      zb.StaticBytes(1, 3) + zb.Spec(1).in_flight * zb.ActivationBytes(1, 3) + zb.TransientBytes(1, 3);
+  CHECK(zb.MemoryBytes(1, 1, 3) == without + zb.Spec(1).in_flight * 1600);
+  const mp::StageCostModel onef(costs, mp::StageSpecs(mp::UniformCluster(2, {}), mp::ScheduleKind::kOneFOneB, 2, 2),
+                                2.0);
+  CHECK_FALSE(onef.Spec(1).split_backward);
+  CHECK(onef.MemoryBytes(1, 1, 3) ==
+        onef.StaticBytes(1, 3) + onef.Spec(1).in_flight * onef.ActivationBytes(1, 3) + onef.TransientBytes(1, 3));
+}
+
 TEST_CASE("cut costs scale with the micro-batch size and need a profiled size") {
   auto b = mp::testing::Chain({1, 1, 1}, 10, 0, {2, 8});
   auto costs = mp::ComputeOrderCosts(b.graph, b.profile, Identity(3), 4, true);

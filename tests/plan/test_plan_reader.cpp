@@ -82,6 +82,7 @@ TEST_CASE("a plan round-trips through the reader exactly") {
     f.plan.profile.reference_ms = 0.8125;               // a measured profile's noise
     f.plan.profile.step_overhead_ms = 0.0625;           // mpexec's cost per step, in the replay
     f.plan.stages[1].transient_bytes = 4096;            // an op's working memory, once
+    f.plan.stages[2].weight_gradient_bytes = 2048;      // what I keeps for W (zb-h1, zbv)
     f.plan.predicted.step_low_ms = 0.96875 * f.plan.predicted.step_ms;
     f.plan.predicted.step_high_ms = 1.0625 * f.plan.predicted.step_ms;
     f.plan.alternatives.front().tie = true;
@@ -108,6 +109,7 @@ TEST_CASE("a plan round-trips through the reader exactly") {
     CHECK(back.profile.reference_ms == f.plan.profile.reference_ms);
     CHECK(back.profile.step_overhead_ms == f.plan.profile.step_overhead_ms);
     CHECK(back.stages[1].transient_bytes == 4096);
+    CHECK(back.stages[2].weight_gradient_bytes == 2048);
     CHECK(mp::SimulatePlan(back).step_ms ==
           doctest::Approx(mp::SimulatePlan(f.plan).step_ms).epsilon(1e-9));
     CHECK(back.predicted.step_low_ms == doctest::Approx(f.plan.predicted.step_low_ms));

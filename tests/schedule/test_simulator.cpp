@@ -104,6 +104,37 @@ TEST_CASE("zb-h1: with T_F = T_I = T_W the bubble is a third of 1f1b's") {
   }
 }
 
+TEST_CASE("zb-h1: what I keeps for W is held from each micro-batch's I to its W") {
+  // 2 stages, 4 micro-batches, I = W: stage 0's lists hold its W until
+  // the cool-down (0F0 0F1 0I0 ... 0W0 late), stage 1 runs each W right
+  // after its I.
+  mp::StageTimes t;
+  t.forward_ms = 1;
+  t.backward_ms = 2;
+  t.input_backward_ms = 1;
+  t.weight_backward_ms = 1;
+  const auto sch = mp::BuildSchedule(ScheduleKind::kZeroBubbleH1, 2, 4);
+  const std::vector<mp::StageMemory> plain = {{0, 10}, {0, 10}};
+  std::vector<mp::StageMemory> kept = plain;
+  for (auto& m : kept) m.weight_gradient_bytes = 1000;
+  const auto a = mp::SimulateStep(sch, {t, t}, {}, plain);
+  const auto b = mp::SimulateStep(sch, {t, t}, {}, kept);
+  CHECK(b.step_ms == Approx(a.step_ms));  // memory only
+  for (int s = 0; s < 2; ++s) {
+    CAPTURE(s);
+    // The most micro-batches past their I at once, from the lists.
+    int between = 0, most = 0;
+    for (const mp::Action& x : sch.actions[s]) {
+      if (x.kind == mp::ActionKind::kBackwardInput) most = std::max(most, ++between);
+      if (x.kind == mp::ActionKind::kBackwardWeight) --between;
+    }
+    REQUIRE(most >= 1);
+    CHECK(b.peak_memory_bytes[s] == a.peak_memory_bytes[s] + 1000 * most);
+    CHECK(b.device_peak_memory_bytes[s] > a.device_peak_memory_bytes[s]);
+    CHECK(b.device_peak_memory_bytes[s] <= a.device_peak_memory_bytes[s] + 1000 * most);
+  }
+}
+
 TEST_CASE("zbv: with T_F = T_I = T_W the bubble is the fill's K - 1 chunk slots, half of zb-h1's") {
   mp::StageTimes chunk;  // half a device's work: F, I and W one slot each
   chunk.forward_ms = chunk.input_backward_ms = chunk.weight_backward_ms = 1;
