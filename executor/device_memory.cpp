@@ -9,7 +9,7 @@
 namespace mp {
 namespace {
 
-int64_t Bytes(const at::Tensor& t) { return t.defined() ? int64_t(t.numel()) * int64_t(t.element_size()) : 0; }
+int64_t Bytes(const at::Tensor& t) { return t.defined() ? int64_t(t.nbytes()) : 0; }
 
 const void* StorageKey(const at::Tensor& t) { return t.storage().data(); }
 

@@ -24,7 +24,6 @@ struct MemoryCategories {
   // Activations, the boundary values in flight and each op's transients.
   // Measured: the step's peak less its gradients (made during the step).
   int64_t activations = 0;
-  int64_t Total() const { return parameters + gradients + optimizer_state + activations; }
 };
 
 struct DeviceMemory {

@@ -80,7 +80,7 @@ at::Tensor MicrobatchLoss(const at::Tensor& output, const at::Tensor& labels, Lo
 
 int64_t Sgd::StateBytes(size_t index) const {
   const at::Tensor& buf = buffers_.at(index);
-  return buf.defined() ? int64_t(buf.numel()) * int64_t(buf.element_size()) : 0;
+  return buf.defined() ? int64_t(buf.nbytes()) : 0;
 }
 
 void Sgd::Step(size_t index, const at::Tensor& param) {

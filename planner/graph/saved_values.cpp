@@ -79,12 +79,15 @@ SavedValues FindSavedValues(const OpGraph& graph) {
     bool outputs_saved = false;
     for (int out : node.outputs) outputs_saved = outputs_saved || s.saved[out];
     // A saved alias keeps its base alive; a container passes the question on.
-    int tensors = 0;
-    for (int in : node.inputs) tensors += graph.values[in].type == "Tensor" ? 1 : 0;
+    const auto by_scalar = [&] {
+      int tensors = 0;
+      for (int in : node.inputs) tensors += graph.values[in].type == "Tensor" ? 1 : 0;
+      return tensors < 2;
+    };
     const bool keeps_inputs = kForward.count(kind) || view || in_place
                                   ? outputs_saved
                                   : !kSaveNothing.count(kind) && !kSaveOutput.count(kind) &&
-                                        !(kScalable.count(kind) && tensors < 2);
+                                        !(kScalable.count(kind) && by_scalar());
     if (!keeps_inputs) continue;
     for (int in : node.inputs) {
       if (!graph.values[in].is_param) s.saved[in] = true;

@@ -39,7 +39,7 @@ bool IsV1(const Plan& plan) { return plan.format == kPlanFormatV1; }
 // A byte count: an integer >= 0, or a one-line error naming the key.
 int64_t Bytes(const YamlCursor& c) {
   const int64_t bytes = c.Int();
-  if (bytes < 0) c.Fail(Concat("expected bytes >= 0, found ", bytes));
+  if (bytes < 0) c.Fail(Concat("expected bytes of 0 or more, found ", bytes));
   return bytes;
 }
 
@@ -515,11 +515,7 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
       if (n != int(plan.programs.size())) {
         peaks.Fail(Concat("expected one peak per program (", plan.programs.size(), "), found ", n));
       }
-      for (int d = 0; d < n; ++d) {
-        const int64_t bytes = peaks[d].Int();
-        if (bytes < 0) peaks[d].Fail(Concat("expected bytes of 0 or more, found ", bytes));
-        plan.predicted.device_peak_memory_bytes.push_back(bytes);
-      }
+      for (int d = 0; d < n; ++d) plan.predicted.device_peak_memory_bytes.push_back(Bytes(peaks[d]));
     }
   }
   if (root.Has("profile")) {

@@ -21,12 +21,6 @@ constexpr int kWarmup = 5;
 // may first queue it behind the waker), not a ping-pong's.
 constexpr std::chrono::microseconds kBusy{1000};
 
-void Spin(std::chrono::microseconds how_long) {
-  const Clock::time_point until = Clock::now() + how_long;
-  while (Clock::now() < until) {
-  }
-}
-
 }  // namespace
 
 double MeasureHandoffMs(int messages) {

@@ -37,9 +37,7 @@ std::vector<double> MeasureStepOverheadMs(int workers, int threads, int steps) {
       const Clock::time_point start = Clock::now();
       pool.RunAll(std::move(jobs));
       if (step >= kWarmupSteps) samples.push_back(MsSince(start));
-      const Clock::time_point until = Clock::now() + kBetweenSteps;
-      while (Clock::now() < until) {
-      }
+      Spin(kBetweenSteps);
     }
     overhead.push_back(Quantile(samples, 0.5));
   }

@@ -35,6 +35,10 @@ Timing TimeWork(const std::function<void()>& work, const TimingOptions& options,
 // Milliseconds on the steady clock since `start`.
 double MsSince(std::chrono::steady_clock::time_point start);
 
+// Keeps the calling thread's core busy for `how_long` (no sleep): a thread
+// at work, as a stage computing on or mpexec's step set-up.
+void Spin(std::chrono::microseconds how_long);
+
 // Quantile q in [0, 1] of `samples` by linear interpolation (sorts a copy).
 double Quantile(std::vector<double> samples, double q);
 

@@ -214,9 +214,9 @@ TEST_CASE("validation errors name the key path") {
   }
   SUBCASE("memory figures: bytes and tensor counts are never negative") {
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0]["predicted"]["transient_bytes"] = -1; }),
-               "stages[0].predicted.transient_bytes: expected bytes >= 0, found -1");
+               "stages[0].predicted.transient_bytes: expected bytes of 0 or more, found -1");
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["predicted"]["static_bytes"] = -8; }),
-               "stages[1].predicted.static_bytes: expected bytes >= 0, found -8");
+               "stages[1].predicted.static_bytes: expected bytes of 0 or more, found -8");
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["optimizer_state_factor"] = -2; }),
                "optimizer_state_factor: expected a tensor count >= 0, found -2");
   }
