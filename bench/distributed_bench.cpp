@@ -87,7 +87,7 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
     for (size_t l = 0; l < layouts.size(); ++l) {
       plans.push_back(out + "/" + file + ".layout" + std::to_string(l) + ".plan.yaml");
       Run(mpplan + " " + models + "/" + c.model + " --quiet --threads 1 --gpus 2 " + layouts[l].second + " " +
-              c.flags + " -o " + plans[l],
+              c.flags + " --previous none -o " + plans[l],
           plans[l] + ".out");
     }
     std::vector<std::string> ranks;  // one process per device of each plan
@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
       // 1 thread per stage: the processes get what the threads got.
       Run(mpplan + " " + models + "/" + c.model + " --quiet --threads 1 --gpus " + std::to_string(c.stages) +
               " --stages " + std::to_string(c.stages) + " --mode " + (c.training ? "train" : "infer") + " " + c.flags +
-              " -o " + plan,
+              " --previous none -o " + plan,
           plan + ".out");
       const mp::Plan p = mp::ReadPlan(plan);
       int64_t bytes = 0;  // per micro-batch across every boundary

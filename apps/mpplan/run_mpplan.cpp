@@ -121,6 +121,10 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
   app.add_option("--profile-in", profile.profile_in, "reuse a profile written by --profile-out");
   app.add_option("--profile-out", profile.profile_out, "write the profile (YAML)");
   app.add_option("-o,--output", request.output, "plan file (default: MODEL.plan.yaml beside the model)");
+  app.add_option("--previous", request.previous,
+                 "an earlier plan of this model on this machine whose stages, micro-batches and schedule are kept "
+                 "while they stay a tie with the fastest (default: the plan -o replaces, where it was made for the "
+                 "same graph, mode, batch, devices and profile; none: plan afresh)");
   app.add_option("--report", request.report, "write a Markdown report, with an SVG Gantt chart beside it");
   app.add_option("--dot", request.dot, "write the op graph grouped by layer, coloured by stage (Graphviz)");
   app.add_flag("--explain", explain, "also print every alternative tried and the comparison with the baselines");

@@ -55,7 +55,7 @@ nlohmann::json MakePlan(const Suite& suite, const std::string& model, const std:
                         const std::string& name) {
   std::string command = suite.mpplan + " " + suite.models + "/" + model + " " + flags + " --threads 1 --json --quiet";
   if (suite.smoke && flags.find("--profile-in") == std::string::npos) command += " --warmup 0 --repeats 1";
-  return RunJson(suite, command + " -o '" + PlanPath(suite, name) + "'", name + ".mpplan");
+  return RunJson(suite, command + " --previous none -o '" + PlanPath(suite, name) + "'", name + ".mpplan");
 }
 
 Measure PlanRun(const Suite& suite, const std::string& name, int warmup, int steps) {

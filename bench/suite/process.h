@@ -24,7 +24,8 @@ nlohmann::json RunJson(const Suite& suite, const std::string& command, const std
 
 // `mpplan MODEL FLAGS --json --quiet -o OUT/NAME.plan.yaml`: the plan's
 // JSON. The profile flags are added: 1 thread (one core per stage), and in
-// a smoke run one timed repeat per node.
+// a smoke run one timed repeat per node; planned afresh (--previous none),
+// whatever OUT holds from an earlier run.
 nlohmann::json MakePlan(const Suite& suite, const std::string& model, const std::string& flags,
                         const std::string& name);
 std::string PlanPath(const Suite& suite, const std::string& name);

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "planner/command/plan_devices.h"
+#include "planner/command/previous_plan.h"
 #include "planner/command/search_measured.h"
 #include "planner/command/search_replicas.h"
 #include "planner/graph/model_file.h"
@@ -78,8 +79,10 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   PlanCommandResult result;
   result.plan_path = request.output.empty() ? DefaultPlanPath(request.profile.model_path) : request.output;
   if (!request.report.empty()) result.svg_path = SvgPathFor(request.report);
-  const std::vector<std::string> inputs = {request.profile.model_path, request.profile.profile_in,
-                                           request.profile.device_profile};
+  std::vector<std::string> inputs = {request.profile.model_path, request.profile.profile_in,
+                                     request.profile.device_profile};
+  const std::optional<PreviousPlan> previous = ReadPreviousPlan(request.previous, result.plan_path);
+  if (previous && previous->named && !SameFile(previous->path, result.plan_path)) inputs.push_back(previous->path);
   CheckOutputs({result.plan_path, request.report, result.svg_path, request.dot, request.profile.profile_out},
                inputs);
   CheckGpus(request.gpus);
@@ -166,6 +169,17 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   plan_request.optimizer_state_factor = request.optimizer_states;
   plan_request.device_tolerance = request.device_tolerance;
   plan_request.layer_split = request.split;
+  if (previous) {
+    Plan now;  // what the previous plan must have been planned for
+    now.model.graph_fingerprint = profiled.graph.fingerprint;
+    now.training = request.profile.training;
+    now.batch = profiled.profile.batch;
+    now.devices = devices.devices;
+    now.profile.source = profiled.profile.source;
+    now.profile.device = profiled.profile.device;
+    now.profile.threads = profiled.profile.threads;
+    plan_request.previous = PreviousShape(*previous, now);
+  }
   const auto search_start = std::chrono::steady_clock::now();
   const std::vector<int> counts =
       ReplicaCounts(request.gpus, request.replicas, profiled.profile.batch, plan_request);

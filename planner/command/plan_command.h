@@ -31,6 +31,7 @@ struct PlanCommandRequest {
   double tie_tolerance = kDefaultTieTolerance;  // --tie-tolerance, as a fraction
   double device_tolerance = kDefaultDeviceTolerance;  // --device-tolerance, as a fraction
   std::string output;                  // -o; "": MODEL.plan.yaml beside the model
+  std::string previous;                // --previous: a plan file, "none", or "": the output where it exists
   std::string report;                  // --report FILE.md (+ FILE.svg beside it)
   std::string dot;                     // --dot FILE.dot
 };

@@ -39,7 +39,15 @@ struct Searched {
   PlanDevices devices;
   MeasuredSearch measured;
   const PlanCandidate& Chosen() const { return measured.search.alternatives.at(measured.search.chosen); }
+  // What its search chose by the tie rule alone, without the previous plan.
+  const PlanCandidate& Fresh() const {
+    const SearchResult& s = measured.search;
+    return s.alternatives.at(s.fresh >= 0 ? s.fresh : s.chosen);
+  }
+  bool KeptPrevious() const { return measured.search.fresh >= 0; }
 };
+
+double FastestMs(const Searched& s) { return s.measured.search.alternatives.at(s.measured.search.fastest).step_ms; }
 
 }  // namespace
 
@@ -68,25 +76,46 @@ ReplicaSearch SearchReplicas(ProfiledModel& profiled, const PlanDevices& devices
   // first where devices are equal).
   const double window = TieWindow(profiled.profile, request);
   const double keep = std::max(window, 1 + request.device_tolerance);
-  double fastest = searched.front().measured.search.alternatives.at(searched.front().measured.search.fastest).step_ms;
-  std::vector<const PlanCandidate*> choices;
-  for (const Searched& s : searched) {
-    fastest = std::min(fastest, s.measured.search.alternatives.at(s.measured.search.fastest).step_ms);
-    choices.push_back(&s.Chosen());
+  double fastest = FastestMs(searched.front());
+  for (const Searched& s : searched) fastest = std::min(fastest, FastestMs(s));
+  // The previous plan's shape, kept by its count's search, must be kept
+  // against the fastest of every count too (KeepsPrevious); where it is
+  // not, that count searches again without it.
+  for (Searched& s : searched) {
+    if (!s.KeptPrevious() || s.Chosen().step_ms <= fastest * window * (1 + request.tie_tolerance)) continue;
+    PlanRequest fresh = request;
+    fresh.previous.reset();
+    s.measured.search = SearchPlan(profiled.graph, profiled.profile, s.devices.cluster, fresh);
+    for (PlanCandidate& a : s.measured.search.alternatives) a.replicas = s.replicas;
   }
+  std::vector<const PlanCandidate*> choices;
+  for (const Searched& s : searched) choices.push_back(&s.Fresh());
   const DeviceChoice choice = ChooseOnFewestDevices(
       choices, fastest, keep, window,
       [](const PlanCandidate& a, const PlanCandidate& b) { return a.replicas < b.replicas; });
-  const size_t chosen = choice.index;
+  size_t chosen = choice.index;
+  for (size_t i = 0; i < searched.size(); ++i) {
+    if (searched[i].KeptPrevious()) chosen = i;
+  }
+  if (chosen != choice.index) {  // what the rule alone chose is another count's plan
+    SearchResult& kept = searched[chosen].measured.search;
+    kept.alternatives.at(kept.fresh).fresh = false;
+    SearchResult& fresh = searched[choice.index].measured.search;
+    fresh.alternatives.at(fresh.chosen).fresh = true;
+  }
 
   ReplicaSearch result;
   result.devices = searched[chosen].devices;
   result.search = searched[chosen].measured.search;
   result.search.alternatives.clear();
+  result.search.fresh = -1;
   for (size_t i = 0; i < searched.size(); ++i) {
     const SearchResult& s = searched[i].measured.search;
     const int offset = int(result.search.alternatives.size());
     if (i == chosen) result.search.chosen = offset + s.chosen;
+    for (size_t j = 0; j < s.alternatives.size(); ++j) {
+      if (s.alternatives[j].fresh) result.search.fresh = offset + int(j);
+    }
     if (s.alternatives.at(s.fastest).step_ms == fastest) result.search.fastest = offset + s.fastest;
     result.search.alternatives.insert(result.search.alternatives.end(), s.alternatives.begin(), s.alternatives.end());
     // The counts' choices that tied with the chosen one.

@@ -255,15 +255,27 @@ bool Outclassed(const PlanCandidate& a, const std::vector<const PlanCandidate*>&
   return false;
 }
 
+bool KeepsPrevious(const PlanCandidate& a, const std::vector<const PlanCandidate*>& alternatives, double fastest_ms,
+                   double window, double same_size) {
+  return a.previous && a.step_ms <= fastest_ms * window * same_size &&
+         !Outclassed(a, alternatives, same_size * same_size);
+}
+
 namespace {
+
+bool SameShape(const PlanCandidate& a, const PlanCandidate& b) {
+  return a.stages == b.stages && a.chunks == b.chunks && a.microbatches == b.microbatches && a.schedule == b.schedule;
+}
 
 // The alternative to plan among `kept` (simulated, predicted within `keep`
 // of the fastest): ChooseOnFewestDevices, Simpler first, among those not
 // Outclassed by more than `same_size`. Where the tie window is the wider,
 // that is the simplest tie, as before the device tolerance. Marks the ties:
 // every alternative it chose among within the limit, when there are several.
+// The previous plan's shape instead where KeepsPrevious; `fresh` is then
+// the index into `alternatives` of the one it would have chosen.
 Candidate& Choose(std::vector<PlanCandidate>& alternatives, std::vector<Candidate>& kept, const Band& band,
-                  const Band& keep, double same_size, int64_t batch) {
+                  const Band& keep, double same_size, int64_t batch, int& fresh) {
   std::vector<const PlanCandidate*> all;
   for (const Candidate& c : kept) all.push_back(&alternatives[c.index]);
   std::vector<const PlanCandidate*> among;
@@ -282,7 +294,14 @@ Candidate& Choose(std::vector<PlanCandidate>& alternatives, std::vector<Candidat
   for (size_t j = 0; j < among.size(); ++j) {
     alternatives[kept[at[j]].index].tie = choice.ties > 1 && among[j]->step_ms <= choice.limit_ms;
   }
-  return kept[at[choice.index]];
+  Candidate& chosen = kept[at[choice.index]];
+  for (size_t i = 0; i < kept.size(); ++i) {
+    if (&kept[i] == &chosen || !KeepsPrevious(*all[i], all, fastest, band.high, same_size)) continue;
+    fresh = chosen.index;
+    alternatives[chosen.index].fresh = true;
+    return kept[i];
+  }
+  return chosen;
 }
 
 }  // namespace
@@ -343,6 +362,11 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   // What is simulated and kept: the tie window, or the device tolerance's
   // if wider (Choose picks among them).
   const Band keep{1.0, std::max(band.high, 1 + request.device_tolerance)};
+  // The previous plan's shape is kept, and simulated, one tie tolerance
+  // further out (KeepsPrevious).
+  const bool previous = request.previous && request.previous->replicas == cluster.replicas;
+  const Band keep_previous{1.0, keep.high * (1 + request.tie_tolerance)};
+  const auto keep_for = [&](const PlanCandidate& a) { return a.previous ? keep_previous : keep; };
   SearchResult result;
   std::vector<Candidate> ties;  // simulated, within the keep window of the fastest so far
   std::set<size_t> ruled_out;   // alternatives a schedule's own rule excludes
@@ -383,6 +407,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
         alt.microbatches = M;
         alt.microbatch_size = size;
         alt.schedule = kind;
+        alt.previous = previous && SameShape(alt, *request.previous);
         if (std::string why = NotTried({kind, chunks}, K, M, sized, base.UsefulNodes()); !why.empty()) {
           // Listed where the user asked for this schedule, or where the
           // schedule's own rule (M divisible by K) excludes it; more stages
@@ -425,7 +450,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
           describe(p);
           if (!p.fits) {
             alt.why_not = MemoryProblem(p);
-          } else if (result.fastest >= 0 && (alt.step_ms = StepLowerBound(p)) > fastest_ms * keep.high) {
+          } else if (result.fastest >= 0 && (alt.step_ms = StepLowerBound(p)) > fastest_ms * keep_for(alt).high) {
             // Pruned by the DP cut's bound (making the baselines' cuts to
             // bound them too cost 18x the search on a 10,000-node chain).
             alt.feasible = true;
@@ -436,7 +461,8 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
             // 10,000-node chain, and for every one within the device
             // tolerance 2.4x on a 96-block transformer for 64 devices
             // (2.5 s against 1.1).
-            const bool may_tie = result.fastest < 0 || sim.step_ms <= fastest_ms * band.high;
+            const bool may_tie = result.fastest < 0 || sim.step_ms <= fastest_ms * band.high *
+                                                                      (alt.previous ? 1 + request.tie_tolerance : 1);
             std::vector<Partition> cuts;
             if (may_tie && request.method == "dp" && request.known_cuts && p.stages.size() > 1) {
               cuts = KnownCuts(model, graph, p);
@@ -460,11 +486,12 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
               fastest_ms = alt.step_ms;
               ties.erase(std::remove_if(ties.begin(), ties.end(),
                                         [&](const Candidate& c) {
-                                          return !Within(result.alternatives[c.index].step_ms, fastest_ms, keep);
+                                          const PlanCandidate& a = result.alternatives[c.index];
+                                          return !Within(a.step_ms, fastest_ms, keep_for(a));
                                         }),
                          ties.end());
             }
-            if (Within(alt.step_ms, fastest_ms, keep)) {
+            if (Within(alt.step_ms, fastest_ms, keep_for(alt))) {
               ListCutTensors(p, costs);
               ties.push_back({index, std::move(p), std::move(sim)});
             }
@@ -492,7 +519,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     throw PlanError(Concat("no feasible plan among ", result.alternatives.size(), " alternatives; with ",
                            closest ? closest->stages : 0, " stages: ", closest ? closest->why_not : "none tried"));
   }
-  Candidate& chosen = Choose(result.alternatives, ties, band, keep, 1 + request.tie_tolerance, batch);
+  Candidate& chosen = Choose(result.alternatives, ties, band, keep, 1 + request.tie_tolerance, batch, result.fresh);
   result.chosen = chosen.index;
   result.predicted = std::move(chosen.sim);
   result.partition = std::move(chosen.partition);

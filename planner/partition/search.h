@@ -69,6 +69,14 @@ struct PlanRequest {
   // Alternatives on the fewest devices predicted within this fraction of
   // the fastest are preferred to it (--device-tolerance).
   double device_tolerance = kDefaultDeviceTolerance;
+  // The shape of the plan this one replaces (mpplan --previous): its
+  // replicas, stages, chunks, micro-batches and schedule, kept while it
+  // stays a tie (KeepsPrevious). Each profile of one model on one machine
+  // has its own noise, and where two alternatives sit at an edge of the
+  // tie rule (the zoo ConvNet's zb-h1 predicted 3.9% faster than 1f1b at
+  // 2 x 32 in one profile, 4.1% in the next: one side of the 4% tie
+  // tolerance, then the other) the plan would move with it.
+  std::optional<PlanCandidate> previous;
 };
 
 
@@ -79,7 +87,18 @@ struct SearchResult {
   std::vector<PlanCandidate> alternatives;  // in the order tried
   int fastest = -1;                       // index of the fastest feasible alternative
   int chosen = -1;                        // of the chosen one: the simplest tie
+  int fresh = -1;                         // where the previous shape was kept: the simplest tie
 };
+
+// The previous plan's shape stays while `a`, the alternative of that shape,
+// would still be a tie with a margin of one more tie tolerance (`same_size`
+// = 1 + that): predicted within `window` x `same_size` of `fastest_ms`, and
+// no alternative of its micro-batch size on as many devices faster by more
+// than `same_size` squared. To move the plan, the profile's noise must
+// shift a comparison by a whole tie tolerance, not just across the edge
+// of the rule (the tie window, 4% within one size).
+bool KeepsPrevious(const PlanCandidate& a, const std::vector<const PlanCandidate*>& alternatives, double fastest_ms,
+                   double window, double same_size);
 
 // The choice among simulated alternatives, the fastest of which takes
 // `fastest_ms`: of those within `keep` of it (the wider of the tie window

@@ -155,6 +155,13 @@ struct PlanCandidate {
   // Simulated, and predicted within the tie window of the fastest: the two
   // cannot be told apart, and the simplest of the ties is chosen.
   bool tie = false;
+  // Of the previous plan's shape (mpplan --previous: replicas, stages,
+  // chunks, micro-batches and schedule), which the search keeps while it
+  // stays a tie (search.h).
+  bool previous = false;
+  // What the search would have chosen without the previous plan: set only
+  // where it kept the previous plan's shape instead.
+  bool fresh = false;
 };
 
 struct Plan {

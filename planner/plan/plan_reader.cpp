@@ -268,7 +268,7 @@ void ReadPrograms(const YamlCursor& root, Plan& plan) {
 PlanCandidate ReadAlternative(const YamlCursor& c) {
   c.ExpectMap({"stages", "microbatches", "schedule"},
               {"chunks", "replicas", "microbatch_size", "feasible", "simulated", "step_ms", "bottleneck_ms",
-               "bubble_fraction", "peak_memory_bytes", "why_not", "tie"});
+               "bubble_fraction", "peak_memory_bytes", "why_not", "tie", "previous", "fresh"});
   PlanCandidate a;
   a.stages = c["stages"].IntIn(1, kMaxInt);
   if (c.Has("chunks")) a.chunks = c["chunks"].IntIn(1, a.stages);
@@ -284,6 +284,8 @@ PlanCandidate ReadAlternative(const YamlCursor& c) {
   if (c.Has("peak_memory_bytes")) a.peak_memory_bytes = c["peak_memory_bytes"].Int();
   if (c.Has("why_not")) a.why_not = c["why_not"].String();
   if (c.Has("tie")) a.tie = c["tie"].Bool();
+  if (c.Has("previous")) a.previous = c["previous"].Bool();
+  if (c.Has("fresh")) a.fresh = c["fresh"].Bool();
   return a;
 }
 

@@ -101,6 +101,8 @@ void WriteAlternative(YAML::Emitter& out, const PlanCandidate& a) {
   KeyValue(out, "peak_memory_bytes", a.peak_memory_bytes);
   if (!a.why_not.empty()) KeyValue(out, "why_not", a.why_not);
   if (a.tie) KeyValue(out, "tie", true);
+  if (a.previous) KeyValue(out, "previous", true);
+  if (a.fresh) KeyValue(out, "fresh", true);
   out << YAML::EndMap;
 }
 

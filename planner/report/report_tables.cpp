@@ -70,6 +70,12 @@ std::string WhyChosen(const Plan& plan, const PlanCandidate* chosen, bool beaten
   if (infeasible) counts += ", " + std::to_string(infeasible) + " infeasible";
   const std::string tried = Plural(int64_t(alts.size()), "alternative") + " (" + counts + ")";
   if (!chosen) return tried + " tried; this plan is not one of them";
+  const auto fresh = std::find_if(alts.begin(), alts.end(), [](const PlanCandidate& a) { return a.fresh; });
+  if (chosen->previous && fresh != alts.end()) {
+    return Concat("the previous plan's shape, kept while it ties with the fastest; afresh the rule would choose ",
+                  Candidate(fresh->stages, fresh->microbatches, fresh->schedule), " at ", FormatMs(fresh->step_ms),
+                  " ms (", FormatDelta(fresh->step_ms / chosen->step_ms - 1), "; --previous none), among ", tried);
+  }
   if (beaten) return "not the fastest of " + tried;
   if (alts.size() == 1) return "the only alternative tried";
   if (simulated == 1) return "the only feasible one of " + tried;
@@ -349,6 +355,20 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
   return lines;
 }
 
+namespace {
+
+// The alternatives table's note on a simulated alternative.
+std::string AlternativeNote(const PlanCandidate& a, bool chosen) {
+  if (chosen && a.previous) return a.tie ? "chosen: the previous plan's, a tie" : "chosen: the previous plan's";
+  if (chosen) return a.tie ? "chosen: the simplest tie" : "chosen";
+  if (a.fresh) return "the choice without the previous plan";
+  if (a.tie) return "tie: within the tie window of the fastest";
+  if (a.previous) return "the previous plan's: no longer a tie";
+  return "";
+}
+
+}  // namespace
+
 ReportTable AlternativesTable(const Plan& plan) {
   ReportTable t;
   t.header = {"", "R", "K", "M", "size", "schedule", "step ms", "vs chosen", "bubble", "peak memory", "note"};
@@ -375,11 +395,8 @@ ReportTable AlternativesTable(const Plan& plan) {
       row.insert(row.end(), {FormatMs(a->step_ms), ">= " + RatioToChosen(plan, a->step_ms), "-", peak,
                              "(bound) not simulated: its lower bound is beyond the tie window"});
     } else {
-      const std::string note = a == chosen ? (a->tie ? "chosen: the simplest tie" : "chosen")
-                               : a->tie    ? "tie: within the tie window of the fastest"
-                                           : "";
       row.insert(row.end(), {FormatMs(a->step_ms), RatioToChosen(plan, a->step_ms), FormatPercent(a->bubble_fraction),
-                             peak, note});
+                             peak, AlternativeNote(*a, a == chosen)});
     }
     t.rows.push_back(std::move(row));
   }

@@ -3,6 +3,7 @@
 // malformed requests.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -111,6 +112,82 @@ TEST_CASE("between micro-batches of one size only the tie tolerance makes a tie,
   CHECK_FALSE(mp::Outclassed(zbv, all, 1.0));
   CHECK_FALSE(mp::Outclassed(other_size, all, 1.04));     // another size: the window decides
   CHECK_FALSE(mp::Outclassed(on_one_device, all, 1.04));  // fewer devices: the device tolerance decides
+}
+
+TEST_CASE("the previous plan's shape stays while it would tie with one more tie tolerance to spare") {
+  // The zoo ConvNet's profiles at 2 x 32: zb-h1 3.9% then 4.1% slower than
+  // zbv, one side of the 4% tie tolerance and then the other.
+  auto zbv = Alternative(4, 2, 2, 64, ScheduleKind::kZeroBubbleV, 100.0);
+  auto zbh1 = Alternative(2, 1, 2, 64, ScheduleKind::kZeroBubbleH1, 104.1);
+  auto other_size = Alternative(2, 1, 4, 64, ScheduleKind::kOneFOneB, 110.0);
+  const std::vector<const mp::PlanCandidate*> all = {&zbv, &zbh1, &other_size};
+  CHECK(mp::Outclassed(zbh1, all, 1.04));  // afresh, no tie: zbv is chosen
+  CHECK_FALSE(mp::KeepsPrevious(zbh1, all, 100.0, 1.04, 1.04));  // not the previous plan's
+  zbh1.previous = true;
+  CHECK(mp::KeepsPrevious(zbh1, all, 100.0, 1.04, 1.04));  // as the previous plan's, kept
+  zbh1.step_ms = 108.1;  // up to 1.04 squared
+  CHECK(mp::KeepsPrevious(zbh1, all, 100.0, 1.04, 1.04));
+  zbh1.step_ms = 108.3;
+  CHECK_FALSE(mp::KeepsPrevious(zbh1, all, 100.0, 1.04, 1.04));
+  // Another size: within the tie window times one more tolerance.
+  other_size.previous = true;
+  CHECK(mp::KeepsPrevious(other_size, all, 100.0, 1.06, 1.04));  // 10% against 1.06 x 1.04 = 10.2%
+  CHECK_FALSE(mp::KeepsPrevious(other_size, all, 100.0, 1.05, 1.04));
+}
+
+TEST_CASE("the search keeps the previous plan's shape where it ties, says what it would choose afresh, and not else") {
+  // 8 even nodes, 2 devices: afresh, the simplest tie.
+  auto g = EvenChain(8, 100);
+  mp::Profile profile = g.profile;
+  profile.pass_band = {0.94, 1.06};  // one pass: a tie window of 6%
+  profile.repeats = 1;
+  const mp::Cluster cluster = mp::UniformCluster(2, mp::Device{});
+  mp::PlanRequest request;
+  const mp::SearchResult fresh = mp::SearchPlan(g.graph, profile, cluster, request);
+  const mp::PlanCandidate& f = fresh.alternatives.at(fresh.chosen);
+  CHECK(fresh.fresh == -1);
+  // Another simulated alternative that ties with the fastest becomes the plan when it was the previous one.
+  const mp::PlanCandidate& fastest = fresh.alternatives.at(fresh.fastest);
+  const mp::PlanCandidate* other = nullptr;
+  for (const mp::PlanCandidate& a : fresh.alternatives) {
+    if (a.simulated && &a != &f && a.step_ms <= fastest.step_ms * 1.04 &&
+        (a.microbatch_size != f.microbatch_size || a.step_ms <= f.step_ms * 1.04)) {
+      other = &a;
+    }
+  }
+  REQUIRE(other != nullptr);
+  request.previous = *other;
+  const mp::SearchResult kept = mp::SearchPlan(g.graph, profile, cluster, request);
+  const mp::PlanCandidate& k = kept.alternatives.at(kept.chosen);
+  CHECK(k.previous);
+  CHECK(k.stages == other->stages);
+  CHECK(k.microbatches == other->microbatches);
+  CHECK(k.schedule == other->schedule);
+  CHECK(int(kept.partition.stages.size()) == other->stages);
+  CHECK(kept.partition.microbatches == other->microbatches);
+  REQUIRE(kept.fresh >= 0);
+  CHECK(kept.alternatives.at(kept.fresh).fresh);
+  CHECK(kept.alternatives.at(kept.fresh).microbatches == f.microbatches);
+  CHECK(kept.alternatives.at(kept.fresh).schedule == f.schedule);
+  // A previous shape far slower than the fastest is marked, and not kept.
+  const mp::PlanCandidate* slow = nullptr;
+  for (const mp::PlanCandidate& a : fresh.alternatives) {
+    if (a.feasible && a.step_ms > fastest.step_ms * 1.5) slow = &a;
+  }
+  REQUIRE(slow != nullptr);
+  request.previous = *slow;
+  const mp::SearchResult moved = mp::SearchPlan(g.graph, profile, cluster, request);
+  CHECK(moved.chosen == fresh.chosen);
+  CHECK(moved.fresh == -1);
+  CHECK(std::count_if(moved.alternatives.begin(), moved.alternatives.end(),
+                      [](const mp::PlanCandidate& a) { return a.previous; }) == 1);
+  // With other replicas than the search's, nothing is the previous plan's.
+  request.previous = *other;
+  request.previous->replicas = 2;
+  const mp::SearchResult replicas = mp::SearchPlan(g.graph, profile, cluster, request);
+  CHECK(replicas.chosen == fresh.chosen);
+  CHECK(std::none_of(replicas.alternatives.begin(), replicas.alternatives.end(),
+                     [](const mp::PlanCandidate& a) { return a.previous; }));
 }
 
 TEST_CASE("auto tries every training schedule, interleaved-1f1b and zbv cut K·v stages, and where M does not fit is said") {

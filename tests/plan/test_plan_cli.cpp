@@ -281,6 +281,71 @@ TEST_CASE("the tutorial's ResNet-50 on 2 devices is compared with its hand split
   CHECK(text.out.find("BatchNorm") != std::string::npos);
 }
 
+TEST_CASE("planned again over its plan, a model keeps its shape while it ties, and --previous names another or none") {
+  const std::string model = ZooPath("mlp.script.pt") + kQuick + " --gpus 2";
+  const std::string fresh_path = TempPath("again.fresh.plan.yaml"), path = TempPath("again.plan.yaml");
+  REQUIRE(Mpplan(model + " --previous none -o " + fresh_path).status == 0);
+  const mp::Plan fresh = mp::ReadPlan(fresh_path);
+  // Another alternative within the tie tolerance of the chosen one (an
+  // estimate's times tie only when equal, so afresh it was not chosen).
+  const mp::PlanCandidate* other = nullptr;
+  for (const mp::PlanCandidate& a : fresh.alternatives) {
+    const bool same = a.stages == int(fresh.stages.size()) && a.microbatches == fresh.microbatches &&
+                      a.schedule == fresh.schedule;
+    if (a.simulated && !same && a.chunks == 1 && a.step_ms <= fresh.predicted.step_ms * 1.04) other = &a;
+  }
+  REQUIRE(other != nullptr);
+  const std::string shape = " --stages " + std::to_string(other->stages) + " --microbatches " +
+                            std::to_string(other->microbatches) + " --schedule " + mp::ScheduleName(other->schedule);
+  REQUIRE(Mpplan(model + shape + " -o " + path).status == 0);
+  // Planned again, stages, micro-batches and schedule left to the search: the plan keeps its shape, and says so.
+  const auto again = Mpplan(model + " --explain -o " + path);
+  INFO(again.out);
+  REQUIRE(again.status == 0);
+  const mp::Plan kept = mp::ReadPlan(path);
+  CHECK(int(kept.stages.size()) == other->stages);
+  CHECK(kept.microbatches == other->microbatches);
+  CHECK(kept.schedule == other->schedule);
+  CHECK(again.out.find("the previous plan's shape, kept while it ties with the fastest; afresh the rule would choose " +
+                       std::to_string(fresh.stages.size()) + " stages") != std::string::npos);
+  CHECK(again.out.find("the choice without the previous plan") != std::string::npos);
+  int previous = 0, afresh = 0;
+  for (const mp::PlanCandidate& a : kept.alternatives) {
+    previous += a.previous;
+    if (a.fresh) {
+      ++afresh;
+      CHECK(a.stages == int(fresh.stages.size()));
+      CHECK(a.microbatches == fresh.microbatches);
+      CHECK(a.schedule == fresh.schedule);
+    }
+  }
+  CHECK(previous == 1);
+  CHECK(afresh == 1);
+  // --previous none plans afresh, over the same file.
+  REQUIRE(Mpplan(model + " --previous none -o " + path).status == 0);
+  const mp::Plan none = mp::ReadPlan(path);
+  CHECK(none.schedule == fresh.schedule);
+  CHECK(none.microbatches == fresh.microbatches);
+  CHECK(none.stages.size() == fresh.stages.size());
+  // A named previous plan must have been made for what is planned now; the
+  // output is not written otherwise.
+  const std::string other_batch = TempPath("again.batch32.plan.yaml"), out = TempPath("again.refused.plan.yaml");
+  REQUIRE(Mpplan(model + " --batch 32 -o " + other_batch).status == 0);
+  std::filesystem::remove(out);
+  const auto refused = Mpplan(model + " --previous " + other_batch + " -o " + out);
+  CHECK(refused.status != 0);
+  CHECK(refused.out == "mpplan: --previous " + other_batch + ": planned for batch 32, this plan's is 64\n");
+  CHECK(!std::filesystem::exists(out));
+  const auto missing = Mpplan(model + " --previous " + TempPath("no-such.plan.yaml") + " -o " + out);
+  CHECK(missing.status != 0);
+  CHECK(missing.out.rfind("mpplan: --previous: ", 0) == 0);
+  CHECK(!std::filesystem::exists(out));
+  // What -o replaces need not be a plan: a file that is not one is replaced, as before.
+  std::ofstream(out) << "not a plan\n";
+  CHECK(Mpplan(model + " -o " + out).status == 0);
+  CHECK(mp::ReadPlan(out).schedule == fresh.schedule);
+}
+
 TEST_CASE("bad flags get one line naming the flag, and a non-zero exit") {
   const std::string model = ZooPath("toy.script.pt");
   const std::string out = " -o " + TempPath("bad.plan.yaml");
