@@ -98,6 +98,13 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
                  "momentum (1: mpexec --momentum > 0) or sgd (0: mpexec's default)")
       ->check(CLI::IsMember({"adam", "momentum", "sgd"}))
       ->default_str("adam");
+  std::string recompute = "auto";
+  app.add_option("--recompute", recompute,
+                 "training: which stages drop their activations after the forward and run it again before the "
+                 "backward: never, auto (only stages that would not fit --memory otherwise) or always (gpipe, 1f1b "
+                 "and interleaved-1f1b; zb-h1 and zbv keep their graphs)")
+      ->check(CLI::IsMember({"never", "auto", "always"}))
+      ->default_str("auto");
   app.add_option("--mode", mode, "train (forward and backward) or infer (forward only)")
       ->check(CLI::IsMember({"train", "infer"}))
       ->default_str("train");
@@ -171,6 +178,7 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
     request.tie_tolerance = tie_percent / 100;
     request.optimizer_states = optimizer == "adam" ? 2 : optimizer == "momentum" ? 1 : 0;
+    request.recompute = ParseRecompute(recompute);
     request.device_tolerance = device_percent / 100;
     request.stages = AutoOrCount(stages, "--stages");
     request.replicas = AutoOrCount(replicas, "--replicas");

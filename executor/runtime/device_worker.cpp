@@ -3,6 +3,8 @@
 
 #include <torch/csrc/autograd/autograd.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "planner/graph/rng_scope.h"
 #include "planner/graph/run_graph.h"
@@ -83,13 +85,32 @@ bool DeviceWorker::RecvF(const Action& a, InFlight& mb) {
 }
 
 void DeviceWorker::Forward(const Action& a, InFlight& mb) {
+  RunStage(a, mb);
+  TakeOutputs(a, mb, true);
+  if (Recomputes(a.stage)) {
+    DropGraph(a, mb);
+    if (a.stage + 1 == int(context_.loaded.stages.size())) KeepInputs(a, mb);  // it sends nothing
+  }
+  if (!Training() && a.stage + 1 == int(context_.loaded.stages.size())) Done(a);
+}
+
+void DeviceWorker::RunStage(const Action& a, InFlight& mb) {
   const LoadedPlan& loaded = context_.loaded;
   const StageLayout& layout = loaded.layout;
   const StageGraph& stage = loaded.stages[a.stage];
   const int whole = context_.first + a.microbatch;  // numbered over the whole batch
   if (a.stage == 0) {
     for (size_t i = 0; i < layout.model_inputs.size(); ++i) {
-      mb.values[layout.model_inputs[i]] = context_.microbatches[whole][i];
+      const BoundaryValue& key = layout.model_inputs[i];
+      if (auto p = mb.pristine.find(key); p != mb.pristine.end()) {  // the forward again, on what F was given
+        mb.values[key] = p->second;
+        continue;
+      }
+      mb.values[key] = context_.microbatches[whole][i];
+      // A model that writes its input (x.add_(shift)) would run again on the written one.
+      if (Recomputes(0) && !loaded.canonical.mutation.WritersOf(key.value).empty()) {
+        mb.pristine.emplace(key, CloneTensors({mb.values[key]}).front());
+      }
     }
   }
   std::vector<c10::IValue> inputs;
@@ -109,13 +130,55 @@ void DeviceWorker::Forward(const Action& a, InFlight& mb) {
     outputs = loaded.runners[a.stage]->Run(std::move(inputs));
   }
   for (size_t i = 0; i < stage.outputs.size(); ++i) mb.values[stage.outputs[i]] = outputs[i];
-  TakeOutputs(a, mb);
-  if (!Training() && a.stage + 1 == int(loaded.stages.size())) Done(a);
+}
+
+void DeviceWorker::DropGraph(const Action& a, InFlight& mb) {
+  for (const BoundaryValue& key : context_.loaded.stages[a.stage].outputs) {
+    auto it = mb.values.find(key);
+    if (it == mb.values.end()) continue;
+    it->second = MapTensors(it->second, [](const at::Tensor& t) {
+      return t.defined() && t.requires_grad() ? t.detach().requires_grad_(true) : t;
+    });
+  }
+  mb.loss = at::Tensor();
+}
+
+void DeviceWorker::KeepInputs(const Action& a, InFlight& mb) {
+  const auto& inputs = context_.loaded.stages[a.stage].inputs;
+  for (auto it = mb.values.begin(); it != mb.values.end();) {
+    const bool keep = mb.leaves.count(it->first) || std::find(inputs.begin(), inputs.end(), it->first) != inputs.end();
+    it = keep ? std::next(it) : mb.values.erase(it);
+  }
+  mb.sent.clear();  // Recompute makes them again, with their graph
+}
+
+DeviceWorker::Buffers DeviceWorker::Recompute(const Action& a, InFlight& mb) {
+  // Buffers the forward updates in place (running statistics), as F left
+  // them; restored after the backward, whose graph may hold them.
+  Buffers buffers;
+  {
+    const at::NoGradGuard no_grad;
+    for (const auto& [key, param] : context_.loaded.layout.stage_params[a.stage]) {
+      if (param.defined() && !param.requires_grad()) buffers.emplace_back(param, param.clone());
+    }
+  }
+  RunStage(a, mb);
+  TakeOutputs(a, mb, false);
+  mb.sent.clear();
+  for (const BoundaryValue& key : context_.loaded.layout.needed_after[a.stage]) {
+    if (auto it = mb.values.find(key); it != mb.values.end()) mb.sent.emplace(key, FlattenTensors(it->second));
+  }
+  return buffers;
+}
+
+void DeviceWorker::Restore(Buffers& buffers) {
+  const at::NoGradGuard no_grad;
+  for (auto& [buffer, saved] : buffers) buffer.copy_(saved);
 }
 
 // The model outputs this forward made: output 0's loss where it is made
 // (training), or every output for the results (inference).
-void DeviceWorker::TakeOutputs(const Action& a, InFlight& mb) {
+void DeviceWorker::TakeOutputs(const Action& a, InFlight& mb, bool record) {
   const StageLayout& layout = context_.loaded.layout;
   for (size_t k = 0; k < layout.output_keys.size(); ++k) {
     auto it = mb.values.find(layout.output_keys[k]);
@@ -126,7 +189,7 @@ void DeviceWorker::TakeOutputs(const Action& a, InFlight& mb) {
       const TrainingStep& training = *context_.training;
       mb.loss = MicrobatchLoss(tensors.front(), training.labels[context_.first + a.microbatch], training.loss,
                                training.batch_elements);
-      results_.losses[a.stage].push_back(mb.loss.detach());
+      if (record) results_.losses[a.stage].push_back(mb.loss.detach());
     } else if (!Training()) {
       results_.made[a.stage][a.microbatch].emplace(k, it->second);
     }
@@ -144,7 +207,9 @@ bool DeviceWorker::SendF(const Action& a, InFlight& mb) {
   // Sent before this stage frees its copies, so the next stage wakes
   // without waiting for the frees.
   if (!context_.links.Forward(a.stage).Send(std::move(message))) return false;
-  if (Training()) {
+  if (Recomputes(a.stage)) {
+    KeepInputs(a, mb);
+  } else if (Training()) {
     mb.values.clear();  // the autograd graph keeps what the backward needs
   } else {
     Done(a);
@@ -180,9 +245,12 @@ void DeviceWorker::Roots(InFlight& mb, std::vector<at::Tensor>& roots, std::vect
 }
 
 void DeviceWorker::Backward(const Action& a, InFlight& mb) {
+  Buffers buffers;
+  if (Recomputes(a.stage)) buffers = Recompute(a, mb);
   std::vector<at::Tensor> roots, seeds;
   Roots(mb, roots, seeds);
   if (!roots.empty()) torch::autograd::backward(roots, seeds);
+  Restore(buffers);
   if (a.stage == 0) Done(a);  // nothing goes further back
 }
 

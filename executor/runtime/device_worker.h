@@ -15,6 +15,14 @@
 // I and W (zero-bubble schedules) split B (split_backward.h): I computes
 // only the gradients of the received leaves, so SEND_B can go at once; W
 // later computes the parameters' gradients from what I kept.
+//
+// Recomputation (PlanStage::recompute): F keeps the stage's inputs and
+// detached copies of its outputs, so its autograd graph is freed at once;
+// B first runs the forward again from those inputs with the same random
+// draws (RngScope) and the stage's buffers restored after it (BatchNorm's
+// running statistics move once a micro-batch, not twice), then backward
+// from the rebuilt outputs with the gradients that came back for the
+// copies sent.
 #pragma once
 
 #include <ATen/core/ivalue.h>
@@ -76,11 +84,23 @@ class DeviceWorker {
     std::map<BoundaryValue, std::vector<at::Tensor>> grads;   // came back for `sent`
     at::Tensor loss;                                          // where output 0 is made
     std::unique_ptr<SplitBackward> split;                     // from I, for W
+    std::map<BoundaryValue, c10::IValue> pristine;            // recomputation: model inputs F writes, as given
   };
 
   bool RecvF(const Action& a, InFlight& mb);
   void Forward(const Action& a, InFlight& mb);
-  void TakeOutputs(const Action& a, InFlight& mb);
+  // Runs stage a.stage's graph on micro-batch a.microbatch into mb.values.
+  void RunStage(const Action& a, InFlight& mb);
+  // `record`: the loss goes into the step's results (not when recomputed).
+  void TakeOutputs(const Action& a, InFlight& mb, bool record);
+  // Recomputation: after F, keeps the outputs without their graph; before B, rebuilds it.
+  void DropGraph(const Action& a, InFlight& mb);
+  // What it received and its inputs stay (the forward runs again from them); the rest goes.
+  void KeepInputs(const Action& a, InFlight& mb);
+  // (buffer, its value before the forward ran again), to Restore after the backward.
+  using Buffers = std::vector<std::pair<at::Tensor, at::Tensor>>;
+  Buffers Recompute(const Action& a, InFlight& mb);
+  static void Restore(Buffers& buffers);
   bool SendF(const Action& a, InFlight& mb);
   bool RecvB(const Action& a, InFlight& mb);
   void Backward(const Action& a, InFlight& mb);
@@ -92,6 +112,7 @@ class DeviceWorker {
   void Roots(InFlight& mb, std::vector<at::Tensor>& roots, std::vector<at::Tensor>& seeds) const;
   void Done(const Action& a) { flight_.erase({a.stage, a.microbatch}); }
   bool Training() const { return context_.training != nullptr; }
+  bool Recomputes(int stage) const { return Training() && context_.loaded.plan.stages[stage].recompute; }
 
   const StepContext& context_;
   StepResults& results_;

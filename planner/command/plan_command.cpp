@@ -118,6 +118,14 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
       }
     }
   }
+  if (request.recompute == Recompute::kAlways) {
+    if (!request.profile.training) throw InputError("--recompute always: inference keeps no activations to recompute");
+    if (request.schedule && SplitsBackward(*request.schedule)) {
+      throw InputError(Concat("--recompute always with --schedule ", ScheduleName(*request.schedule),
+                              ": it keeps each micro-batch's graph from I to W; recomputation is planned with gpipe, "
+                              "1f1b and interleaved-1f1b"));
+    }
+  }
   if (request.partitioner == "layers" && request.split.empty()) {
     throw InputError("--partitioner layers needs --split 'layer1,layer2|layer3,layer4,fc'");
   }
@@ -167,6 +175,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   plan_request.method = request.partitioner;
   plan_request.tie_tolerance = request.tie_tolerance;
   plan_request.optimizer_state_factor = request.optimizer_states;
+  plan_request.recompute = request.recompute;
   plan_request.device_tolerance = request.device_tolerance;
   plan_request.layer_split = request.split;
   if (previous) {

@@ -59,6 +59,12 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
     st.cost_ms = model.StageMs(s, a, e);
     st.static_bytes = model.StaticBytes(a, e);
     st.activation_bytes = model.ActivationBytes(a, e);
+    st.recompute = model.Recomputes(s, a, e);
+    if (st.recompute) {
+      st.recompute_ms = model.RecomputeMs(s, a, e);
+      st.recomputed_bytes = st.activation_bytes;
+      st.activation_bytes = model.BoundaryBytes(a, e);
+    }
     st.transient_bytes = model.TransientBytes(a, e);
     st.weight_gradient_bytes = model.Spec(s).split_backward ? model.WeightGradientBytes(a, e) : 0;
     st.in_flight = model.Spec(s).in_flight;
@@ -90,8 +96,10 @@ SimResult SimulatePartition(const Partition& p) {
   std::vector<StageMemory> memory;
   std::vector<double> allreduce;
   for (const Stage& st : p.stages) {
-    times.push_back({st.forward_ms, st.backward_ms, st.input_backward_ms, st.weight_backward_ms});
-    memory.push_back({st.static_bytes, st.activation_bytes, st.transient_bytes, st.weight_gradient_bytes});
+    // A recomputing stage's B runs its forward first, and holds what it rebuilds until B ends.
+    times.push_back({st.forward_ms, st.backward_ms + st.recompute_ms, st.input_backward_ms, st.weight_backward_ms});
+    memory.push_back({st.static_bytes, st.activation_bytes, st.transient_bytes + st.recomputed_bytes,
+                      st.weight_gradient_bytes});
     allreduce.push_back(st.allreduce_ms);
   }
   const int devices = int(p.stages.size()) / p.chunks;

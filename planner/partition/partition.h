@@ -34,15 +34,21 @@ struct Stage {
   double input_backward_ms = 0;
   double weight_backward_ms = 0;
   double transfer_ms = 0;          // its sends and receives, both directions
-  double cost_ms = 0;              // forward + backward + transfer: the DP's objective
+  double cost_ms = 0;              // forward + backward + transfer (+ recompute): the DP's objective
   int64_t param_bytes = 0;
   double allreduce_ms = 0;         // training with replicas: its gradients among them
   int64_t static_bytes = 0;        // parameters (+ gradients, optimizer state in training)
-  int64_t activation_bytes = 0;    // per micro-batch held
+  int64_t activation_bytes = 0;    // per micro-batch held (recomputing: what crosses its boundaries)
+  // Recomputation: the stage runs its forward again before each backward
+  // (recompute_ms, its forward time) and holds one micro-batch's
+  // activations (recomputed_bytes) from then until the backward ends.
+  bool recompute = false;
+  double recompute_ms = 0;
+  int64_t recomputed_bytes = 0;
   int64_t transient_bytes = 0;     // once: its largest op's working memory (StageCostModel::TransientBytes)
   int64_t weight_gradient_bytes = 0;  // zb-h1, zbv: kept from I until W per micro-batch (0 otherwise)
   int in_flight = 1;               // micro-batches held at once under the schedule
-  int64_t peak_memory_bytes = 0;   // static + in_flight * activation + transient
+  int64_t peak_memory_bytes = 0;   // static + in_flight * activation + transient (+ recomputed)
   int64_t memory_limit_bytes = kUnlimitedMemory;
   bool fits = true;
 };

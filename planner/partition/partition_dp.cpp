@@ -174,7 +174,7 @@ DpSolution PartitionMinMax(const StageCostModel& model, const std::function<doub
 
 int64_t SmallestMemoryLimit(const StageCostModel& model) {
   const DpSolution s =
-      PartitionMinMax(model, [&](int s, int a, int e) { return double(model.MemoryBytes(s, a, e)); },
+      PartitionMinMax(model, [&](int s, int a, int e) { return double(model.LeastMemoryBytes(s, a, e)); },
                       [&](int s, int a, int e) { return double(model.MemoryLowerBound(s, a, e)); });
   return s.feasible ? int64_t(s.bottleneck_ms) : -1;
 }

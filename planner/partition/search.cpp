@@ -37,15 +37,21 @@ std::vector<ScheduleChoice> Schedules(const PlanRequest& request, int replicas) 
     throw InputError(Concat(ScheduleName(*request.schedule),
                             " cuts several stages per device: it plans with dp, uniform, params or block, not a layer split"));
   }
+  const bool always = request.training && request.recompute == Recompute::kAlways;
   if (!request.schedule) {
     if (!request.training) return {{ScheduleKind::kForwardOnly, 1}};
     std::vector<ScheduleChoice> all = {{ScheduleKind::kGPipe, 1}, {ScheduleKind::kOneFOneB, 1}};
     if (replicas > 1) return all;  // the others are not planned with replicas yet
-    all.push_back({ScheduleKind::kZeroBubbleH1, 1});
+    if (!always) all.push_back({ScheduleKind::kZeroBubbleH1, 1});
     if (layers) return all;
-    for (ScheduleKind kind : {ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleV})
-      all.push_back({kind, ChunksFor(kind, request.chunks)});
+    all.push_back({ScheduleKind::kInterleaved1F1B, ChunksFor(ScheduleKind::kInterleaved1F1B, request.chunks)});
+    if (!always) all.push_back({ScheduleKind::kZeroBubbleV, 2});
     return all;
+  }
+  if (always && SplitsBackward(*request.schedule)) {
+    throw InputError(Concat("recompute always: ", ScheduleName(*request.schedule),
+                            " keeps each micro-batch's graph from I to W; recomputation is planned with gpipe, 1f1b "
+                            "and interleaved-1f1b"));
   }
   if (IsTraining(*request.schedule) != request.training) {
     throw InputError(Concat("schedule ", ScheduleName(*request.schedule), " does not fit ",
@@ -394,7 +400,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     for (const auto& [kind, chunks] : schedules) {
       if (shared_table && chunks == 1) {
         // Schedules differ only in memory; where it binds no stage, one table serves both.
-        StageCostModel top = base.WithStages(StageSpecs(sized, kind, k_top, M));
+        StageCostModel top = base.WithStages(StageSpecs(sized, kind, k_top, M, 1, request.recompute));
         if (!table || MemoryCanBind(top) || MemoryCanBind(*table_model)) {
           table_model.emplace(std::move(top));
           table.emplace(*table_model);
@@ -421,7 +427,8 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
           continue;
         }
         try {
-          const StageCostModel model = base.WithStages(StageSpecs(sized, kind, K * chunks, M, chunks));
+          const StageCostModel model =
+              base.WithStages(StageSpecs(sized, kind, K * chunks, M, chunks, request.recompute));
           std::vector<int> bounds;
           if (shared_table && chunks == 1 && K <= base.UsefulNodes()) {
             DpSolution s = table->Solve(K);

@@ -62,6 +62,11 @@ struct PlanRequest {
   bool known_cuts = true;
   std::string layer_split;                // method layers: "layer1,layer2 | layer3,layer4,fc"
   double optimizer_state_factor = 2;      // Adam keeps two moments per parameter
+  // Training: which stages recompute their activations (--recompute); auto
+  // recomputes a stage only where its range would not fit otherwise, so
+  // without a memory limit it never does. always leaves zb-h1 and zbv out
+  // (they keep each micro-batch's graph from I to W).
+  Recompute recompute = Recompute::kNever;
   // With a measured profile, alternatives predicted within this fraction
   // of the fastest, or within the profile's ranking band if that is wider,
   // are ties (--tie-tolerance); otherwise only equal times tie.

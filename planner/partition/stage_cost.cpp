@@ -9,8 +9,24 @@
 
 namespace mp {
 
+std::string RecomputeName(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::kNever: return "never";
+    case Recompute::kAuto: return "auto";
+    case Recompute::kAlways: return "always";
+  }
+  return "never";
+}
+
+Recompute ParseRecompute(const std::string& text) {
+  for (Recompute r : {Recompute::kNever, Recompute::kAuto, Recompute::kAlways}) {
+    if (text == RecomputeName(r)) return r;
+  }
+  throw InputError(Concat("recompute '", text, "': expected never, auto or always"));
+}
+
 std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule, int stages, int microbatches,
-                                  int chunks) {
+                                  int chunks, Recompute recompute) {
   const int devices = chunks >= 1 ? stages / chunks : 0;
   if (stages < 1 || devices < 1 || devices * chunks != stages || devices > int(cluster.devices.size())) {
     throw InputError(Concat(stages, " stages in chunks of ", chunks, " for ", cluster.devices.size(), " devices"));
@@ -29,6 +45,8 @@ std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule,
     specs[s].replica_link = cluster.replica_link;
     specs[s].slowdown = PipelineSlowdown(cluster.shared_slowdown, stages, cluster.replicas);
     specs[s].split_backward = SplitsBackward(schedule);
+    const bool can = IsTraining(schedule) && !SplitsBackward(schedule);
+    specs[s].recompute = can ? recompute : Recompute::kNever;
     specs[s].step_overhead_ms = StepOverheadMs(cluster, devices);  // replicas dispatch in processes of their own
   }
   return specs;
@@ -43,6 +61,7 @@ StageCostModel::StageCostModel(const OrderCosts& costs, std::vector<StageSpec> s
   if (stages_.empty()) throw InternalError("StageCostModel without stages");
   auto sums = std::make_shared<Sums>();
   sums->work.assign(n_ + 1, 0);
+  sums->forward.assign(n_ + 1, 0);
   sums->params.assign(n_ + 1, 0);
   sums->outputs.assign(n_ + 1, 0);
   sums->kept.assign(n_ + 1, 0);
@@ -50,6 +69,7 @@ StageCostModel::StageCostModel(const OrderCosts& costs, std::vector<StageSpec> s
   sums->useful.assign(n_ + 1, 0);
   for (int p = 0; p < n_; ++p) {
     sums->work[p + 1] = sums->work[p] + costs.forward_ms[p] + costs.backward_ms[p];
+    sums->forward[p + 1] = sums->forward[p] + costs.forward_ms[p];
     sums->params[p + 1] = sums->params[p] + costs.param_bytes[p];
     sums->outputs[p + 1] = sums->outputs[p] + costs.output_bytes[p];
     sums->kept[p + 1] = sums->kept[p] + costs.kept_bytes[p];
@@ -84,8 +104,10 @@ bool StageCostModel::MemoryCanBind(int s) const {
   if (stages_[s].memory_bytes == kUnlimitedMemory) return false;
   // A bound on any stage's ActivationBytes: every value once, and once more
   // for what a stage relays and keeps as a root too.
+  // A recomputing stage holds less per micro-batch, and one micro-batch's more.
   const int64_t activations = costs_->training ? 2 * (sums_->outputs[n_] + sums_->input_bytes) : PeakLive(0, n_);
-  return StaticBytes(0, n_) + stages_[s].in_flight * activations + TransientBytes(0, n_) > stages_[s].memory_bytes;
+  const int held = stages_[s].in_flight + (stages_[s].recompute == Recompute::kNever ? 0 : 1);
+  return StaticBytes(0, n_) + held * activations + TransientBytes(0, n_) > stages_[s].memory_bytes;
 }
 
 StageCostModel StageCostModel::WithStages(std::vector<StageSpec> stages) const {
@@ -148,16 +170,51 @@ int64_t StageCostModel::WeightGradientBytes(int a, int e) const {
   return sums_->weight_outputs[e] - sums_->weight_outputs[a];
 }
 
-int64_t StageCostModel::MemoryLowerBound(int s, int a, int e) const {
-  const int64_t sent = costs_->training ? costs_->cut_unkept_bytes[e] : 0;
-  return MemoryBytes(s, a, e) - stages_[s].in_flight * sent;
+double StageCostModel::RecomputeMs(int s, int a, int e) const {
+  return Recomputes(s, a, e) ? stages_[s].speed * (sums_->forward[e] - sums_->forward[a]) : 0;
 }
 
-int64_t StageCostModel::MemoryBytes(int s, int a, int e) const {
+int64_t StageCostModel::BoundaryBytes(int a, int e) const { return costs_->cut_bytes[a] + costs_->cut_bytes[e]; }
+
+bool StageCostModel::Recomputes(int s, int a, int e) const {
+  switch (stages_[s].recompute) {
+    case Recompute::kNever: return false;
+    case Recompute::kAlways: return true;
+    case Recompute::kAuto: return MemoryWith(s, a, e, false) > stages_[s].memory_bytes;
+  }
+  return false;
+}
+
+int64_t StageCostModel::MemoryWith(int s, int a, int e, bool recompute) const {
+  const StageSpec& spec = stages_[s];
+  if (recompute) {
+    return StaticBytes(a, e) + spec.in_flight * BoundaryBytes(a, e) + ActivationBytes(a, e) + TransientBytes(a, e);
+  }
   // A split backward keeps, from I to W, a gradient per weight-consuming
   // node: charged for every micro-batch in flight, an upper bound.
-  const int64_t for_w = stages_[s].split_backward ? WeightGradientBytes(a, e) : 0;
-  return StaticBytes(a, e) + stages_[s].in_flight * (ActivationBytes(a, e) + for_w) + TransientBytes(a, e);
+  const int64_t for_w = spec.split_backward ? WeightGradientBytes(a, e) : 0;
+  return StaticBytes(a, e) + spec.in_flight * (ActivationBytes(a, e) + for_w) + TransientBytes(a, e);
+}
+
+int64_t StageCostModel::LeastMemoryBytes(int s, int a, int e) const {
+  switch (stages_[s].recompute) {
+    case Recompute::kNever: return MemoryWith(s, a, e, false);
+    case Recompute::kAlways: return MemoryWith(s, a, e, true);
+    case Recompute::kAuto: return std::min(MemoryWith(s, a, e, false), MemoryWith(s, a, e, true));
+  }
+  return MemoryWith(s, a, e, false);
+}
+
+int64_t StageCostModel::MemoryLowerBound(int s, int a, int e) const {
+  const int64_t sent = costs_->training ? costs_->cut_unkept_bytes[e] : 0;
+  const int64_t kept = MemoryWith(s, a, e, false) - stages_[s].in_flight * sent;
+  if (stages_[s].recompute == Recompute::kNever) return kept;
+  // Recomputing: what it received, per micro-batch and in the one rebuilt,
+  // and what its own nodes keep.
+  const int64_t received = costs_->cut_bytes[a];
+  const int64_t recomputed = StaticBytes(a, e) + (stages_[s].in_flight + 1) * received +
+                             (sums_->kept[e] - sums_->kept[a]) + TransientBytes(a, e);
+  return stages_[s].recompute == Recompute::kAlways ? recomputed : std::min(kept, recomputed);
 }
 
 }  // namespace mp

@@ -13,10 +13,17 @@
 //                  micro-batch until its backward
 //       inference: static = parameter bytes; activations = the most bytes
 //                  live at any node of the stage, one micro-batch at a time
+//
+// Recomputation (training, gpipe, 1f1b and interleaved-1f1b): a stage that
+// recomputes keeps, per micro-batch in flight, only what crosses its
+// boundaries (what it received, to run its forward again, and what it
+// sent), runs its forward again before its backward (time + forward), and
+// holds one micro-batch's activations from then until its backward ends.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "planner/partition/cluster.h"
@@ -24,6 +31,14 @@
 #include "planner/schedule/schedule.h"
 
 namespace mp {
+
+// Which stages drop their activations after the forward and recompute them
+// before the backward (mpplan --recompute): none, those that do not fit
+// their device otherwise, or every one. The zero-bubble schedules (zb-h1,
+// zbv) keep each micro-batch's graph from I to W and never recompute.
+enum class Recompute { kNever, kAuto, kAlways };
+std::string RecomputeName(Recompute recompute);     // never | auto | always
+Recompute ParseRecompute(const std::string& text);  // InputError naming the text otherwise
 
 struct StageSpec {
   double speed = 1.0;
@@ -38,6 +53,7 @@ struct StageSpec {
   std::vector<double> slowdown;
   double step_overhead_ms = 0;  // the pipeline's too (Cluster::step_overhead_ms)
   bool split_backward = false;  // the schedule runs I and W (zb-h1, zbv)
+  Recompute recompute = Recompute::kNever;  // kNever where the schedule cannot (inference, zb-h1, zbv)
 };
 
 // Stage s of `stages` runs on the device StagePlacement gives it (the
@@ -47,7 +63,7 @@ struct StageSpec {
 // together fit it; its links are LinkBetween its device and its
 // neighbours'.
 std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule, int stages, int microbatches,
-                                  int chunks = 1);
+                                  int chunks = 1, Recompute recompute = Recompute::kNever);
 
 class StageCostModel {
  public:
@@ -63,7 +79,11 @@ class StageCostModel {
   double ComputeMs(int s, int a, int e) const { return stages_[s].speed * (sums_->work[e] - sums_->work[a]); }
   double InMs(int s, int a) const;   // transfers over cut a, on the link before stage s
   double OutMs(int s, int e) const;  // transfers over cut e, on the link after stage s
-  double StageMs(int s, int a, int e) const { return ComputeMs(s, a, e) + InMs(s, a) + OutMs(s, e); }
+  // Its forward again, where stage s recomputes [a, e); else 0.
+  double RecomputeMs(int s, int a, int e) const;
+  double StageMs(int s, int a, int e) const {
+    return ComputeMs(s, a, e) + InMs(s, a) + OutMs(s, e) + RecomputeMs(s, a, e);
+  }
 
   int64_t StaticBytes(int a, int e) const;
   int64_t ActivationBytes(int a, int e) const;
@@ -75,9 +95,20 @@ class StageCostModel {
   // gradients a split backward's I keeps for W per micro-batch; 0 where no
   // input of the stage takes a gradient (executor/runtime/split_backward.h).
   int64_t WeightGradientBytes(int a, int e) const;
-  int64_t MemoryBytes(int s, int a, int e) const;
-  // MemoryBytes without what the stage sends and keeps (which may shrink as
-  // e passes its last reader): a bound that never decreases with e.
+  // Training: what a recomputing stage holds per micro-batch in flight:
+  // what it received and what it sent.
+  int64_t BoundaryBytes(int a, int e) const;
+  // Whether stage s recomputes [a, e): never, always, or (auto) where the
+  // range does not fit the stage's memory otherwise.
+  bool Recomputes(int s, int a, int e) const;
+  // Stage s's peak with [a, e), recomputing or not.
+  int64_t MemoryWith(int s, int a, int e, bool recompute) const;
+  int64_t MemoryBytes(int s, int a, int e) const { return MemoryWith(s, a, e, Recomputes(s, a, e)); }
+  // The least memory [a, e) can take on stage s, recomputing where allowed
+  // (what the smallest limit that fits is made of).
+  int64_t LeastMemoryBytes(int s, int a, int e) const;
+  // LeastMemoryBytes without what the stage sends and keeps (which may
+  // shrink as e passes its last reader): a bound that never decreases with e.
   int64_t MemoryLowerBound(int s, int a, int e) const;
   bool Fits(int s, int a, int e) const { return MemoryBytes(s, a, e) <= stages_[s].memory_bytes; }
   // False when every range of the order fits stage s (its memory bound by
@@ -99,6 +130,7 @@ class StageCostModel {
 
   struct Sums {
     std::vector<double> work;               // prefix sums of forward + backward
+    std::vector<double> forward;            // prefix sums of forward
     std::vector<int64_t> params, outputs, kept, weight_outputs;   // prefix sums
     std::vector<int> useful, first_useful_end;
     std::vector<std::vector<int64_t>> peak; // peak[k][p] = max live over [p, p + 2^k)

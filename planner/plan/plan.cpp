@@ -81,8 +81,11 @@ SimResult SimulatePlan(const Plan& plan) {
   std::vector<double> allreduce;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const PlanStage& stage = plan.stages[s];
-    times.push_back({stage.forward_ms, stage.backward_ms, stage.input_backward_ms, stage.weight_backward_ms});
-    memory.push_back({stage.static_bytes, stage.activation_bytes, stage.transient_bytes, stage.weight_gradient_bytes});
+    const double recompute_ms = stage.recompute ? stage.forward_ms : 0;  // B runs the forward first
+    times.push_back({stage.forward_ms, stage.backward_ms + recompute_ms, stage.input_backward_ms,
+                     stage.weight_backward_ms});
+    memory.push_back({stage.static_bytes, stage.activation_bytes, stage.transient_bytes + stage.recomputed_bytes,
+                      stage.weight_gradient_bytes});
     allreduce.push_back(stage.allreduce_ms);
     if (s + 1 < plan.stages.size()) {
       transfers.push_back({stage.send_ms, plan.stages[s + 1].send_gradients_ms});

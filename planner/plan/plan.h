@@ -76,7 +76,14 @@ struct PlanStage {
   double busy_fraction = 0;       // busy / step time
   double allreduce_ms = 0;        // with replicas, training: its gradients among them, once a step
   int64_t static_bytes = 0;       // parameters (+ gradients and optimizer state in training)
-  int64_t activation_bytes = 0;   // held per micro-batch in flight
+  int64_t activation_bytes = 0;   // held per micro-batch in flight (recomputing: what crosses its boundaries)
+  // Recomputation (training; gpipe, 1f1b, interleaved-1f1b): the stage
+  // keeps only its boundary values after each forward and runs the forward
+  // again, with the same random draws, before the backward: its B takes
+  // forward_ms more, and holds recomputed_bytes (one micro-batch's
+  // activations) until it ends.
+  bool recompute = false;
+  int64_t recomputed_bytes = 0;
   int64_t transient_bytes = 0;    // once: its largest op's working memory at the backward (training)
   int64_t weight_gradient_bytes = 0;  // zb-h1, zbv: kept from I until W per micro-batch
   int64_t peak_memory_bytes = 0;

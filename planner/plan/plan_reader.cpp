@@ -101,8 +101,16 @@ PlanTensor ReadTensor(const YamlCursor& c, const char* peer_key, int stages) {
 PlanStage ReadStage(const YamlCursor& c, int index, Plan& plan, int stages) {
   std::vector<std::string> required = {"id", "device", "nodes"};
   if (IsV1(plan)) required.push_back("actions");  // v2: programs
-  c.ExpectMap(required, {"replica_devices", "layers", "params", "receives", "sends", "predicted"});
+  c.ExpectMap(required, {"replica_devices", "recompute", "layers", "params", "receives", "sends", "predicted"});
   PlanStage s;
+  if (c.Has("recompute")) {
+    s.recompute = c["recompute"].Bool();
+    if (s.recompute && !plan.training) c["recompute"].Fail("inference keeps no activations to recompute");
+    if (s.recompute && SplitsBackward(plan.schedule)) {
+      c["recompute"].Fail(Concat(ScheduleName(plan.schedule), " keeps each micro-batch's graph from I to W; "
+                                 "recomputation runs with gpipe, 1f1b and interleaved-1f1b"));
+    }
+  }
   s.id = c["id"].IntIn(0, kMaxInt);
   if (s.id != index) c["id"].Fail(Concat("stage ids must count up from 0: expected ", index, ", found ", s.id));
   const int64_t device = c["device"].Int();
@@ -185,7 +193,7 @@ PlanStage ReadStage(const YamlCursor& c, int index, Plan& plan, int stages) {
     const YamlCursor p = c["predicted"];
     p.ExpectMap({}, {"forward_ms", "backward_ms", "input_backward_ms", "weight_backward_ms", "send_ms",
                      "send_gradients_ms", "busy_fraction", "allreduce_ms", "static_bytes", "activation_bytes",
-                     "transient_bytes", "weight_gradient_bytes", "peak_memory_bytes"});
+                     "transient_bytes", "weight_gradient_bytes", "recomputed_bytes", "peak_memory_bytes"});
     if (p.Has("allreduce_ms")) {
       s.allreduce_ms = p["allreduce_ms"].Number();
       if (plan.replicas == 1) p["allreduce_ms"].Fail("only a plan with replicas all-reduces between them");
@@ -202,6 +210,7 @@ PlanStage ReadStage(const YamlCursor& c, int index, Plan& plan, int stages) {
     if (p.Has("activation_bytes")) s.activation_bytes = Bytes(p["activation_bytes"]);
     if (p.Has("transient_bytes")) s.transient_bytes = Bytes(p["transient_bytes"]);
     if (p.Has("weight_gradient_bytes")) s.weight_gradient_bytes = Bytes(p["weight_gradient_bytes"]);
+    if (p.Has("recomputed_bytes")) s.recomputed_bytes = Bytes(p["recomputed_bytes"]);
     if (p.Has("peak_memory_bytes")) s.peak_memory_bytes = Bytes(p["peak_memory_bytes"]);
   }
   if (IsV1(plan)) {  // one program per stage, so one stage per device

@@ -36,6 +36,7 @@ void WriteStage(YAML::Emitter& out, const PlanStage& s) {
     out << YAML::Key << "replica_devices" << YAML::Value;
     EmitFlowSeq(out, s.replica_devices);
   }
+  if (s.recompute) KeyValue(out, "recompute", true);
   out << YAML::Key << "nodes" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (const NodeRange& r : s.nodes) out << YAML::Flow << YAML::BeginSeq << r.first << r.second << YAML::EndSeq;
   out << YAML::EndSeq;
@@ -70,6 +71,7 @@ void WriteStage(YAML::Emitter& out, const PlanStage& s) {
   KeyValue(out, "activation_bytes", s.activation_bytes);
   if (s.transient_bytes > 0) KeyValue(out, "transient_bytes", s.transient_bytes);
   if (s.weight_gradient_bytes > 0) KeyValue(out, "weight_gradient_bytes", s.weight_gradient_bytes);
+  if (s.recomputed_bytes > 0) KeyValue(out, "recomputed_bytes", s.recomputed_bytes);
   KeyValue(out, "peak_memory_bytes", s.peak_memory_bytes);
   out << YAML::EndMap;
   out << YAML::EndMap;

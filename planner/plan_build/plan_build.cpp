@@ -177,6 +177,7 @@ double OneDeviceStepMs(const OpGraph& graph, const Profile& profile, const Clust
   one.microbatches = 1;
   one.method = "dp";
   one.schedule = request.training ? ScheduleKind::kGPipe : ScheduleKind::kForwardOnly;
+  one.recompute = Recompute::kNever;  // unlimited memory: the plain step
   Device device = cluster.devices.front();
   device.memory_bytes = kUnlimitedMemory;
   const int64_t batch = request.batch > 0 ? request.batch : profile.batch;
@@ -251,6 +252,8 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
     ps.activation_bytes = st.activation_bytes;
     ps.transient_bytes = st.transient_bytes;
     ps.weight_gradient_bytes = st.weight_gradient_bytes;
+    ps.recompute = st.recompute;
+    ps.recomputed_bytes = st.recomputed_bytes;
     ps.peak_memory_bytes = sim.peak_memory_bytes[s];
     ps.program = result.schedule.DeviceOf(s);
     plan.stages.push_back(std::move(ps));

@@ -270,6 +270,11 @@ ReportTable StageTable(const Plan& plan) {
       t.rows[s].insert(t.rows[s].begin() + 7, FormatMs(plan.stages[s].allreduce_ms));
     }
   }
+  if (std::any_of(plan.stages.begin(), plan.stages.end(), [](const PlanStage& s) { return s.recompute; })) {
+    t.header.insert(t.header.begin() + 7, "recompute");
+    t.align.insert(t.align.begin() + 7, Align::kLeft);
+    for (size_t s = 0; s < t.rows.size(); ++s) t.rows[s].insert(t.rows[s].begin() + 7, plan.stages[s].recompute ? "yes" : "-");
+  }
   if (!plan.training) {  // no backward column in inference
     t.header.erase(t.header.begin() + 6);
     t.align.erase(t.align.begin() + 6);
@@ -277,6 +282,22 @@ ReportTable StageTable(const Plan& plan) {
   }
   return t;
 }
+
+namespace {
+
+// Which stages recompute, what it costs in time and what it saves in memory; "" where none does.
+std::string RecomputeText(const Plan& plan) {
+  std::string text;
+  for (const PlanStage& s : plan.stages) {
+    if (!s.recompute) continue;
+    text += Concat(text.empty() ? "" : "; ", "stage ", s.id, " runs its forward again before each backward (+",
+                   FormatMs(s.forward_ms), " ms x ", plan.microbatches, ") and holds ", FormatBytes(s.activation_bytes),
+                   " per micro-batch in flight instead of ", FormatBytes(s.recomputed_bytes));
+  }
+  return text;
+}
+
+}  // namespace
 
 const PlanCandidate* ChosenAlternative(const Plan& plan) {
   const PlanCandidate* chosen = nullptr;
@@ -336,6 +357,7 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
                    "minimises the slowest stage rather than the step (--explain compares them)";
   }
   lines.push_back({"partitioner", partitioner});
+  if (std::string text = RecomputeText(plan); !text.empty()) lines.push_back({"recompute", text});
 
   const PlanCandidate* other = chosen ? RunnerUp(plan, chosen) : nullptr;
   const double delta = other && chosen->step_ms > 0 ? other->step_ms / chosen->step_ms - 1 : 0;

@@ -348,6 +348,30 @@ ERROR_CASE("replicas-gpus", "`--gpus` that `--replicas` does not divide") {
   c.setup = ToyModel;
 }
 
+ERROR_CASE("recompute-zero-bubble", "`--recompute always` with a zero-bubble schedule") {
+  c.command = "mpplan toy.pt --gpus 2 --recompute always --schedule zb-h1";
+  c.names = "--recompute always";
+  c.setup = ToyModel;
+}
+
+ERROR_CASE("recompute-inference", "`--recompute always` in inference") {
+  c.command = "mpplan toy.pt --gpus 2 --mode infer --recompute always";
+  c.names = "--recompute always";
+  c.setup = ToyModel;
+}
+
+ERROR_CASE("previous-missing", "`--previous` naming no file") {
+  c.command = "mpplan toy.pt --gpus 2 --previous old.plan.yaml -o new.plan.yaml";
+  c.names = "--previous";
+  c.setup = ToyModel;
+}
+
+ERROR_CASE("previous-other-batch", "`--previous` naming a plan made for another batch") {
+  c.command = "mpplan toy.pt --gpus 2 --batch 10 --previous toy.plan.yaml -o new.plan.yaml";
+  c.names = "--previous toy.plan.yaml";
+  c.setup = [](const fs::path& dir) { ToyPlan(dir); };
+}
+
 ERROR_CASE("replicas-stages", "`--stages` above `--gpus / --replicas`") {
   c.command = "mpplan toy.pt --gpus 4 --replicas 2 --stages 3";
   c.names = "--stages 3";

@@ -157,3 +157,27 @@ TEST_CASE("mpexec reports each device's peak memory, predicted and measured, by 
     }
   }
 }
+
+TEST_CASE("stages that recompute hold less, measured and predicted, for a forward more in the backward") {
+  // GPipe holds all 8 micro-batches' activations at once: the case recomputation is for.
+  const std::string flags = "--gpus 2 --stages 2 --microbatches 8 --batch 16 --schedule gpipe --optimizer sgd";
+  const std::string keep = Plan("gpt.script.pt", "keep", flags + " --recompute never");
+  const std::string again = Plan("gpt.script.pt", "recompute", flags + " --recompute always");
+  const auto devices = [](const std::string& plan) {
+    const auto run = mp::test::MpexecCpuInProcess(plan + " --json --steps 1");
+    INFO(run.out);
+    REQUIRE(run.status == 0);
+    return nlohmann::json::parse(run.out)["memory"]["devices"];
+  };
+  const auto kept = devices(keep), recomputed = devices(again);
+  REQUIRE(kept.size() == 2);
+  REQUIRE(recomputed.size() == 2);
+  for (size_t d = 0; d < 2; ++d) {
+    CAPTURE(d);
+    const auto& k = kept[d]["categories"]["activations"];
+    const auto& r = recomputed[d]["categories"]["activations"];
+    CHECK(r["measured"].get<int64_t>() < k["measured"].get<int64_t>() / 2);
+    CHECK(r["predicted"].get<int64_t>() < k["predicted"].get<int64_t>() / 2);
+  }
+}
+

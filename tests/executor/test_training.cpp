@@ -20,6 +20,7 @@
 #include "common/atomic_file.h"
 #include "common/sha256.h"
 #include "executor/process_group.h"
+#include "planner/plan/plan_reader.h"
 
 using mp::test::TempPath;
 using mp::test::ZooPath;
@@ -130,6 +131,29 @@ TEST_CASE("interleaved-1f1b, zb-h1 and zbv train half the zoo at 2 devices (the 
 
 TEST_CASE("interleaved-1f1b, zb-h1 and zbv train half the zoo at 4 devices (the other half at 2) as one device does") {
   TrainZooModelsBeyond1F1BAt(4);
+}
+
+TEST_CASE("every stage recomputing, the zoo trains as one device does: dropout, BatchNorm and relayed values too") {
+  std::vector<std::string> files;
+  for (const std::string& file : mp::test::ZooFiles()) {
+    if (file.rfind("inplace.", 0) != 0 && file.rfind("toy.", 0) != 0) files.push_back(file);  // see above
+  }
+  const std::vector<std::string> schedules = {"gpipe", "1f1b", "interleaved-1f1b"};  // one a model, by turns
+  for (size_t index = 0; index < files.size(); ++index) {
+    const std::string& file = files[index];
+    const std::string& schedule = schedules[index % 3];
+    CAPTURE(file);
+    CAPTURE(schedule);
+    const std::string plan = TrainPlan(file, 2, schedule, "--recompute always", 4);
+    for (const mp::PlanStage& s : mp::ReadPlan(plan).stages) CHECK(s.recompute);
+    const auto run = Mpexec(plan + " --steps 2 --lr 0.01 --momentum 0.9 --seed 7 --verify --json");
+    INFO(run.out);
+    REQUIRE(run.status == 0);
+    const auto j = nlohmann::json::parse(run.out);
+    CHECK(j["verify"] == true);
+    CHECK(j["verify_detail"]["max_loss_relative_diff"].get<double>() <= 1e-5);
+    CHECK(j["verify_detail"]["max_state_relative_diff"].get<double>() <= 1e-5);  // running statistics included
+  }
 }
 
 TEST_CASE("interleaved-1f1b, zb-h1 and zbv over processes: a device's stages stay in one process" *

@@ -8,6 +8,8 @@
 #include <set>
 
 #include "common/error.h"
+#include "planner/partition/order.h"
+#include "planner/partition/partition_dp.h"
 #include "planner/partition/search.h"
 #include "tests/partition/synthetic.h"
 
@@ -446,6 +448,63 @@ TEST_CASE("memory limits: the search skips what does not fit, or says why nothin
   auto tiny = mp::UniformCluster(2, {"tiny", 1000, 1.0});
   CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, tiny, mp::PlanRequest{}),
                        doctest::Contains("the smallest limit that fits is"), mp::PlanError);
+}
+
+TEST_CASE("recomputation: auto buys memory with forward time only where a stage would not fit, always everywhere") {
+  auto b = EvenChain(8, 1 << 12);
+  mp::PlanRequest request;
+  request.stages = 2;
+  request.microbatches = 8;  // gpipe holds all 8 in flight
+  request.schedule = ScheduleKind::kGPipe;
+  const auto unlimited = mp::UniformCluster(2, mp::Device{});
+  // The smallest limits a cut into 2 stages fits, keeping or recomputing.
+  const auto order = mp::PipelineOrder(b.graph);
+  const mp::OrderCosts costs = mp::ComputeOrderCosts(b.graph, b.profile, order, b.profile.batch / 8, true);
+  const auto smallest = [&](mp::Recompute r) {
+    const mp::StageCostModel model(costs, mp::StageSpecs(unlimited, ScheduleKind::kGPipe, 2, 8, 1, r), 2.0);
+    return mp::SmallestMemoryLimit(model);
+  };
+  const int64_t keeping = smallest(mp::Recompute::kNever), recomputing = smallest(mp::Recompute::kAlways);
+  REQUIRE(recomputing < keeping);
+  CHECK(smallest(mp::Recompute::kAuto) == recomputing);
+  // Without a limit auto is never: nothing recomputes.
+  request.recompute = mp::Recompute::kAuto;
+  const mp::SearchResult free = mp::SearchPlan(b.graph, b.profile, unlimited, request);
+  for (const mp::Stage& s : free.partition.stages) CHECK_FALSE(s.recompute);
+  request.recompute = mp::Recompute::kNever;
+  CHECK(mp::SearchPlan(b.graph, b.profile, unlimited, request).predicted.step_ms == free.predicted.step_ms);
+  // Between the two limits, never finds no plan and auto does, recomputing.
+  const auto tight = mp::UniformCluster(2, {"tight", (keeping + recomputing) / 2, 1.0});
+  CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, tight, request),
+                       doctest::Contains("the smallest limit that fits is"), mp::PlanError);
+  request.recompute = mp::Recompute::kAuto;
+  const mp::SearchResult fit = mp::SearchPlan(b.graph, b.profile, tight, request);
+  int recomputed = 0;
+  for (const mp::Stage& s : fit.partition.stages) {
+    CHECK(s.peak_memory_bytes <= (keeping + recomputing) / 2);
+    if (!s.recompute) continue;
+    ++recomputed;
+    CHECK(s.recompute_ms == doctest::Approx(s.forward_ms));  // its forward again
+    CHECK(s.recomputed_bytes > s.activation_bytes);          // boundaries held, not everything
+    CHECK(s.cost_ms == doctest::Approx(s.forward_ms * 2 + s.backward_ms + s.transfer_ms));
+  }
+  CHECK(recomputed >= 1);
+  CHECK(fit.predicted.step_ms > free.predicted.step_ms);  // the forward again is in the step
+  // always: every stage, and never a zero-bubble schedule.
+  request.recompute = mp::Recompute::kAlways;
+  const mp::SearchResult all = mp::SearchPlan(b.graph, b.profile, unlimited, request);
+  for (const mp::Stage& s : all.partition.stages) CHECK(s.recompute);
+  CHECK(all.predicted.step_ms >= fit.predicted.step_ms);
+  request.schedule = ScheduleKind::kZeroBubbleH1;
+  CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, unlimited, request),
+                       doctest::Contains("zb-h1 keeps each micro-batch's graph from I to W"), InputError);
+  request.schedule.reset();  // auto leaves zb-h1 and zbv out
+  for (const mp::PlanCandidate& a : mp::SearchPlan(b.graph, b.profile, unlimited, request).alternatives) {
+    CHECK_FALSE(mp::SplitsBackward(a.schedule));
+  }
+  CHECK(mp::ParseRecompute("auto") == mp::Recompute::kAuto);
+  CHECK_THROWS_WITH_AS(mp::ParseRecompute("sometimes"), "recompute 'sometimes': expected never, auto or always",
+                       InputError);
 }
 
 TEST_CASE("malformed requests are InputErrors") {

@@ -346,6 +346,33 @@ TEST_CASE("planned again over its plan, a model keeps its shape while it ties, a
   CHECK(mp::ReadPlan(out).schedule == fresh.schedule);
 }
 
+TEST_CASE("under a tight --memory, auto recomputes the stages that need it and says so, where never refuses") {
+  const std::string model = ZooPath("gpt.script.pt") + kQuick +
+                            " --gpus 2 --stages 2 --microbatches 8 --batch 16 --schedule gpipe --optimizer sgd";
+  const std::string free = TempPath("gpt.recompute.free.plan.yaml");
+  REQUIRE(Mpplan(model + " --recompute never -o " + free).status == 0);
+  int64_t peak = 0;
+  for (const mp::PlanStage& s : mp::ReadPlan(free).stages) peak = std::max(peak, s.peak_memory_bytes);
+  const std::string memory = " --memory " + std::to_string(peak / 2 / 1024) + "KiB";
+  const auto never = Mpplan(model + memory + " --recompute never -o " + TempPath("gpt.recompute.never.plan.yaml"));
+  CHECK(never.status == 1);
+  CHECK(never.out.find("the smallest limit that fits is") != std::string::npos);
+  const std::string out = TempPath("gpt.recompute.auto.plan.yaml");
+  const auto run = Mpplan(model + memory + " -o " + out);  // auto, the default
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  CHECK(run.out.find("recompute          stage ") != std::string::npos);
+  CHECK(run.out.find("runs its forward again before each backward") != std::string::npos);
+  const mp::Plan plan = mp::ReadPlan(out);
+  int recomputing = 0;
+  for (const mp::PlanStage& s : plan.stages) {
+    recomputing += s.recompute;
+    CHECK(s.peak_memory_bytes <= peak / 2);
+  }
+  CHECK(recomputing >= 1);
+  CHECK(plan.predicted.step_ms > mp::ReadPlan(free).predicted.step_ms);  // the forwards again
+}
+
 TEST_CASE("bad flags get one line naming the flag, and a non-zero exit") {
   const std::string model = ZooPath("toy.script.pt");
   const std::string out = " -o " + TempPath("bad.plan.yaml");

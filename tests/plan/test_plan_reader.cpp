@@ -83,6 +83,10 @@ TEST_CASE("a plan round-trips through the reader exactly") {
     f.plan.profile.step_overhead_ms = 0.0625;           // mpexec's cost per step, in the replay
     f.plan.stages[1].transient_bytes = 4096;            // an op's working memory, once
     f.plan.stages[2].weight_gradient_bytes = 2048;      // what I keeps for W (zb-h1, zbv)
+    if (training) {                                     // recomputation: the forward again in B
+      f.plan.stages[0].recompute = true;
+      f.plan.stages[0].recomputed_bytes = 8192;
+    }
     f.plan.predicted.step_low_ms = 0.96875 * f.plan.predicted.step_ms;
     f.plan.predicted.step_high_ms = 1.0625 * f.plan.predicted.step_ms;
     f.plan.alternatives.front().tie = true;
@@ -110,6 +114,9 @@ TEST_CASE("a plan round-trips through the reader exactly") {
     CHECK(back.profile.step_overhead_ms == f.plan.profile.step_overhead_ms);
     CHECK(back.stages[1].transient_bytes == 4096);
     CHECK(back.stages[2].weight_gradient_bytes == 2048);
+    CHECK(back.stages[0].recompute == training);
+    CHECK(back.stages[0].recomputed_bytes == (training ? 8192 : 0));
+    CHECK_FALSE(back.stages[1].recompute);
     CHECK(mp::SimulatePlan(back).step_ms ==
           doctest::Approx(mp::SimulatePlan(f.plan).step_ms).epsilon(1e-9));
     CHECK(back.predicted.step_low_ms == doctest::Approx(f.plan.predicted.step_low_ms));
@@ -219,6 +226,13 @@ TEST_CASE("validation errors name the key path") {
                "stages[1].predicted.static_bytes: expected bytes of 0 or more, found -8");
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["optimizer_state_factor"] = -2; }),
                "optimizer_state_factor: expected a tensor count >= 0, found -2");
+  }
+  SUBCASE("recomputation: only in training, never with zb-h1 or zbv") {
+    const PlanFixture infer(3, false);
+    CheckError(Mutated(mp::PlanToYaml(infer.plan), [](YAML::Node& r) { r["stages"][1]["recompute"] = true; }),
+               "stages[1].recompute: inference keeps no activations to recompute");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0]["predicted"]["recomputed_bytes"] = -4; }),
+               "stages[0].predicted.recomputed_bytes: expected bytes of 0 or more, found -4");
   }
   SUBCASE("unknown key at the top") {
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["colour"] = 1; }), "colour: unknown key");
