@@ -85,9 +85,26 @@ bool DeviceWorker::RecvF(const Action& a, InFlight& mb) {
 }
 
 void DeviceWorker::Forward(const Action& a, InFlight& mb) {
+  // Recomputation: which buffers the forward writes (BatchNorm's running
+  // statistics), for Recompute to put back; found by value at the stage's
+  // first forward of the step (BatchNorm's kernel writes them without
+  // moving their version counters).
+  Buffers before;
+  if (Recomputes(a.stage) && !written_.count(a.stage)) {
+    const at::NoGradGuard no_grad;
+    for (const auto& [key, param] : context_.loaded.layout.stage_params[a.stage]) {
+      if (param.defined() && !param.requires_grad()) before.emplace_back(param, param.clone());
+    }
+  }
   RunStage(a, mb);
   TakeOutputs(a, mb, true);
   if (Recomputes(a.stage)) {
+    if (!written_.count(a.stage)) {
+      std::vector<at::Tensor>& written = written_[a.stage];
+      for (const auto& [buffer, was] : before) {
+        if (!at::equal(buffer, was)) written.push_back(buffer);
+      }
+    }
     DropGraph(a, mb);
     if (a.stage + 1 == int(context_.loaded.stages.size())) KeepInputs(a, mb);  // it sends nothing
   }
@@ -153,14 +170,12 @@ void DeviceWorker::KeepInputs(const Action& a, InFlight& mb) {
 }
 
 DeviceWorker::Buffers DeviceWorker::Recompute(const Action& a, InFlight& mb) {
-  // Buffers the forward updates in place (running statistics), as F left
-  // them; restored after the backward, whose graph may hold them.
+  // The buffers F wrote, as they are now; restored after the backward,
+  // whose graph may hold them.
   Buffers buffers;
   {
     const at::NoGradGuard no_grad;
-    for (const auto& [key, param] : context_.loaded.layout.stage_params[a.stage]) {
-      if (param.defined() && !param.requires_grad()) buffers.emplace_back(param, param.clone());
-    }
+    for (const at::Tensor& buffer : written_[a.stage]) buffers.emplace_back(buffer, buffer.clone());
   }
   RunStage(a, mb);
   TakeOutputs(a, mb, false);

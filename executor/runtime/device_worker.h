@@ -118,6 +118,8 @@ class DeviceWorker {
   StepResults& results_;
   const std::vector<Action> actions_;
   std::map<std::pair<int, int>, InFlight> flight_;  // (stage, micro-batch)
+  // Recomputing stages: the buffers their forward writes, found at its first F.
+  std::map<int, std::vector<at::Tensor>> written_;
   Action current_;
 };
 

@@ -266,7 +266,8 @@ nlohmann::json PlanResultJson(const PlanCommandResult& r) {
                       {"forward_ms", s.forward_ms},
                       {"backward_ms", s.backward_ms},
                       {"allreduce_ms", s.allreduce_ms},
-                      {"peak_memory_bytes", s.peak_memory_bytes}});
+                      {"peak_memory_bytes", s.peak_memory_bytes},
+                      {"recompute", s.recompute}});
   }
   out["stage_list"] = stages;
   nlohmann::json comparisons = nlohmann::json::array();

@@ -56,10 +56,11 @@ std::string DefaultPlanPath(const std::string& model_path);
 PlanCommandResult RunPlanCommand(const PlanCommandRequest& request);
 
 // What `mpplan --json` prints: plan, stages, microbatches, replicas,
-// allreduce_ms, schedule,
-// predicted_step_ms, bottleneck_ms, bubble_fraction, profile {source,
-// device, coverage}, timing {load_ms, profile_ms, partition_ms, compare_ms},
-// stage_list, comparisons and warnings.
+// allreduce_ms, schedule, predicted_step_ms, bottleneck_ms,
+// bubble_fraction, profile {source, device, coverage}, timing {load_ms,
+// profile_ms, partition_ms, compare_ms}, stage_list (each stage's id,
+// device, nodes, layers, times, peak memory and whether it recomputes),
+// comparisons and warnings.
 nlohmann::json PlanResultJson(const PlanCommandResult& result);
 
 }  // namespace mp

@@ -146,13 +146,14 @@ double StepLowerBound(const Partition& p) {
   std::vector<double> device_work(p.stages.size() / p.chunks, 0);
   for (size_t s = 0; s < p.stages.size(); ++s) {
     const Stage& st = p.stages[s];
-    // Split schedules run I and W, which can add up to less than B.
-    const double backward = w_last ? st.input_backward_ms + st.weight_backward_ms : st.backward_ms;
+    // Split schedules run I and W, which can add up to less than B; a
+    // recomputing stage's B runs its forward first.
+    const double backward = w_last ? st.input_backward_ms + st.weight_backward_ms : st.backward_ms + st.recompute_ms;
     const double work = p.microbatches * (st.forward_ms + backward);
     bound = std::max(bound, forward_fill + work + (w_last ? 0 : backward_fill));
     device_work[st.device] += work;
     forward_fill += st.forward_ms;
-    backward_fill += st.backward_ms;
+    backward_fill += st.backward_ms + st.recompute_ms;
     if (s < p.transfers.size()) forward_fill += p.transfers[s].forward_ms, backward_fill += p.transfers[s].backward_ms;
   }
   return std::max(bound, *std::max_element(device_work.begin(), device_work.end())) + p.step_overhead_ms;
@@ -202,6 +203,7 @@ struct Candidate {
 bool Simpler(const PlanCandidate& a, const PlanCandidate& b, int64_t batch) {
   if (Devices(a) != Devices(b)) return Devices(a) < Devices(b);
   if (a.stages != b.stages) return a.stages < b.stages;
+  if (a.recomputing != b.recomputing) return a.recomputing < b.recomputing;
   const bool a_even = batch % a.microbatches == 0, b_even = batch % b.microbatches == 0;
   if (a_even != b_even) return a_even;
   if (a.microbatches != b.microbatches) return a.microbatches < b.microbatches;
@@ -450,8 +452,10 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
           const auto describe = [&alt](const Partition& kept) {
             alt.bottleneck_ms = kept.bottleneck_ms;
             alt.peak_memory_bytes = 0;
+            alt.recomputing = 0;
             for (const Stage& st : kept.stages) {
               alt.peak_memory_bytes = std::max(alt.peak_memory_bytes, st.peak_memory_bytes);
+              alt.recomputing += st.recompute;
             }
           };
           describe(p);

@@ -132,7 +132,9 @@ DeviceChoice ChooseOnFewestDevices(const std::vector<const PlanCandidate*>& alte
 bool Outclassed(const PlanCandidate& a, const std::vector<const PlanCandidate*>& alternatives, double same_size);
 
 // Among alternatives that tie, a is simpler than b: fewer devices, then
-// fewer stages (one per device before interleaving), then micro-batches of
+// fewer stages (one per device before interleaving), then fewer stages
+// recomputing (a forward more each; memory bought where it was not
+// needed, within the noise of a plan that keeps), then micro-batches of
 // equal size (they split `batch` evenly, as users split by hand; they are
 // also few among the counts, so noise moves the choice less than between
 // neighbouring ragged counts), then fewer micro-batches, then the schedule

@@ -159,6 +159,7 @@ struct PlanCandidate {
   double bubble_fraction = 0;
   double bottleneck_ms = 0;
   int64_t peak_memory_bytes = 0;  // the largest stage's
+  int recomputing = 0;            // stages that recompute their activations (--recompute)
   // Simulated, and predicted within the tie window of the fastest: the two
   // cannot be told apart, and the simplest of the ties is chosen.
   bool tie = false;

@@ -277,7 +277,7 @@ void ReadPrograms(const YamlCursor& root, Plan& plan) {
 PlanCandidate ReadAlternative(const YamlCursor& c) {
   c.ExpectMap({"stages", "microbatches", "schedule"},
               {"chunks", "replicas", "microbatch_size", "feasible", "simulated", "step_ms", "bottleneck_ms",
-               "bubble_fraction", "peak_memory_bytes", "why_not", "tie", "previous", "fresh"});
+               "bubble_fraction", "peak_memory_bytes", "recomputing", "why_not", "tie", "previous", "fresh"});
   PlanCandidate a;
   a.stages = c["stages"].IntIn(1, kMaxInt);
   if (c.Has("chunks")) a.chunks = c["chunks"].IntIn(1, a.stages);
@@ -291,6 +291,7 @@ PlanCandidate ReadAlternative(const YamlCursor& c) {
   if (c.Has("bottleneck_ms")) a.bottleneck_ms = c["bottleneck_ms"].Number();
   if (c.Has("bubble_fraction")) a.bubble_fraction = c["bubble_fraction"].Number();
   if (c.Has("peak_memory_bytes")) a.peak_memory_bytes = c["peak_memory_bytes"].Int();
+  if (c.Has("recomputing")) a.recomputing = c["recomputing"].IntIn(0, a.stages);
   if (c.Has("why_not")) a.why_not = c["why_not"].String();
   if (c.Has("tie")) a.tie = c["tie"].Bool();
   if (c.Has("previous")) a.previous = c["previous"].Bool();

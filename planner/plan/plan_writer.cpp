@@ -101,6 +101,7 @@ void WriteAlternative(YAML::Emitter& out, const PlanCandidate& a) {
   KeyValue(out, "bottleneck_ms", a.bottleneck_ms);
   KeyValue(out, "bubble_fraction", a.bubble_fraction);
   KeyValue(out, "peak_memory_bytes", a.peak_memory_bytes);
+  if (a.recomputing > 0) KeyValue(out, "recomputing", a.recomputing);
   if (!a.why_not.empty()) KeyValue(out, "why_not", a.why_not);
   if (a.tie) KeyValue(out, "tie", true);
   if (a.previous) KeyValue(out, "previous", true);

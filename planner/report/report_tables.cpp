@@ -273,7 +273,9 @@ ReportTable StageTable(const Plan& plan) {
   if (std::any_of(plan.stages.begin(), plan.stages.end(), [](const PlanStage& s) { return s.recompute; })) {
     t.header.insert(t.header.begin() + 7, "recompute");
     t.align.insert(t.align.begin() + 7, Align::kLeft);
-    for (size_t s = 0; s < t.rows.size(); ++s) t.rows[s].insert(t.rows[s].begin() + 7, plan.stages[s].recompute ? "yes" : "-");
+    for (size_t s = 0; s < t.rows.size(); ++s) {
+      t.rows[s].insert(t.rows[s].begin() + 7, plan.stages[s].recompute ? "yes" : "-");
+    }
   }
   if (!plan.training) {  // no backward column in inference
     t.header.erase(t.header.begin() + 6);
@@ -368,7 +370,8 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
                        FormatMs(other->step_ms) + " ms (" + FormatDelta(delta) + ")";
     if (tied || std::fabs(delta) < kTieFraction) {
       text += tied ? ", a tie: within the tie window, so" : ";";
-      text += " ties go to fewer devices, then fewer stages, then equal micro-batches, then fewer, then 1f1b, gpipe, "
+      text += " ties go to fewer devices, then fewer stages, then fewer recomputing, then equal micro-batches, then "
+              "fewer, then 1f1b, gpipe, "
               "zb-h1, interleaved-1f1b, zbv";
     }
     lines.push_back({delta <= -kTieFraction ? "faster" : "runner-up", text});
@@ -393,9 +396,10 @@ std::string AlternativeNote(const PlanCandidate& a, bool chosen) {
 
 ReportTable AlternativesTable(const Plan& plan) {
   ReportTable t;
-  t.header = {"", "R", "K", "M", "size", "schedule", "step ms", "vs chosen", "bubble", "peak memory", "note"};
+  t.header = {"", "R", "K", "M", "size", "schedule", "step ms", "vs chosen", "bubble", "peak memory", "recompute",
+              "note"};
   t.align = {Align::kLeft,  Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kLeft,
-             Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kLeft};
+             Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kLeft};
   const PlanCandidate* chosen = ChosenAlternative(plan);
   std::vector<const PlanCandidate*> sorted;
   for (const PlanCandidate& a : plan.alternatives) sorted.push_back(&a);
@@ -420,6 +424,7 @@ ReportTable AlternativesTable(const Plan& plan) {
       row.insert(row.end(), {FormatMs(a->step_ms), RatioToChosen(plan, a->step_ms), FormatPercent(a->bubble_fraction),
                              peak, AlternativeNote(*a, a == chosen)});
     }
+    row.insert(row.end() - 1, a->recomputing > 0 ? std::to_string(a->recomputing) : "");
     t.rows.push_back(std::move(row));
   }
   DropEmptyColumns(t);
