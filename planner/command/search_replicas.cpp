@@ -82,7 +82,8 @@ ReplicaSearch SearchReplicas(ProfiledModel& profiled, const PlanDevices& devices
   // against the fastest of every count too (KeepsPrevious); where it is
   // not, that count searches again without it.
   for (Searched& s : searched) {
-    if (!s.KeptPrevious() || s.Chosen().step_ms <= fastest * window * (1 + request.tie_tolerance)) continue;
+    // Its own search found no alternative of its size outclassing it.
+    if (!s.KeptPrevious() || KeepsPrevious(s.Chosen(), {}, fastest, window, 1 + request.tie_tolerance)) continue;
     PlanRequest fresh = request;
     fresh.previous.reset();
     s.measured.search = SearchPlan(profiled.graph, profiled.profile, s.devices.cluster, fresh);

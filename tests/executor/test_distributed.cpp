@@ -22,6 +22,7 @@
 #include "../mpexec_in_process.h"
 #include "../mpplan_in_process.h"
 #include "../run_tool.h"
+#include "verified_run.h"
 #include "common/atomic_file.h"
 #include "executor/process_group.h"
 
@@ -232,13 +233,8 @@ TEST_CASE("replicas: 2 copies of a 2-stage pipeline over 4 processes train as on
     CHECK(yaml.find("\nreplicas: 2\n") != std::string::npos);
     CHECK(yaml.find("replica_devices: [0, 2]") != std::string::npos);
     CHECK(yaml.find("replica_devices: [1, 3]") != std::string::npos);
-    const auto run = Mpexec(plan + " --launch-local 4 --steps 2 --lr 0.01 --momentum 0.9 --verify --json --timeout 60");
-    INFO(run.out);
-    REQUIRE(run.status == 0);
-    const auto j = nlohmann::json::parse(run.out);
-    CHECK(j["verify"] == true);
-    CHECK(j["verify_detail"]["max_loss_relative_diff"].get<double>() <= 1e-5);
-    CHECK(j["verify_detail"]["max_state_relative_diff"].get<double>() <= 1e-5);
+    const auto j =
+        mp::test::VerifiedTraining(plan + " --launch-local 4 --steps 2 --lr 0.01 --momentum 0.9 --timeout 60");
     CHECK(j["replicas"] == 2);
     CHECK(j["ranks"] == 4);
     CHECK(j["stage_ranks"] == nlohmann::json::array({0, 1}));  // replica 0's; replica 1 runs on ranks 2 and 3

@@ -17,6 +17,7 @@
 #include "../mpexec_in_process.h"
 #include "../mpplan_in_process.h"
 #include "../run_tool.h"
+#include "verified_run.h"
 #include "common/atomic_file.h"
 #include "common/sha256.h"
 #include "executor/process_group.h"
@@ -47,19 +48,6 @@ std::string TrainPlan(const std::string& file, int stages, const std::string& sc
   INFO(run.out);
   REQUIRE(run.status == 0);
   return out;
-}
-
-// `mpexec ARGS --verify --json`: the run's JSON, checked to end where one
-// device ends, losses and state (parameters and buffers) within 1e-5.
-nlohmann::json Verified(const std::string& args) {
-  const auto run = Mpexec(args + " --verify --json");
-  INFO(run.out);
-  REQUIRE(run.status == 0);
-  const auto j = nlohmann::json::parse(run.out);
-  CHECK(j["verify"] == true);
-  CHECK(j["verify_detail"]["max_loss_relative_diff"].get<double>() <= 1e-5);
-  CHECK(j["verify_detail"]["max_state_relative_diff"].get<double>() <= 1e-5);
-  return j;
 }
 
 // The zoo models whose turn is `stages` (tests/graph/zoo.h's ZooFilesAt):
@@ -124,14 +112,8 @@ void TrainZooModelsBeyond1F1BAt(int devices) {
       CAPTURE(schedule);
       // interleaved-1f1b needs M divisible by K.
       const std::string plan = TrainPlan(file, devices, schedule, "", schedule == "interleaved-1f1b" ? devices : 2);
-      const auto run = Mpexec(plan + " --steps 2 --lr 0.01 --momentum 0.9 --verify --json");
-      INFO(run.out);
-      REQUIRE(run.status == 0);
-      const auto j = nlohmann::json::parse(run.out);
+      const auto j = mp::test::VerifiedTraining(plan + " --steps 2 --lr 0.01 --momentum 0.9");
       CHECK(j["schedule"] == schedule);
-      CHECK(j["verify"] == true);
-      CHECK(j["verify_detail"]["max_loss_relative_diff"].get<double>() <= 1e-5);
-      CHECK(j["verify_detail"]["max_state_relative_diff"].get<double>() <= 1e-5);
       CHECK(j["stages"].size() == size_t(schedule == "zb-h1" ? devices : 2 * devices));
     }
   }
@@ -167,7 +149,7 @@ TEST_CASE("with every stage recomputing, or every other, the zoo trains as one d
     mp::WriteFileAtomically(mixed, mp::PlanToYaml(read));
     for (const std::string& p : {plan, mixed}) {
       CAPTURE(p);
-      Verified(p + " --steps 2 --lr 0.01 --momentum 0.9 --seed 7");
+      mp::test::VerifiedTraining(p + " --steps 2 --lr 0.01 --momentum 0.9 --seed 7");
     }
   }
 }
@@ -179,12 +161,13 @@ TEST_CASE("interleaved-1f1b, zb-h1, zbv and recomputation over processes: a devi
   for (const auto& [schedule, stage_ranks] : ranks) {
     CAPTURE(schedule);
     const std::string plan = TrainPlan("gpt.script.pt", 2, schedule);
-    const auto j = Verified(plan + " --steps 2 --launch-local 2");
+    const auto j = mp::test::VerifiedTraining(plan + " --steps 2 --launch-local 2");
     // Looped: stages 0 and 2 on rank 0, 1 and 3 on rank 1; the V: 0 and 3, 1 and 2.
     CHECK(j["stage_ranks"] == stage_ranks);
   }
   // Recomputing stages send copies without their graph, over Gloo too (BERT's dropout: the same masks again).
-  Verified(TrainPlan("bert.script.pt", 2, "1f1b", "--recompute always") + " --steps 2 --seed 3 --launch-local 2");
+  mp::test::VerifiedTraining(TrainPlan("bert.script.pt", 2, "1f1b", "--recompute always") +
+                             " --steps 2 --seed 3 --launch-local 2");
 }
 
 TEST_CASE("training plans of a third of the zoo at 2 stages (the rest at 3 and 4) match the same micro-batches trained on one device") {
