@@ -22,6 +22,7 @@
 #include "planner/profile/handoff.h"
 #include "planner/profile/step_overhead.h"
 #include "planner/profile/node_by_node.h"
+#include "planner/profile/pass_scale.h"
 #include "planner/profile/whole_graph.h"
 
 namespace mp {
@@ -236,6 +237,26 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
         if (turns[s]->Done()) results[s] = turns[s]->Finish(), turns[s].reset();  // its last activations go
       });
       left = left || turns[s];
+    }
+  }
+
+  // The nodes' medians scaled so that they add up to what a pass of them
+  // takes (pass_scale.h).
+  std::vector<SizePasses> passes;
+  for (const PassResult& result : results) {
+    SizePasses size{result.pass_ms, result.pass_split};
+    for (const NodeSample& s : result.nodes) {
+      size.plain_sum += s.forward_ms + s.backward_ms;
+      size.split_sum += s.forward_ms + s.input_backward_ms + s.weight_backward_ms;
+    }
+    passes.push_back(std::move(size));
+  }
+  const double scale = options.timed ? PassScale(passes) : 1;
+  if (options.timed) profile.pass_scale = scale;
+  for (PassResult& result : results) {
+    for (NodeSample& s : result.nodes) {
+      s.forward_ms *= scale, s.backward_ms *= scale;
+      s.input_backward_ms *= scale, s.weight_backward_ms *= scale;
     }
   }
 

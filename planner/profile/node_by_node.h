@@ -44,8 +44,10 @@ struct PassResult {
   Timing whole_forward;
   Timing whole_backward;
   // Timed passes only, one per kept pass: the sum of its nodes' forward and
-  // backward times, and the drift reference timed just before it.
+  // backward times, whether its backward was split into I and W, and the
+  // drift reference timed just before it.
   std::vector<double> pass_ms;
+  std::vector<bool> pass_split;
   std::vector<double> reference_ms;
 };
 

@@ -104,6 +104,10 @@ struct Profile {
   Band pass_band;
   double reference_ms = 0;
   Band reference_band;
+  // Measured profiles: the factor every node's times were scaled by so that
+  // they add up to the passes' median total rather than fall short of it
+  // (pass_scale.h). 0 in profiles from before 2026-11-27 (unscaled).
+  double pass_scale = 0;
 };
 
 // shared_slowdown[k - 1] for micro-batches of `microbatch` samples:

@@ -187,6 +187,7 @@ std::string ProfileToYaml(const Profile& p) {
     out << YAML::Key << "reference_band" << YAML::Value;
     EmitFlowSeq(out, std::vector<double>{p.reference_band.low, p.reference_band.high});
   }
+  if (p.pass_scale > 0) out << YAML::Key << "pass_scale" << YAML::Value << p.pass_scale;
   out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
   for (const auto& n : p.nodes) {
     out << YAML::Flow << YAML::BeginMap;
@@ -232,7 +233,7 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
                   "backward_coverage", "nodes", "values"},
                  {"shared_slowdown", "shared_slowdown_microbatch", "shared_slowdown_sizes", "shared_slowdown_by_size",
                   "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "step_overhead_ms",
-                  "pass_band", "reference_ms", "reference_band"});
+                  "pass_band", "reference_ms", "reference_band", "pass_scale"});
   Profile p;
   p.fingerprint = root["fingerprint"].String();
   const YamlCursor inputs = root["inputs"];
@@ -278,6 +279,7 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
     p.reference_ms = root["reference_ms"].NumberIn(0, YamlCursor::kNoLimit, "a time", true);
     p.reference_band = ReadBand(root["reference_band"]);
   }
+  if (root.Has("pass_scale")) p.pass_scale = root["pass_scale"].NumberIn(0, YamlCursor::kNoLimit, "a factor", true);
   const YamlCursor nodes = root["nodes"];
   for (int i = 0, n = nodes.ExpectList(); i < n; ++i) {
     p.nodes.push_back(ReadNode(nodes[i], size_t(i), p.microbatch_sizes.size(), p.training));

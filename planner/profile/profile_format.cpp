@@ -126,6 +126,10 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
         << Format("%+.1f", 100 * (p.reference_band.high - 1)) << "%): predictions carry a band of "
         << Format("%+.1f", 100 * (band.low - 1)) << "% to " << Format("%+.1f", 100 * (band.high - 1)) << "%\n";
   }
+  if (p.pass_scale > 0) {
+    out << "node times scaled by " << Format("%.3f", p.pass_scale)
+        << ": the passes' median total over the sum of the nodes' medians\n";
+  }
   if (profiling_s > 0) out << "profiling took " << Format("%.1f", profiling_s) << " s\n";
   out << "\n";
   char line[256];
@@ -162,6 +166,7 @@ nlohmann::json ProfileSummaryJson(const Profile& p, const std::string& calibrati
   j["pass_band"] = {p.pass_band.low, p.pass_band.high};
   j["reference_ms"] = p.reference_ms;
   j["reference_band"] = {p.reference_band.low, p.reference_band.high};
+  j["pass_scale"] = p.pass_scale;
   j["worker_speed"] = p.worker_speed;
   j["step_overhead_ms"] = p.step_overhead_ms;
   j["node_forward_ms"] = NodeSums(p, false);

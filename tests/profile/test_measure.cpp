@@ -208,6 +208,17 @@ TEST_CASE("a training profile splits each node's backward into I and W") {
   CHECK(linears > 2);
 }
 
+TEST_CASE("a measured profile's node times add up to its passes' median total") {
+  Model m = Load("mlp.script.pt", true, 8);
+  mp::MeasureOptions options = Quick(true);
+  options.timing.repeats = 5;
+  const mp::Profile p = mp::MeasureProfile(m.canonical, m.inputs, options);
+  // The median ratio, over the profile's 5 passes at each of its sizes, of
+  // a pass against the sum of the node medians: measured, a few percent.
+  CHECK(p.pass_scale > 0.8);
+  CHECK(p.pass_scale < 1.25);
+}
+
 TEST_CASE("sizes, devices and models that cannot be trained are refused clearly") {
   Model m = Load("mlp.script.pt", true);
   auto options = Quick(true);

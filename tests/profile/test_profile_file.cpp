@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "planner/profile/merge_sizes.h"
 #include "planner/profile/profile.h"
+#include "planner/profile/pass_scale.h"
 #include "planner/profile/profile_file.h"
 
 namespace {
@@ -43,6 +44,7 @@ mp::Profile Sample() {
   p.pass_band = {0.98, 1.03};
   p.reference_ms = 0.8125;
   p.reference_band = {0.97, 1.05};
+  p.pass_scale = 1.0125;
   for (int i = 0; i < 3; ++i) {
     mp::NodeCost n;
     n.id = i;
@@ -101,6 +103,7 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.pass_band.low == doctest::Approx(0.98));
   CHECK(q.pass_band.high == doctest::Approx(1.03));
   CHECK(q.reference_ms == doctest::Approx(0.8125));
+  CHECK(q.pass_scale == doctest::Approx(1.0125));
   CHECK(q.reference_band.high == doctest::Approx(1.05));
   REQUIRE(q.nodes.size() == p.nodes.size());
   for (size_t i = 0; i < p.nodes.size(); ++i) {
@@ -179,6 +182,9 @@ TEST_CASE("malformed profile files name the problem") {
   const std::string negative = SampleYamlWith("worker_speed: [1, 1.375]", "worker_speed: [1, -2]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(negative, "p.yaml"),
                        doctest::Contains("p.yaml: worker_speed[1]: expected a time multiplier"), mp::InputError);
+  const std::string unscaled = SampleYamlWith("pass_scale: 1.0125", "pass_scale: 0");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(unscaled, "p.yaml"), "p.yaml: pass_scale: expected a factor > 0, found 0",
+                       mp::InputError);
   const std::string no_band = SampleYamlWith("shared_slowdown_band: [0.75, 1.5]", "shared_slowdown_band: [1.5]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_band, "p.yaml"), "p.yaml: shared_slowdown_band: expected 2 entries, found 1",
                        mp::InputError);
@@ -214,6 +220,21 @@ TEST_CASE("a profile's noise becomes the band of its predictions") {
   CHECK(two.high == doctest::Approx(1 + std::hypot(one.high - 1, 0.5 * 2.383 / 5)));
   CHECK(two.low == doctest::Approx(1 - std::hypot(1 - one.low, 0.25 * 2.383 / 5)));
   CHECK(mp::RankingBand(p).high == doctest::Approx(mp::MedianBand(p.pass_band, 5).high));
+}
+
+TEST_CASE("node times are scaled to the passes' median total, each pass against the sums it is made of") {
+  // One-sided noise: every node's median below its mean, so the passes
+  // run over the sum of the medians; pooled over sizes, the median ratio.
+  mp::SizePasses small{{10.2, 10.4, 10.3}, {false, false, false}, 10, 11};
+  mp::SizePasses large{{41.0, 44.0}, {false, false}, 40, 44};
+  CHECK(mp::PassScale({small, large}) == doctest::Approx(1.03));  // of 1.02, 1.04, 1.03, 1.025, 1.1
+  // A split pass (I and W timed on their own) is compared with the split
+  // sum, not the plain one: I + W costing more than B is no bias.
+  const mp::SizePasses split{{20, 22, 20, 22}, {false, true, false, true}, 20, 22};
+  CHECK(mp::PassScale({split}) == 1);
+  // Too few passes to tell (the profile's one kept pass equals its sum).
+  CHECK(mp::PassScale({mp::SizePasses{{10.5, 10.4}, {false, false}, 10, 10}}) == 1);
+  CHECK(mp::PassScale({mp::SizePasses{{1, 2, 3}, {false, false, false}, 0, 0}}) == 1);
 }
 
 TEST_CASE("the contention factor at a micro-batch size interpolates between the sizes it was measured at") {

@@ -1,0 +1,19 @@
+#include "planner/profile/pass_scale.h"
+
+#include "planner/profile/timer.h"
+
+namespace mp {
+
+double PassScale(const std::vector<SizePasses>& sizes) {
+  std::vector<double> ratios;
+  for (const SizePasses& size : sizes) {
+    for (size_t p = 0; p < size.pass_ms.size(); ++p) {
+      const double sum = size.split.at(p) ? size.split_sum : size.plain_sum;
+      if (!(sum > 0)) return 1;
+      ratios.push_back(size.pass_ms[p] / sum);
+    }
+  }
+  return ratios.size() < 3 ? 1 : Quantile(ratios, 0.5);
+}
+
+}  // namespace mp
