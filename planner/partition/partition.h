@@ -56,7 +56,9 @@ struct Stage {
 struct Partition {
   std::string method;              // dp | uniform | params | block | layers
   // dp: the baseline (uniform, params or block) whose cut the search kept
-  // because it simulates faster than the DP's own; "": the DP's cut.
+  // because it simulates faster than the DP's own; "neighbour" when moving
+  // the DP's boundaries by a node or more simulated faster, "block+neighbour"
+  // when it moved a baseline's; "": the DP's cut.
   std::string cut;
   bool training = false;
   ScheduleKind schedule = ScheduleKind::kGPipe;

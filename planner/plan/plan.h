@@ -190,7 +190,9 @@ struct Plan {
   std::string partitioner = "dp";  // dp | uniform | params | block | layers
   std::string split;               // the --split text when partitioner is layers
   // partitioner dp: uniform, params or block when that baseline's cut
-  // simulated faster than the DP's own and the search kept it; "" otherwise.
+  // simulated faster than the DP's own and the search kept it; neighbour
+  // when a boundary of the DP's cut moved a node or more simulated faster
+  // (block+neighbour: of that baseline's cut); "" otherwise.
   std::string cut;
   double optimizer_state_factor = 2;
   std::vector<PlanDevice> devices;

@@ -383,8 +383,12 @@ void ReadHeader(const YamlCursor& root, Plan& plan) {
   if (root.Has("cut")) {
     plan.cut = root["cut"].String();
     if (plan.partitioner != "dp") root["cut"].Fail("only a plan of partitioner dp keeps another partitioner's cut");
-    if (plan.cut != "uniform" && plan.cut != "params" && plan.cut != "block") {
-      root["cut"].Fail(Concat("unknown cut '", plan.cut, "' (expected uniform, params or block)"));
+    const std::string start = plan.cut.substr(0, plan.cut.find('+'));
+    const bool moved = start.size() < plan.cut.size();
+    if ((start != "uniform" && start != "params" && start != "block" && start != "neighbour") ||
+        (moved && plan.cut.substr(start.size()) != "+neighbour") || (moved && start == "neighbour")) {
+      root["cut"].Fail(Concat("unknown cut '", plan.cut,
+                              "' (expected uniform, params, block, neighbour, or a baseline's +neighbour)"));
     }
   }
   if (root.Has("optimizer_state_factor")) {

@@ -355,8 +355,12 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
   lines.push_back({"schedule", ScheduleText(plan, chosen)});
   std::string partitioner = plan.partitioner + (plan.split.empty() ? "" : " \"" + plan.split + "\"");
   if (!plan.cut.empty()) {
-    partitioner += ", with the " + plan.cut + " partitioner's cut: it simulates faster than the DP's own, which "
-                   "minimises the slowest stage rather than the step (--explain compares them)";
+    const std::string start = plan.cut.substr(0, plan.cut.find('+'));
+    const bool moved = plan.cut.find("neighbour") != std::string::npos;
+    partitioner += start == "neighbour" ? ", with the DP's cut" : ", with the " + start + " partitioner's cut";
+    partitioner += std::string(moved ? " with boundaries moved by a node or more" : "") +
+                   ": it simulates faster than the DP's own, which minimises the slowest stage rather than the "
+                   "step (--explain compares them)";
   }
   lines.push_back({"partitioner", partitioner});
   if (std::string text = RecomputeText(plan); !text.empty()) lines.push_back({"recompute", text});

@@ -241,8 +241,15 @@ TEST_CASE("validation errors name the key path") {
     const std::string kept = Mutated(yaml, [](YAML::Node& r) { r["cut"] = "block"; });
     CHECK(mp::ParsePlan(kept, "kept.plan.yaml").cut == "block");
     CHECK(mp::PlanToYaml(mp::ParsePlan(kept, "kept.plan.yaml")).find("\ncut: block\n") != std::string::npos);
-    CheckError(Mutated(yaml, [](YAML::Node& r) { r["cut"] = "dp"; }),
-               "cut: unknown cut 'dp' (expected uniform, params or block)");
+    const std::string moved = Mutated(yaml, [](YAML::Node& r) { r["cut"] = "block+neighbour"; });
+    CHECK(mp::ParsePlan(moved, "moved.plan.yaml").cut == "block+neighbour");
+    CHECK(mp::ParsePlan(Mutated(yaml, [](YAML::Node& r) { r["cut"] = "neighbour"; }), "n.plan.yaml").cut == "neighbour");
+    for (const char* bad : {"dp", "block+dp", "neighbour+neighbour", "+neighbour"}) {
+      CAPTURE(bad);
+      CheckError(Mutated(yaml, [&](YAML::Node& r) { r["cut"] = bad; }),
+                 std::string("cut: unknown cut '") + bad +
+                     "' (expected uniform, params, block, neighbour, or a baseline's +neighbour)");
+    }
     CheckError(Mutated(yaml,
                        [](YAML::Node& r) {
                          r["partitioner"] = "uniform";
