@@ -159,7 +159,10 @@ class Engine {
         if (options_.progress) options_.progress();
       }
     }
-    if (keep && options_.timed) result_.pass_ms.push_back(pass_ms), result_.pass_split.push_back(split);
+    if (keep && options_.timed) {
+      result_.pass_ms.push_back(pass_ms);
+      result_.pass_split.push_back(split);
+    }
     // Release this pass's activations and gradients before the whole
     // graph runs again: holding them made its next run pay for fresh
     // memory, ~10% on ResNet-50.

@@ -1,5 +1,7 @@
 #include "planner/profile/pass_scale.h"
 
+#include <algorithm>
+
 #include "planner/profile/timer.h"
 
 namespace mp {
@@ -13,7 +15,8 @@ double PassScale(const std::vector<SizePasses>& sizes) {
       ratios.push_back(size.pass_ms[p] / sum);
     }
   }
-  return ratios.size() < 3 ? 1 : Quantile(ratios, 0.5);
+  if (ratios.size() < 3) return 1;
+  return std::clamp(Quantile(ratios, 0.5), 1 / kMaxPassScale, kMaxPassScale);
 }
 
 }  // namespace mp

@@ -235,6 +235,9 @@ TEST_CASE("node times are scaled to the passes' median total, each pass against 
   // Too few passes to tell (the profile's one kept pass equals its sum).
   CHECK(mp::PassScale({mp::SizePasses{{10.5, 10.4}, {false, false}, 10, 10}}) == 1);
   CHECK(mp::PassScale({mp::SizePasses{{1, 2, 3}, {false, false, false}, 0, 0}}) == 1);
+  // A load that came and went is not the medians' bias: at most 10% either way.
+  CHECK(mp::PassScale({mp::SizePasses{{14, 15, 13}, {false, false, false}, 10, 10}}) == doctest::Approx(1.1));
+  CHECK(mp::PassScale({mp::SizePasses{{7, 8, 6}, {false, false, false}, 10, 10}}) == doctest::Approx(1 / 1.1));
 }
 
 TEST_CASE("the contention factor at a micro-batch size interpolates between the sizes it was measured at") {
