@@ -85,6 +85,12 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
                  "percent, on any profile; 0: the fastest, whatever it uses")
       ->check(CLI::Range(0.0, 99.0))
       ->default_str("2");
+  std::string objective = "step";
+  app.add_option("--objective", objective,
+                 "what the plan minimises: step (the step time) or throughput-per-device (step x devices: the "
+                 "most samples per second from each device used, for a user who pays per device)")
+      ->check(CLI::IsMember({"step", "throughput-per-device"}))
+      ->default_str("step");
   app.add_option("--schedule", schedule,
                  "gpipe, 1f1b, interleaved-1f1b, zb-h1, zbv or auto (training: the search tries all five, "
                  "interleaved with --chunks stages per device, zbv with 2 in a V); inference always runs forward-only")
@@ -180,6 +186,7 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
     request.optimizer_states = optimizer == "adam" ? 2 : optimizer == "momentum" ? 1 : 0;
     request.recompute = ParseRecompute(recompute);
     request.device_tolerance = device_percent / 100;
+    if (objective != "step") request.objective = Objective::kThroughputPerDevice;
     request.stages = AutoOrCount(stages, "--stages");
     request.replicas = AutoOrCount(replicas, "--replicas");
     request.microbatches = AutoOrCount(microbatches, "--microbatches");

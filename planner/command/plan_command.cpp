@@ -177,6 +177,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   plan_request.optimizer_state_factor = request.optimizer_states;
   plan_request.recompute = request.recompute;
   plan_request.device_tolerance = request.device_tolerance;
+  plan_request.objective = request.objective;
   plan_request.layer_split = request.split;
   if (previous) {
     Plan now;  // what the previous plan must have been planned for

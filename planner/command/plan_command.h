@@ -31,6 +31,7 @@ struct PlanCommandRequest {
   Recompute recompute = Recompute::kAuto;  // --recompute: never | auto | always
   double tie_tolerance = kDefaultTieTolerance;  // --tie-tolerance, as a fraction
   double device_tolerance = kDefaultDeviceTolerance;  // --device-tolerance, as a fraction
+  Objective objective = Objective::kStep;  // --objective: step | throughput-per-device
   std::string output;                  // -o; "": MODEL.plan.yaml beside the model
   std::string previous;                // --previous: a plan file, "none", or "": the output where it exists
   std::string report;                  // --report FILE.md (+ FILE.svg beside it)

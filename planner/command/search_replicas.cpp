@@ -47,7 +47,17 @@ struct Searched {
   bool KeptPrevious() const { return measured.search.fresh >= 0; }
 };
 
-double FastestMs(const Searched& s) { return s.measured.search.alternatives.at(s.measured.search.fastest).step_ms; }
+// The best RankMs of its search (its fastest step, by default).
+double BestMs(const Searched& s, Objective objective) {
+  return RankMs(s.measured.search.alternatives.at(s.measured.search.fastest), objective);
+}
+
+// A copy whose step is its RankMs, for the rules that compare steps.
+PlanCandidate Ranked(const PlanCandidate& a, Objective objective) {
+  PlanCandidate r = a;
+  r.step_ms = RankMs(a, objective);
+  return r;
+}
 
 }  // namespace
 
@@ -76,21 +86,27 @@ ReplicaSearch SearchReplicas(ProfiledModel& profiled, const PlanDevices& devices
   // first where devices are equal).
   const double window = TieWindow(profiled.profile, request);
   const double keep = std::max(window, 1 + request.device_tolerance);
-  double fastest = FastestMs(searched.front());
-  for (const Searched& s : searched) fastest = std::min(fastest, FastestMs(s));
+  const Objective objective = request.objective;
+  double fastest = BestMs(searched.front(), objective);
+  for (const Searched& s : searched) fastest = std::min(fastest, BestMs(s, objective));
   // The previous plan's shape, kept by its count's search, must be kept
   // against the fastest of every count too (KeepsPrevious); where it is
   // not, that count searches again without it.
   for (Searched& s : searched) {
     // Its own search found no alternative of its size outclassing it.
-    if (!s.KeptPrevious() || KeepsPrevious(s.Chosen(), {}, fastest, window, 1 + request.tie_tolerance)) continue;
+    if (!s.KeptPrevious() ||
+        KeepsPrevious(Ranked(s.Chosen(), objective), {}, fastest, window, 1 + request.tie_tolerance)) {
+      continue;
+    }
     PlanRequest fresh = request;
     fresh.previous.reset();
     s.measured.search = SearchPlan(profiled.graph, profiled.profile, s.devices.cluster, fresh);
     for (PlanCandidate& a : s.measured.search.alternatives) a.replicas = s.replicas;
   }
+  std::vector<PlanCandidate> ranked;
+  for (const Searched& s : searched) ranked.push_back(Ranked(s.Fresh(), objective));
   std::vector<const PlanCandidate*> choices;
-  for (const Searched& s : searched) choices.push_back(&s.Fresh());
+  for (const PlanCandidate& r : ranked) choices.push_back(&r);
   const DeviceChoice choice = ChooseOnFewestDevices(
       choices, fastest, keep, window,
       [](const PlanCandidate& a, const PlanCandidate& b) { return a.replicas < b.replicas; });
@@ -117,10 +133,10 @@ ReplicaSearch SearchReplicas(ProfiledModel& profiled, const PlanDevices& devices
     for (size_t j = 0; j < s.alternatives.size(); ++j) {
       if (s.alternatives[j].fresh) result.search.fresh = offset + int(j);
     }
-    if (s.alternatives.at(s.fastest).step_ms == fastest) result.search.fastest = offset + s.fastest;
+    if (BestMs(searched[i], objective) == fastest) result.search.fastest = offset + s.fastest;
     result.search.alternatives.insert(result.search.alternatives.end(), s.alternatives.begin(), s.alternatives.end());
     // The counts' choices that tied with the chosen one.
-    if (choice.ties > 1 && searched[i].Chosen().step_ms <= choice.limit_ms) {
+    if (choice.ties > 1 && RankMs(searched[i].Chosen(), objective) <= choice.limit_ms) {
       result.search.alternatives[offset + s.chosen].tie = true;
     }
     result.added.insert(result.added.end(), searched[i].measured.added.begin(), searched[i].measured.added.end());

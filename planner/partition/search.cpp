@@ -225,7 +225,10 @@ bool RefineCut(const StageCostModel& model, Partition& p, SimResult& sim) {
         const double limit = best ? best_sim.step_ms : sim.step_ms;
         if (!other.fits || StepLowerBound(other) >= limit) continue;
         SimResult other_sim = SimulatePartition(other);
-        if (other_sim.step_ms < limit * (1 - 1e-9)) best = std::move(other), best_sim = std::move(other_sim);
+        if (other_sim.step_ms < limit * (1 - 1e-9)) {
+          best = std::move(other);
+          best_sim = std::move(other_sim);
+        }
       }
     }
     if (!best) return moved;
@@ -343,16 +346,22 @@ bool SameShape(const PlanCandidate& a, const PlanCandidate& b) {
 }
 
 // The alternative to plan among `kept` (simulated, predicted within `keep`
-// of the fastest): ChooseOnFewestDevices, Simpler first, among those not
+// of the best RankMs): ChooseOnFewestDevices, Simpler first, among those not
 // Outclassed by more than `same_size`. Where the tie window is the wider,
 // that is the simplest tie, as before the device tolerance. Marks the ties:
 // every alternative it chose among within the limit, when there are several.
 // The previous plan's shape instead where KeepsPrevious; `fresh` is then
 // the index into `alternatives` of the one it would have chosen.
 Candidate& Choose(std::vector<PlanCandidate>& alternatives, std::vector<Candidate>& kept, const Band& band,
-                  const Band& keep, double same_size, int64_t batch, int& fresh) {
+                  const Band& keep, double same_size, int64_t batch, Objective objective, int& fresh) {
+  // Compared by RankMs: copies whose step is their rank under `objective`.
+  std::vector<PlanCandidate> ranked;
+  for (const Candidate& c : kept) {
+    ranked.push_back(alternatives[c.index]);
+    ranked.back().step_ms = RankMs(alternatives[c.index], objective);
+  }
   std::vector<const PlanCandidate*> all;
-  for (const Candidate& c : kept) all.push_back(&alternatives[c.index]);
+  for (const PlanCandidate& r : ranked) all.push_back(&r);
   std::vector<const PlanCandidate*> among;
   std::vector<size_t> at;  // into kept
   double fastest = 0;
@@ -445,7 +454,11 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   SearchResult result;
   std::vector<Candidate> ties;  // simulated, within the keep window of the fastest so far
   std::set<size_t> ruled_out;   // alternatives a schedule's own rule excludes
+  // The best RankMs so far (the fastest step under the default objective).
   double fastest_ms = 0;
+  const auto per = [&](const PlanCandidate& a) {
+    return request.objective == Objective::kStep ? 1.0 : double(Devices(a));
+  };
   for (int M : counts) {
     const int64_t size = MicrobatchSize(batch, M);
     Cluster sized = cluster;
@@ -522,7 +535,8 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
           Describe(alt, p);
           if (!p.fits) {
             alt.why_not = MemoryProblem(p);
-          } else if (result.fastest >= 0 && (alt.step_ms = StepLowerBound(p)) > fastest_ms * keep_for(alt).high) {
+          } else if (result.fastest >= 0 &&
+                     (alt.step_ms = StepLowerBound(p)) * per(alt) > fastest_ms * keep_for(alt).high) {
             // Pruned by the DP cut's bound (making the baselines' cuts to
             // bound them too cost 18x the search on a 10,000-node chain).
             alt.feasible = true;
@@ -533,7 +547,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
             // 10,000-node chain, and for every one within the device
             // tolerance 2.4x on a 96-block transformer for 64 devices
             // (2.5 s against 1.1).
-            const bool may_tie = result.fastest < 0 || sim.step_ms <= fastest_ms * band.high *
+            const bool may_tie = result.fastest < 0 || sim.step_ms * per(alt) <= fastest_ms * band.high *
                                                                       (alt.previous ? 1 + request.tie_tolerance : 1);
             std::vector<Partition> cuts;
             if (may_tie && request.method == "dp" && request.known_cuts && p.stages.size() > 1) {
@@ -553,17 +567,17 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
             alt.step_ms = sim.step_ms;
             alt.bubble_fraction = sim.bubble_fraction;
             const int index = int(result.alternatives.size());
-            if (result.fastest < 0 || alt.step_ms < fastest_ms) {
+            if (result.fastest < 0 || alt.step_ms * per(alt) < fastest_ms) {
               result.fastest = index;
-              fastest_ms = alt.step_ms;
+              fastest_ms = alt.step_ms * per(alt);
               ties.erase(std::remove_if(ties.begin(), ties.end(),
                                         [&](const Candidate& c) {
                                           const PlanCandidate& a = result.alternatives[c.index];
-                                          return !Within(a.step_ms, fastest_ms, keep_for(a));
+                                          return !Within(a.step_ms * per(a), fastest_ms, keep_for(a));
                                         }),
                          ties.end());
             }
-            if (Within(alt.step_ms, fastest_ms, keep_for(alt))) {
+            if (Within(alt.step_ms * per(alt), fastest_ms, keep_for(alt))) {
               ListCutTensors(p, costs);
               ties.push_back({index, std::move(p), std::move(sim), shared_costs, model});
             }
@@ -591,7 +605,8 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     throw PlanError(Concat("no feasible plan among ", result.alternatives.size(), " alternatives; with ",
                            closest ? closest->stages : 0, " stages: ", closest ? closest->why_not : "none tried"));
   }
-  Candidate& chosen = Choose(result.alternatives, ties, band, keep, 1 + request.tie_tolerance, batch, result.fresh);
+  Candidate& chosen = Choose(result.alternatives, ties, band, keep, 1 + request.tie_tolerance, batch,
+                             request.objective, result.fresh);
   // The DP's best few, for the shape chosen: its cut's neighbours
   // (RefineCut). Only there: refined among the ties, a tie's gain (a few
   // tenths of a percent, up to 2%) moved the choice between shapes that a
@@ -602,7 +617,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     alt.step_ms = chosen.sim.step_ms;
     alt.bubble_fraction = chosen.sim.bubble_fraction;
     ListCutTensors(chosen.partition, *chosen.costs);
-    if (alt.step_ms < result.alternatives[result.fastest].step_ms) result.fastest = chosen.index;
+    if (alt.step_ms * per(alt) < fastest_ms) result.fastest = chosen.index;
   }
   result.chosen = chosen.index;
   result.predicted = std::move(chosen.sim);

@@ -74,6 +74,10 @@ struct PlanRequest {
   // Alternatives on the fewest devices predicted within this fraction of
   // the fastest are preferred to it (--device-tolerance).
   double device_tolerance = kDefaultDeviceTolerance;
+  // What the choice minimises (--objective): the step, or step x devices.
+  // Under throughput per device the tie window and the device tolerance
+  // apply to step x devices.
+  Objective objective = Objective::kStep;
   // The shape of the plan this one replaces (mpplan --previous): its
   // replicas, stages, chunks, micro-batches and schedule, kept while it
   // stays a tie (KeepsPrevious). Each profile of one model on one machine
@@ -90,7 +94,7 @@ struct SearchResult {
   Schedule schedule;
   SimResult predicted;
   std::vector<PlanCandidate> alternatives;  // in the order tried
-  int fastest = -1;                       // index of the fastest feasible alternative
+  int fastest = -1;                       // of the best feasible one by RankMs (the fastest, by default)
   int chosen = -1;                        // of the chosen one: the simplest tie
   int fresh = -1;                         // where the previous shape was kept: the simplest tie
 };

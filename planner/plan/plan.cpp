@@ -52,6 +52,14 @@ int64_t ReplicaBatch(const Plan& plan) { return plan.batch / std::max(plan.repli
 
 int Devices(const PlanCandidate& a) { return a.replicas * (a.stages / std::max(a.chunks, 1)); }
 
+std::string ObjectiveName(Objective objective) {
+  return objective == Objective::kStep ? "step" : "throughput-per-device";
+}
+
+double RankMs(const PlanCandidate& a, Objective objective) {
+  return objective == Objective::kStep ? a.step_ms : a.step_ms * Devices(a);
+}
+
 int StagesPerDevice(const Plan& plan) {
   return int(plan.stages.size()) / std::max(int(plan.programs.size()), 1);
 }

@@ -138,6 +138,11 @@ struct PlanProfile {
   double step_overhead_ms = 0;
 };
 
+// What the search minimises (mpplan --objective): the step, or the device
+// time a step costs (step x devices: the inverse of the samples per second
+// each device gives), for a user who pays per device.
+enum class Objective { kStep, kThroughputPerDevice };
+
 // One (K, M, schedule) the planner weighed: an alternative the search
 // tried (Plan::alternatives), or a row of --explain's comparison, a
 // baseline partitioner or a user split next to the chosen plan
@@ -194,6 +199,7 @@ struct Plan {
   // when a boundary of the DP's cut moved a node or more simulated faster
   // (block+neighbour: of that baseline's cut); "" otherwise.
   std::string cut;
+  Objective objective = Objective::kStep;  // written when not the step
   double optimizer_state_factor = 2;
   std::vector<PlanDevice> devices;
   std::vector<PlanLink> links;     // one per boundary (stages - 1)
@@ -229,6 +235,11 @@ int StagesPerDevice(const Plan& plan);
 // The devices an alternative uses: its replicas times its stages over its
 // stages per device.
 int Devices(const PlanCandidate& a);
+
+std::string ObjectiveName(Objective objective);  // step | throughput-per-device
+// The alternative's value under `objective`, in ms (device-ms per step for
+// throughput per device): lower is better.
+double RankMs(const PlanCandidate& a, Objective objective);
 
 // The ids of the stages program `program` runs, comma-separated: "0,2".
 std::string ProgramStages(const Plan& plan, int program);

@@ -391,6 +391,14 @@ void ReadHeader(const YamlCursor& root, Plan& plan) {
                               "' (expected uniform, params, block, neighbour, or a baseline's +neighbour)"));
     }
   }
+  if (root.Has("objective")) {
+    const std::string objective = root["objective"].String();
+    if (objective == ObjectiveName(Objective::kThroughputPerDevice)) {
+      plan.objective = Objective::kThroughputPerDevice;
+    } else if (objective != ObjectiveName(Objective::kStep)) {
+      root["objective"].Fail(Concat("unknown objective '", objective, "' (expected step or throughput-per-device)"));
+    }
+  }
   if (root.Has("optimizer_state_factor")) {
     plan.optimizer_state_factor = root["optimizer_state_factor"].NumberIn(0, YamlCursor::kNoLimit, "a tensor count");
   }
@@ -585,7 +593,7 @@ Plan ParsePlan(const std::string& yaml, const std::string& source) {
   std::vector<std::string> required = {"format", "model", "inputs", "mode", "batch", "microbatches", "schedule",
                                        "devices", "stages"};
   if (!IsV1(plan)) required.push_back("programs");
-  root.ExpectMap(required, {"replicas", "replica_link", "microbatch_size", "partitioner", "split", "cut",
+  root.ExpectMap(required, {"replicas", "replica_link", "microbatch_size", "partitioner", "split", "cut", "objective",
                             "optimizer_state_factor", "links", "predicted", "profile", "alternatives", "comparisons",
                             "warnings"});
   ReadHeader(root, plan);

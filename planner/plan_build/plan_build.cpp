@@ -206,6 +206,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
   plan.schedule = partition.schedule;
   plan.partitioner = partition.method;
   plan.cut = partition.cut;
+  plan.objective = request.objective;
   if (partition.method == "layers") plan.split = request.layer_split;
   plan.optimizer_state_factor = request.optimizer_state_factor;
   plan.devices = source.devices;

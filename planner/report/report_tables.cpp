@@ -76,6 +76,10 @@ std::string WhyChosen(const Plan& plan, const PlanCandidate* chosen, bool beaten
                   Candidate(fresh->stages, fresh->microbatches, fresh->schedule), " at ", FormatMs(fresh->step_ms),
                   " ms (", FormatDelta(fresh->step_ms / chosen->step_ms - 1), "; --previous none), among ", tried);
   }
+  if (plan.objective == Objective::kThroughputPerDevice) {
+    return std::string(chosen->tie ? "simplest of the ties in" : "best in") +
+           " throughput per device (step x devices; --objective throughput-per-device) of " + tried;
+  }
   if (beaten) return "not the fastest of " + tried;
   if (alts.size() == 1) return "the only alternative tried";
   if (simulated == 1) return "the only feasible one of " + tried;
@@ -115,13 +119,18 @@ std::string DevicesText(const Plan& plan, const PlanCandidate* chosen) {
   for (const PlanCandidate& a : plan.alternatives) {
     if (!a.feasible || Devices(a) <= Devices(*chosen)) continue;
     if (!a.simulated) bounded = true;
-    if (a.simulated && (!more || a.step_ms < more->step_ms)) more = &a;
+    if (a.simulated && (!more || RankMs(a, plan.objective) < RankMs(*more, plan.objective))) more = &a;
   }
   if (!more) return text + (bounded ? "; plans on more are predicted slower (their lower bounds)" : "");
   const double delta = more->step_ms / chosen->step_ms - 1;
   const std::string copies = more->replicas > 1 ? Concat(more->replicas, " replicas of ") : "";
   const std::string best = Concat(copies, more->stages, " stages on ", Devices(*more), " devices at ",
                                   FormatMs(more->step_ms), " ms (", FormatDelta(delta), ")");
+  if (plan.objective == Objective::kThroughputPerDevice) {
+    const double share = RankMs(*chosen, plan.objective) / RankMs(*more, plan.objective);
+    return text + "; the most samples per second per device: the best on more, " + best + ", gives " +
+           FormatPercent(share) + " of them per device";
+  }
   if (delta >= 0) return text + "; more predict no faster: the best on more, " + best;
   return text + "; the best on more, " + best + ", is within the device tolerance (--device-tolerance) or the tie "
                 "window: not worth its devices";
@@ -172,7 +181,7 @@ const PlanCandidate* RunnerUp(const Plan& plan, const PlanCandidate* chosen) {
   const PlanCandidate* best = nullptr;
   for (const PlanCandidate& a : plan.alternatives) {
     if (&a == chosen || !a.feasible || !a.simulated) continue;
-    if (!best || a.step_ms < best->step_ms) best = &a;
+    if (!best || RankMs(a, plan.objective) < RankMs(*best, plan.objective)) best = &a;
   }
   return best;
 }
@@ -366,12 +375,21 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
   if (std::string text = RecomputeText(plan); !text.empty()) lines.push_back({"recompute", text});
 
   const PlanCandidate* other = chosen ? RunnerUp(plan, chosen) : nullptr;
-  const double delta = other && chosen->step_ms > 0 ? other->step_ms / chosen->step_ms - 1 : 0;
+  // Under throughput per device, how much more device time a step of the
+  // other costs.
+  const double delta =
+      other && chosen->step_ms > 0 ? RankMs(*other, plan.objective) / RankMs(*chosen, plan.objective) - 1 : 0;
   const bool tied = other && other->tie && chosen->tie;
   lines.push_back({"why", WhyChosen(plan, chosen, delta <= -kTieFraction && !tied)});
   if (other) {
     std::string text = Candidate(other->stages, other->microbatches, other->schedule) + " at " +
                        FormatMs(other->step_ms) + " ms (" + FormatDelta(delta) + ")";
+    if (plan.objective == Objective::kThroughputPerDevice) {
+      text = Candidate(other->stages, other->microbatches, other->schedule) +
+             (other->replicas > 1 ? Concat(" x ", other->replicas, " replicas") : "") + " at " +
+             FormatMs(other->step_ms) + " ms on " + Plural(Devices(*other), "device") + " (" + FormatDelta(delta) +
+             " device time a step)";
+    }
     if (tied || std::fabs(delta) < kTieFraction) {
       text += tied ? ", a tie: within the tie window, so" : ";";
       text += " ties go to fewer devices, then fewer stages, then fewer recomputing, then equal micro-batches, then "

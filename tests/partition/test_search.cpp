@@ -573,6 +573,35 @@ TEST_CASE("replicas: each pipeline runs batch / R, and a slow all-reduce favours
   CHECK_THROWS_AS(mp::SearchPlan(b.graph, b.profile, cluster, request), mp::InputError);
 }
 
+TEST_CASE("--objective throughput-per-device: the choice minimises step x devices") {
+  // The even chain pipelines well (8 stages on 4 devices for the step),
+  // but no pipeline gives more samples per second per device than one
+  // device: the bubble and the transfers only add device time.
+  auto even = EvenChain(16, 0);
+  mp::PlanRequest request;
+  request.objective = mp::Objective::kThroughputPerDevice;
+  const auto result = mp::SearchPlan(even.graph, even.profile, mp::UniformCluster(4, {}), request);
+  const mp::PlanCandidate& c = result.alternatives.at(result.chosen);
+  const double best = mp::RankMs(result.alternatives.at(result.fastest), request.objective);
+  CHECK(mp::Devices(c) == 1);
+  CHECK(mp::RankMs(c, request.objective) <= best * (1 + mp::kDefaultDeviceTolerance));
+  for (const auto& a : result.alternatives) {
+    if (a.simulated) CHECK(best <= mp::RankMs(a, request.objective) + 1e-9);
+  }
+  // Where one device cannot hold the model, the fewest devices that can,
+  // as long as they give the most per device.
+  auto big = EvenChain(8, 1 << 10);
+  const auto cluster = mp::UniformCluster(4, {"small", 20000, 1.0});
+  const auto fit = mp::SearchPlan(big.graph, big.profile, cluster, request);
+  int fewest = 0;
+  for (const auto& a : fit.alternatives) {
+    if (a.feasible && (fewest == 0 || mp::Devices(a) < fewest)) fewest = mp::Devices(a);
+  }
+  REQUIRE(fewest > 1);
+  CHECK(mp::Devices(fit.alternatives.at(fit.chosen)) == fewest);
+  for (const auto& stage : fit.partition.stages) CHECK(stage.peak_memory_bytes <= 20000);
+}
+
 TEST_CASE("devices are not spent for nothing: a plan on more devices must beat the best on fewer by the tolerance") {
   // One node carries nearly all the work: pipelining the rest around it
   // gains about 1.5%, on as many devices as there are nodes.

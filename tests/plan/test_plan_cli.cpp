@@ -18,6 +18,7 @@
 #include "planner/graph/build_op_graph.h"
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/model_file.h"
+#include "planner/partition/search.h"
 #include "planner/plan/plan_reader.h"
 #include "planner/plan/plan_writer.h"
 
@@ -135,6 +136,30 @@ TEST_CASE("--replicas: half the batch each, the all-reduce in the step, the tabl
   const auto j = nlohmann::json::parse(json.out);
   CHECK(j["replicas"] == 2);
   CHECK(j["allreduce_ms"].get<double>() == doctest::Approx(plan.predicted.allreduce_ms));
+}
+
+TEST_CASE("--objective throughput-per-device: the most samples per second per device, said and recorded") {
+  // GPT on 4 A100s: 4 replicas run the step fastest (the test above); per
+  // device, one device gives the most.
+  const std::string out = TempPath("gpt.per_device.plan.yaml");
+  const auto run = Mpplan(ZooPath("gpt.script.pt") + kQuick +
+                          " --gpus 4 --replicas auto --objective throughput-per-device -o " + out);
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  const mp::Plan plan = mp::ReadPlan(out);
+  CHECK(plan.objective == mp::Objective::kThroughputPerDevice);
+  CHECK(plan.programs.size() * size_t(plan.replicas) == 1);
+  // No alternative gives more per device: its step x devices is the least.
+  const double own = plan.predicted.step_ms;
+  for (const auto& a : plan.alternatives) {
+    if (a.simulated) CHECK(own <= mp::RankMs(a, plan.objective) * (1 + mp::kDefaultDeviceTolerance) + 1e-9);
+  }
+  CHECK(run.out.find("(step x devices; --objective throughput-per-device)") != std::string::npos);
+  CHECK(run.out.find("devices            uses 1 of 4; ") != std::string::npos);
+  CHECK(run.out.find(" of them per device") != std::string::npos);
+  const auto bad = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --objective cost -o " + out);
+  CHECK(bad.status != 0);
+  CHECK(bad.out.find("--objective") != std::string::npos);
 }
 
 TEST_CASE("--replicas auto: the search chooses replicas x stages, lists both kinds and says what it uses") {

@@ -237,13 +237,20 @@ TEST_CASE("validation errors name the key path") {
   SUBCASE("unknown key at the top") {
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["colour"] = 1; }), "colour: unknown key");
   }
-  SUBCASE("a kept baseline cut: only in a dp plan, and a baseline's") {
+  SUBCASE("a kept baseline cut: only in a dp plan, and a baseline's, and the objective") {
     const std::string kept = Mutated(yaml, [](YAML::Node& r) { r["cut"] = "block"; });
     CHECK(mp::ParsePlan(kept, "kept.plan.yaml").cut == "block");
     CHECK(mp::PlanToYaml(mp::ParsePlan(kept, "kept.plan.yaml")).find("\ncut: block\n") != std::string::npos);
     const std::string moved = Mutated(yaml, [](YAML::Node& r) { r["cut"] = "block+neighbour"; });
     CHECK(mp::ParsePlan(moved, "moved.plan.yaml").cut == "block+neighbour");
     CHECK(mp::ParsePlan(Mutated(yaml, [](YAML::Node& r) { r["cut"] = "neighbour"; }), "n.plan.yaml").cut == "neighbour");
+    const std::string paid = Mutated(yaml, [](YAML::Node& r) { r["objective"] = "throughput-per-device"; });
+    CHECK(mp::ParsePlan(paid, "paid.plan.yaml").objective == mp::Objective::kThroughputPerDevice);
+    CHECK(mp::PlanToYaml(mp::ParsePlan(paid, "paid.plan.yaml")).find("\nobjective: throughput-per-device\n") !=
+          std::string::npos);
+    CHECK(mp::PlanToYaml(mp::ParsePlan(yaml, "plan.yaml")).find("objective") == std::string::npos);  // step: unsaid
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["objective"] = "cost"; }),
+               "objective: unknown objective 'cost' (expected step or throughput-per-device)");
     for (const char* bad : {"dp", "block+dp", "neighbour+neighbour", "+neighbour"}) {
       CAPTURE(bad);
       CheckError(Mutated(yaml, [&](YAML::Node& r) { r["cut"] = bad; }),
