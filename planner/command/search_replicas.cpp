@@ -52,12 +52,6 @@ double BestMs(const Searched& s, Objective objective) {
   return RankMs(s.measured.search.alternatives.at(s.measured.search.fastest), objective);
 }
 
-// A copy whose step is its RankMs, for the rules that compare steps.
-PlanCandidate Ranked(const PlanCandidate& a, Objective objective) {
-  PlanCandidate r = a;
-  r.step_ms = RankMs(a, objective);
-  return r;
-}
 
 }  // namespace
 

@@ -356,10 +356,7 @@ Candidate& Choose(std::vector<PlanCandidate>& alternatives, std::vector<Candidat
                   const Band& keep, double same_size, int64_t batch, Objective objective, int& fresh) {
   // Compared by RankMs: copies whose step is their rank under `objective`.
   std::vector<PlanCandidate> ranked;
-  for (const Candidate& c : kept) {
-    ranked.push_back(alternatives[c.index]);
-    ranked.back().step_ms = RankMs(alternatives[c.index], objective);
-  }
+  for (const Candidate& c : kept) ranked.push_back(Ranked(alternatives[c.index], objective));
   std::vector<const PlanCandidate*> all;
   for (const PlanCandidate& r : ranked) all.push_back(&r);
   std::vector<const PlanCandidate*> among;

@@ -60,6 +60,12 @@ double RankMs(const PlanCandidate& a, Objective objective) {
   return objective == Objective::kStep ? a.step_ms : a.step_ms * Devices(a);
 }
 
+PlanCandidate Ranked(const PlanCandidate& a, Objective objective) {
+  PlanCandidate r = a;
+  r.step_ms = RankMs(a, objective);
+  return r;
+}
+
 int StagesPerDevice(const Plan& plan) {
   return int(plan.stages.size()) / std::max(int(plan.programs.size()), 1);
 }

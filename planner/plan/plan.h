@@ -240,6 +240,9 @@ std::string ObjectiveName(Objective objective);  // step | throughput-per-device
 // The alternative's value under `objective`, in ms (device-ms per step for
 // throughput per device): lower is better.
 double RankMs(const PlanCandidate& a, Objective objective);
+// A copy of `a` whose step_ms is its RankMs: for the rules that compare
+// steps (ChooseOnFewestDevices, Outclassed, KeepsPrevious) to compare ranks.
+PlanCandidate Ranked(const PlanCandidate& a, Objective objective);
 
 // The ids of the stages program `program` runs, comma-separated: "0,2".
 std::string ProgramStages(const Plan& plan, int program);

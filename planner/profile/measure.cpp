@@ -255,8 +255,10 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   if (options.timed) profile.pass_scale = scale;
   for (PassResult& result : results) {
     for (NodeSample& s : result.nodes) {
-      s.forward_ms *= scale, s.backward_ms *= scale;
-      s.input_backward_ms *= scale, s.weight_backward_ms *= scale;
+      s.forward_ms *= scale;
+      s.backward_ms *= scale;
+      s.input_backward_ms *= scale;
+      s.weight_backward_ms *= scale;
     }
   }
 
