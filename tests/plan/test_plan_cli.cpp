@@ -139,7 +139,7 @@ TEST_CASE("--replicas: half the batch each, the all-reduce in the step, the tabl
 }
 
 TEST_CASE("--objective throughput-per-device: the most samples per second per device, said and recorded") {
-  // GPT on 4 A100s: 4 replicas run the step fastest (the test above); per
+  // GPT on 4 A100s: 4 replicas run the step fastest (the next test); per
   // device, one device gives the most.
   const std::string out = TempPath("gpt.per_device.plan.yaml");
   const auto run = Mpplan(ZooPath("gpt.script.pt") + kQuick +
