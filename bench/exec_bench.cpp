@@ -27,8 +27,9 @@
 //               search's choice of schedule at that M) is measured too,
 //               and must not be slower than the best hand-picked schedule
 //               by more than the largest difference between two identical
-//               plans (1f1b's pair, and auto's plan against the
-//               hand-picked plan it equals file for file). A bar chart
+//               plans (1f1b's pairs, and auto's plan against the
+//               hand-picked plan it equals file for file, in the other
+//               cases: a case's own pair would excuse it). A bar chart
 //               of the steps against 1f1b's: OUT/schedules.svg.
 //   gap         the fidelity models at 1 stage x 1 micro-batch: the stage's
 //               busy time in the executor against the profiler's run of
@@ -303,6 +304,7 @@ bool Schedules(const std::string& mpplan, const std::string& mpexec, const std::
   int faster = 0, faster_wanted = 0, within = 0, runs = 0;
   std::vector<double> noise, auto_excess;
   std::vector<double> identical;  // auto against the hand-picked plan it equals
+  std::vector<size_t> identical_case;  // the case (index into auto_excess) of each
   std::string auto_choices;
   mp::bench::BarChart chart;
   chart.title = "Measured step against 1f1b's on 2 CPU devices (median of " + std::to_string(rounds) + " rounds)";
@@ -349,6 +351,7 @@ bool Schedules(const std::string& mpplan, const std::string& mpexec, const std::
             if (!SamePlan(read[k], read[h])) continue;
             same = ", the " + schedules[h] + " plan";
             identical.push_back(std::abs(measured[k] / measured[h] - 1));
+            identical_case.push_back(auto_excess.size());
           }
           label = "auto (" + mp::ScheduleName(read[k].schedule) + same + ")";
           auto_choices += (auto_choices.empty() ? "" : ", ") + mp::ScheduleName(read[k].schedule);
@@ -380,11 +383,22 @@ bool Schedules(const std::string& mpplan, const std::string& mpexec, const std::
   // The noise between two identical runs: 1f1b planned twice, and auto
   // against the hand-picked plan it equals file for file (the same plan,
   // run in the same rounds: a measure of noise as good as 1f1b's pair).
-  std::vector<double> pairs = noise;
-  pairs.insert(pairs.end(), identical.begin(), identical.end());
-  const double worst_noise = pairs.empty() ? 0 : *std::max_element(pairs.begin(), pairs.end());
-  const double worst_auto = auto_excess.empty() ? 0 : *std::max_element(auto_excess.begin(), auto_excess.end());
-  const bool faster_ok = faster == faster_wanted, within_ok = within == runs, auto_ok = worst_auto <= worst_noise;
+  // Each case's auto is held to the pairs of the other cases and the
+  // 1f1b pairs: its own auto pair would excuse its own excess.
+  const auto noise_without = [&](size_t own) {
+    double worst = noise.empty() ? 0 : *std::max_element(noise.begin(), noise.end());
+    for (size_t i = 0; i < identical.size(); ++i)
+      if (identical_case[i] != own) worst = std::max(worst, identical[i]);
+    return worst;
+  };
+  double worst_noise = 0, worst_auto = 0;
+  bool auto_ok = true;
+  for (size_t c = 0; c < auto_excess.size(); ++c) {
+    worst_noise = std::max(worst_noise, noise_without(c));
+    worst_auto = std::max(worst_auto, auto_excess[c]);
+    auto_ok = auto_ok && auto_excess[c] <= noise_without(c);
+  }
+  const bool faster_ok = faster == faster_wanted, within_ok = within == runs;
   std::printf("schedules   interleaved-1f1b, zb-h1 and zbv measured faster than 1f1b in %d of the %d cases predicted "
               "more than 5%% faster %s\n",
               faster, faster_wanted, faster_ok ? "ok" : "MISSED");
@@ -392,8 +406,8 @@ bool Schedules(const std::string& mpplan, const std::string& mpexec, const std::
               "%.1f%% (median), %.1f%% at most\n",
               within, runs, within_ok ? "ok" : "MISSED", 100 * Median(noise),
               100 * (noise.empty() ? 0 : *std::max_element(noise.begin(), noise.end())));
-  std::printf("schedules   auto chose %s; at worst %+.1f%% against the best hand-picked schedule (target: within "
-              "the largest difference between two identical plans, %.1f%%) %s\n",
+  std::printf("schedules   auto chose %s; at worst %+.1f%% against the best hand-picked schedule (target: each "
+              "case within the largest difference between two identical plans of the other cases, up to %.1f%%) %s\n",
               auto_choices.c_str(), 100 * worst_auto, 100 * worst_noise, auto_ok ? "ok" : "MISSED");
   if (!identical.empty()) {
     std::printf("schedules   auto's plan was a hand-picked one in %zu of %zu cases; those identical plans differed by "

@@ -606,8 +606,11 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
                              request.objective, result.fresh);
   // The DP's best few, for the shape chosen: its cut's neighbours
   // (RefineCut). Only there: refined among the ties, a tie's gain (a few
-  // tenths of a percent, up to 2%) moved the choice between shapes that a
+  // tenths of a percent, up to 3%) moved the choice between shapes that a
   // noisy profile ranks alike, and cost 1.3x the search on a 1,000-node DAG.
+  // So the ties (and, where the previous shape is kept, the fresh choice)
+  // are marked by their unrefined steps, and the chosen one may end up
+  // faster than that by the gain.
   if (request.method == "dp" && request.known_cuts && RefineCut(*chosen.model, chosen.partition, chosen.sim)) {
     PlanCandidate& alt = result.alternatives[chosen.index];
     Describe(alt, chosen.partition);

@@ -251,7 +251,7 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     }
     passes.push_back(std::move(size));
   }
-  const double scale = options.timed ? PassScale(passes) : 1;
+  const double scale = !options.timed ? 1 : options.pass_scale > 0 ? options.pass_scale : PassScale(passes);
   if (options.timed) profile.pass_scale = scale;
   for (PassResult& result : results) {
     for (NodeSample& s : result.nodes) {

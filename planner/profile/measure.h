@@ -24,6 +24,10 @@ struct MeasureOptions {
   // (Profile::coverage). Off where sizes are added to a profile that has it.
   bool coverage = true;
   uint64_t seed = 0;
+  // Timed: the factor to scale the node times by (pass_scale.h); 0: the
+  // profile's own passes set it. Sizes added to a profile take its factor,
+  // so that one profile does not mix two.
+  double pass_scale = 0;
   // CPU, timed: also run the contention probe for up to this many workers
   // sharing the machine (Profile::shared_slowdown); 1: do not.
   int workers = 1;

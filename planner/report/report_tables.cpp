@@ -77,8 +77,14 @@ std::string WhyChosen(const Plan& plan, const PlanCandidate* chosen, bool beaten
                   " ms (", FormatDelta(fresh->step_ms / chosen->step_ms - 1), "; --previous none), among ", tried);
   }
   if (plan.objective == Objective::kThroughputPerDevice) {
-    return std::string(chosen->tie ? "simplest of the ties in" : "best in") +
-           " throughput per device (step x devices; --objective throughput-per-device) of " + tried;
+    double best = RankMs(*chosen, plan.objective);
+    for (const PlanCandidate& a : alts) {
+      if (a.simulated) best = std::min(best, RankMs(a, plan.objective));
+    }
+    const std::string how = RankMs(*chosen, plan.objective) > best * (1 + 1e-9) ? "within the device tolerance of the best"
+                            : chosen->tie                                      ? "simplest of the ties"
+                                                                               : "best";
+    return how + " in throughput per device (step x devices; --objective throughput-per-device) of " + tried;
   }
   if (beaten) return "not the fastest of " + tried;
   if (alts.size() == 1) return "the only alternative tried";
@@ -366,10 +372,15 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
   if (!plan.cut.empty()) {
     const std::string start = plan.cut.substr(0, plan.cut.find('+'));
     const bool moved = plan.cut.find("neighbour") != std::string::npos;
-    partitioner += start == "neighbour" ? ", with the DP's cut" : ", with the " + start + " partitioner's cut";
-    partitioner += std::string(moved ? " with boundaries moved by a node or more" : "") +
-                   ": it simulates faster than the DP's own, which minimises the slowest stage rather than the "
-                   "step (--explain compares them)";
+    if (start == "neighbour") {
+      partitioner += ", its cut's boundaries moved by a node or more: that simulates faster than the DP's own cut, "
+                     "which minimises the slowest stage rather than the step (--explain compares them)";
+    } else {
+      partitioner += ", with the " + start + " partitioner's cut" +
+                     (moved ? " with boundaries moved by a node or more" : "") +
+                     ": it simulates faster than the DP's own, which minimises the slowest stage rather than the "
+                     "step (--explain compares them)";
+    }
   }
   lines.push_back({"partitioner", partitioner});
   if (std::string text = RecomputeText(plan); !text.empty()) lines.push_back({"recompute", text});
@@ -460,7 +471,8 @@ ReportTable ComparisonsTable(const Plan& plan) {
   t.align = {Align::kLeft, Align::kLeft,  Align::kLeft,  Align::kRight, Align::kRight, Align::kRight,
              Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kLeft};
   // A dp plan that kept a baseline's cut is that baseline's row; the dp
-  // row is then the DP's own cut.
+  // row is then the DP's own cut. A cut moved from either (neighbour,
+  // block+neighbour) is no row: the plan is none of them.
   const std::string& chosen_cut = plan.cut.empty() ? plan.partitioner : plan.cut;
   for (const PlanCandidate& c : plan.comparisons) {
     const bool same = c.method == chosen_cut && c.split == plan.split && c.stages == int(plan.stages.size()) &&

@@ -209,7 +209,7 @@ TEST_CASE("a training profile splits each node's backward into I and W") {
   CHECK(linears > 2);
 }
 
-TEST_CASE("a measured profile's node times add up to its passes' median total") {
+TEST_CASE("a measured profile records the pass scale its node times were scaled by") {
   Model m = Load("mlp.script.pt", true, 8);
   mp::MeasureOptions options = Quick(true);
   options.timing.repeats = 5;
@@ -219,6 +219,11 @@ TEST_CASE("a measured profile's node times add up to its passes' median total") 
   // within its bounds.
   CHECK(p.pass_scale >= 1 / mp::kMaxPassScale);
   CHECK(p.pass_scale <= mp::kMaxPassScale);
+  // Sizes added to a profile take its factor, so one profile has one.
+  options.microbatch_sizes = {2, 3};
+  options.pass_scale = 1.0625;
+  const mp::Profile added = mp::MeasureProfile(m.canonical, m.inputs, options);
+  CHECK(added.pass_scale == 1.0625);
 }
 
 TEST_CASE("sizes, devices and models that cannot be trained are refused clearly") {

@@ -232,7 +232,8 @@ TEST_CASE("node times are scaled to the passes' median total, each pass against 
   // sum, not the plain one: I + W costing more than B is no bias.
   const mp::SizePasses split{{20, 22, 20, 22}, {false, true, false, true}, 20, 22};
   CHECK(mp::PassScale({split}) == 1);
-  // Too few passes to tell (the profile's one kept pass equals its sum).
+  // Too few passes to tell (fewer than 3; with one kept pass a size, each
+  // pass is its nodes' sum anyway).
   CHECK(mp::PassScale({mp::SizePasses{{10.5, 10.4}, {false, false}, 10, 10}}) == 1);
   CHECK(mp::PassScale({mp::SizePasses{{1, 2, 3}, {false, false, false}, 0, 0}}) == 1);
   // A load that came and went is not the medians' bias: at most 10% either way.
