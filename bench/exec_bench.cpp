@@ -385,8 +385,9 @@ bool Schedules(const std::string& mpplan, const std::string& mpexec, const std::
   // run in the same rounds: a measure of noise as good as 1f1b's pair).
   // Each case's auto is held to the pairs of the other cases and the
   // 1f1b pairs: its own auto pair would excuse its own excess.
+  const double worst_1f1b = noise.empty() ? 0 : *std::max_element(noise.begin(), noise.end());
   const auto noise_without = [&](size_t own) {
-    double worst = noise.empty() ? 0 : *std::max_element(noise.begin(), noise.end());
+    double worst = worst_1f1b;
     for (size_t i = 0; i < identical.size(); ++i)
       if (identical_case[i] != own) worst = std::max(worst, identical[i]);
     return worst;
@@ -404,8 +405,7 @@ bool Schedules(const std::string& mpplan, const std::string& mpexec, const std::
               faster, faster_wanted, faster_ok ? "ok" : "MISSED");
   std::printf("schedules   medians within 10%% of the prediction for %d of %d plans %s; 1f1b planned twice differed by "
               "%.1f%% (median), %.1f%% at most\n",
-              within, runs, within_ok ? "ok" : "MISSED", 100 * Median(noise),
-              100 * (noise.empty() ? 0 : *std::max_element(noise.begin(), noise.end())));
+              within, runs, within_ok ? "ok" : "MISSED", 100 * Median(noise), 100 * worst_1f1b);
   std::printf("schedules   auto chose %s; at worst %+.1f%% against the best hand-picked schedule (target: each "
               "case within the largest difference between two identical plans of the other cases, up to %.1f%%) %s\n",
               auto_choices.c_str(), 100 * worst_auto, 100 * worst_noise, auto_ok ? "ok" : "MISSED");

@@ -453,9 +453,9 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   std::set<size_t> ruled_out;   // alternatives a schedule's own rule excludes
   // The best RankMs so far (the fastest step under the default objective).
   double fastest_ms = 0;
-  const auto per = [&](const PlanCandidate& a) {
-    return request.objective == Objective::kStep ? 1.0 : double(Devices(a));
-  };
+  // A step's factor under the objective (RankFactor), for steps not yet
+  // the alternative's (its lower bound, its simulation).
+  const auto per = [&](const PlanCandidate& a) { return RankFactor(a, request.objective); };
   for (int M : counts) {
     const int64_t size = MicrobatchSize(batch, M);
     Cluster sized = cluster;
@@ -564,17 +564,17 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
             alt.step_ms = sim.step_ms;
             alt.bubble_fraction = sim.bubble_fraction;
             const int index = int(result.alternatives.size());
-            if (result.fastest < 0 || alt.step_ms * per(alt) < fastest_ms) {
+            if (result.fastest < 0 || RankMs(alt, request.objective) < fastest_ms) {
               result.fastest = index;
-              fastest_ms = alt.step_ms * per(alt);
+              fastest_ms = RankMs(alt, request.objective);
               ties.erase(std::remove_if(ties.begin(), ties.end(),
                                         [&](const Candidate& c) {
                                           const PlanCandidate& a = result.alternatives[c.index];
-                                          return !Within(a.step_ms * per(a), fastest_ms, keep_for(a));
+                                          return !Within(RankMs(a, request.objective), fastest_ms, keep_for(a));
                                         }),
                          ties.end());
             }
-            if (Within(alt.step_ms * per(alt), fastest_ms, keep_for(alt))) {
+            if (Within(RankMs(alt, request.objective), fastest_ms, keep_for(alt))) {
               ListCutTensors(p, costs);
               ties.push_back({index, std::move(p), std::move(sim), shared_costs, model});
             }
@@ -617,7 +617,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     alt.step_ms = chosen.sim.step_ms;
     alt.bubble_fraction = chosen.sim.bubble_fraction;
     ListCutTensors(chosen.partition, *chosen.costs);
-    if (alt.step_ms * per(alt) < fastest_ms) result.fastest = chosen.index;
+    if (RankMs(alt, request.objective) < fastest_ms) result.fastest = chosen.index;
   }
   result.chosen = chosen.index;
   result.predicted = std::move(chosen.sim);

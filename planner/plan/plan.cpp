@@ -56,9 +56,11 @@ std::string ObjectiveName(Objective objective) {
   return objective == Objective::kStep ? "step" : "throughput-per-device";
 }
 
-double RankMs(const PlanCandidate& a, Objective objective) {
-  return objective == Objective::kStep ? a.step_ms : a.step_ms * Devices(a);
+double RankFactor(const PlanCandidate& a, Objective objective) {
+  return objective == Objective::kStep ? 1.0 : double(Devices(a));
 }
+
+double RankMs(const PlanCandidate& a, Objective objective) { return a.step_ms * RankFactor(a, objective); }
 
 PlanCandidate Ranked(const PlanCandidate& a, Objective objective) {
   PlanCandidate r = a;

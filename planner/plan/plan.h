@@ -237,8 +237,10 @@ int StagesPerDevice(const Plan& plan);
 int Devices(const PlanCandidate& a);
 
 std::string ObjectiveName(Objective objective);  // step | throughput-per-device
+// What `objective` multiplies an alternative's step by: 1, or its devices.
+double RankFactor(const PlanCandidate& a, Objective objective);
 // The alternative's value under `objective`, in ms (device-ms per step for
-// throughput per device): lower is better.
+// throughput per device): step_ms x RankFactor. Lower is better.
 double RankMs(const PlanCandidate& a, Objective objective);
 // A copy of `a` whose step_ms is its RankMs: for the rules that compare
 // steps (ChooseOnFewestDevices, Outclassed, KeepsPrevious) to compare ranks.
