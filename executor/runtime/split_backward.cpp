@@ -121,6 +121,23 @@ SplitBackward::SplitBackward(std::vector<at::Tensor> roots, std::vector<at::Tens
   }
 }
 
+int64_t SplitBackward::WalkedNodes() const {
+  int64_t walked = 0;
+  for (const auto& group : groups_) {
+    std::vector<const ag::Node*> walk{group->node.get()};
+    std::unordered_set<const ag::Node*> seen{group->node.get()};
+    while (!walk.empty()) {
+      const ag::Node* node = walk.back();
+      walk.pop_back();
+      ++walked;
+      for (const ag::Edge& e : node->next_edges()) {
+        if (e.function && seen.insert(e.function.get()).second) walk.push_back(e.function.get());
+      }
+    }
+  }
+  return walked;
+}
+
 void SplitBackward::Weights() {
   for (const auto& group : groups_) {
     ag::edge_list from;

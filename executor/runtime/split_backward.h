@@ -18,6 +18,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -33,6 +34,11 @@ class SplitBackward {
   // W: accumulates the parameters' gradients into their .grad and frees
   // what I kept. Once.
   void Weights();
+  // What W's engine calls will walk, before Weights: over its calls, the
+  // autograd nodes reachable from each call's start (the engine walks them
+  // to find what leads to the parameters asked for). What the planner
+  // charges per node (planner/profile/engine_walk.h); for tests.
+  int64_t WalkedNodes() const;
 
  private:
   struct Group;

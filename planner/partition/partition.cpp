@@ -53,7 +53,12 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
       st.weight_backward_ms += speed * costs.weight_backward_ms[q];
       st.param_bytes += costs.param_bytes[q];
     }
-    if (s == 0) st.input_backward_ms = 0, st.weight_backward_ms = st.backward_ms;
+    if (s == 0) {
+      st.input_backward_ms = 0;  // its inputs take no gradient: W is its whole backward
+      st.weight_backward_ms = st.backward_ms;
+    } else {
+      st.weight_backward_ms += speed * costs.WeightWalkMs(a, e);
+    }
     st.transfer_ms = model.InMs(s, a) + model.OutMs(s, e);
     if (costs.training) st.allreduce_ms = AllReduceMs(st.param_bytes, model.Spec(s).replicas, model.Spec(s).replica_link);
     st.cost_ms = model.StageMs(s, a, e);

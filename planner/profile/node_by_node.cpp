@@ -16,15 +16,21 @@
 // as zb-h1's I and W run it: first the gradients of the inputs that depend
 // on the model's inputs (the graph kept), then those of the inputs computed
 // from parameters alone (the parameters, a transposed weight, nn.LSTM's
-// weight list). A node with both kinds of input gives those passes' samples
-// to I and W only; its B comes from the other passes.
+// weight list). As in mpexec, every W runs after every I: the reverse pass
+// times the I parts, then the W parts (and the nodes whose inputs are all
+// parameters') run in the same reverse order. A node with both kinds of
+// input gives those passes' samples to I and W only; its B comes from the
+// other passes.
 #include "planner/profile/node_by_node.h"
 
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/variable.h>
 
 #include <climits>
 #include <memory>
 #include <optional>
+#include <unordered_set>
 #include <utility>
 
 #include "common/error.h"
@@ -151,12 +157,31 @@ class Engine {
     if (options_.training) {
       grads_.assign(ids_.size(), {});
       SeedOutputGrads();
+      std::vector<BackwardTimes> times(n);
+      std::vector<DeferredW> deferred;  // split passes: W after every node's I
       for (int i = static_cast<int>(n) - 1; i >= 0; --i) {
-        const BackwardTimes t = Backward(i, split);
-        if (keep && !t.split) backward_[i].push_back(t.input_ms + t.weight_ms);
-        if (split) input_backward_[i].push_back(t.input_ms), weight_backward_[i].push_back(t.weight_ms);
-        pass_ms += t.input_ms + t.weight_ms;
+        if (split && WeightOnly(i)) {
+          deferred.push_back({i, {}, {}, {}, true});
+        } else {
+          times[i] = Backward(i, split ? &deferred : nullptr);
+        }
         if (options_.progress) options_.progress();
+      }
+      for (DeferredW& w : deferred) {
+        if (w.whole) {
+          times[w.node] = Backward(w.node, nullptr);
+        } else {
+          times[w.node].weight_ms = Weights(w);
+        }
+      }
+      for (size_t i = 0; i < n; ++i) {
+        const BackwardTimes& t = times[i];
+        if (keep && !t.split) backward_[i].push_back(t.input_ms + t.weight_ms);
+        if (split) {
+          input_backward_[i].push_back(t.input_ms);
+          weight_backward_[i].push_back(t.weight_ms);
+        }
+        pass_ms += t.input_ms + t.weight_ms;
       }
     }
     if (keep && options_.timed) {
@@ -383,10 +408,76 @@ class Engine {
     bool split = false;    // timed as two calls
   };
 
+  // The autograd nodes node n's backward is made of, as mpexec's connected
+  // graph has them: every node reachable from its outputs, less the
+  // accumulators of the leaves that cut it from its producers here (a
+  // parameter's, or a transposed weight's, is there in mpexec too).
+  int CountAutogradNodes(const Recorded& record, const std::vector<at::Tensor>& outs) const {
+    namespace ag = torch::autograd;
+    std::unordered_set<const ag::Node*> cut;
+    for (size_t i = 0; i < record.leaves.size(); ++i) {
+      if (parameter_only_[record.leaf_slots[i].first]) continue;
+      cut.insert(ag::impl::gradient_edge(record.leaves[i]).function.get());
+    }
+    std::unordered_set<const ag::Node*> seen;
+    std::vector<const ag::Node*> walk;
+    for (const at::Tensor& out : outs) {
+      const ag::Node* node = out.grad_fn().get();
+      if (node && seen.insert(node).second) walk.push_back(node);
+    }
+    int count = 0;
+    while (!walk.empty()) {
+      const ag::Node* node = walk.back();
+      walk.pop_back();
+      if (!cut.count(node)) ++count;
+      for (const ag::Edge& edge : node->next_edges()) {
+        if (edge.function && seen.insert(edge.function.get()).second) walk.push_back(edge.function.get());
+      }
+    }
+    return count;
+  }
+
+  // A split pass's W work, run once every node's I has run, as mpexec's W
+  // runs after its stage's I: timed right after its node's I, a W found
+  // the gradient and the saved inputs I had just read warm, and a middle
+  // stage's W then ran 1.2x its nodes' sum in mpexec (GPT, zb-h1).
+  struct DeferredW {
+    int node = -1;
+    std::vector<at::Tensor> outs, out_grads;  // what I started from
+    std::vector<size_t> leaves;               // the record's leaves W computes
+    bool whole = false;                       // the node's inputs are all parameters' (a weight's transpose)
+  };
+
+  // Every input of node n that needs a gradient is computed from
+  // parameters alone: its whole backward is W's, and runs in W's turn.
+  bool WeightOnly(int n) const {
+    const Recorded& record = records_[n];
+    if (record.leaves.empty()) return false;
+    for (const TensorSlot& slot : record.leaf_slots)
+      if (!parameter_only_[slot.first]) return false;
+    return true;
+  }
+
+  // The deferred W of a split node; returns its time.
+  double Weights(DeferredW& w) {
+    const Recorded& record = records_[w.node];
+    std::vector<at::Tensor> leaves;
+    for (size_t i : w.leaves) leaves.push_back(record.leaves[i]);
+    std::vector<at::Tensor> grads;
+    const double ms = Timed([&] {
+      grads = torch::autograd::grad(w.outs, leaves, w.out_grads, /*retain_graph=*/false, /*create_graph=*/false,
+                                    /*allow_unused=*/true);
+    });
+    for (size_t k = 0; k < w.leaves.size(); ++k) AddGrad(record.leaf_slots[w.leaves[k]], grads[k]);
+    w.outs.clear();
+    w.out_grads.clear();
+    return ms;
+  }
+
   // One backward of node n with the gradients its readers produced in this
-  // pass; returns its time, split into I and W when `split` and the node
-  // has inputs of both kinds. The autograd graph is kept for the next pass.
-  BackwardTimes Backward(int n, bool split) {
+  // pass; returns its time. With `defer` and inputs of both kinds, times
+  // only I (the graph kept) and leaves W in `defer`.
+  BackwardTimes Backward(int n, std::vector<DeferredW>* defer) {
     const Recorded& record = records_[n];
     std::vector<at::Tensor> outs, out_grads;
     std::vector<std::pair<at::Tensor, at::Tensor>> direct;  // output is an input leaf
@@ -415,19 +506,19 @@ class Engine {
     if (!outs.empty() && !record.leaves.empty()) {
       std::vector<size_t> parts[2];  // leaf indices: [0] I's, [1] W's
       for (size_t i = 0; i < record.leaves.size(); ++i) parts[parameter_only_[record.leaf_slots[i].first]].push_back(i);
+      if (result_.nodes[n].autograd_nodes == 0) result_.nodes[n].autograd_nodes = CountAutogradNodes(record, outs);
       if (!parts[0].empty()) has_input_part_[n] = true;
       if (!parts[1].empty()) has_weight_part_[n] = true;
-      times.split = split && !parts[0].empty() && !parts[1].empty();
-      auto grads_into = [&](const std::vector<size_t>& part, bool keep_graph) {
-        std::vector<at::Tensor> leaves;
-        for (size_t i : part) leaves.push_back(record.leaves[i]);
-        const auto grads = torch::autograd::grad(outs, leaves, out_grads, keep_graph, /*create_graph=*/false,
-                                                 /*allow_unused=*/true);
-        for (size_t k = 0; k < part.size(); ++k) leaf_grads[part[k]] = grads[k];
-      };
+      times.split = defer && !parts[0].empty() && !parts[1].empty();
       if (times.split) {
-        times.input_ms = Timed([&] { grads_into(parts[0], /*keep_graph=*/true); });
-        times.weight_ms = Timed([&] { grads_into(parts[1], /*keep_graph=*/false); });
+        std::vector<at::Tensor> leaves;
+        for (size_t i : parts[0]) leaves.push_back(record.leaves[i]);
+        times.input_ms = Timed([&] {
+          const auto grads = torch::autograd::grad(outs, leaves, out_grads, /*retain_graph=*/true,
+                                                   /*create_graph=*/false, /*allow_unused=*/true);
+          for (size_t k = 0; k < parts[0].size(); ++k) leaf_grads[parts[0][k]] = grads[k];
+        });
+        defer->push_back({n, outs, out_grads, parts[1], false});
       } else {
         const double ms = Timed([&] {
           leaf_grads = torch::autograd::grad(outs, record.leaves, out_grads, /*retain_graph=*/false,

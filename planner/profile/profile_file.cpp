@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <climits>
 #include <limits>
 
 #include "common/error.h"
@@ -61,7 +62,7 @@ TensorSpec ReadInput(const YamlCursor& c) {
 NodeCost ReadNode(const YamlCursor& c, size_t id, size_t sizes, bool training) {
   c.ExpectMap({"id", "kind", "layer", "forward_ms", "backward_ms", "spread", "flops", "bytes_moved", "output_bytes",
                "param_bytes"},
-              {"input_backward_ms", "weight_backward_ms"});
+              {"input_backward_ms", "weight_backward_ms", "autograd_nodes"});
   NodeCost n;
   n.id = int(c["id"].Int());
   if (n.id != int(id)) c["id"].Fail(Concat("expected ", id, ", found ", n.id));
@@ -88,6 +89,7 @@ NodeCost ReadNode(const YamlCursor& c, size_t id, size_t sizes, bool training) {
   n.output_bytes_per_sample = out.per_sample;
   n.output_bytes_fixed = out.fixed;
   n.param_bytes = c["param_bytes"].Int();
+  if (c.Has("autograd_nodes")) n.autograd_nodes = c["autograd_nodes"].IntIn(0, INT32_MAX);
   return n;
 }
 
@@ -188,6 +190,7 @@ std::string ProfileToYaml(const Profile& p) {
     EmitFlowSeq(out, std::vector<double>{p.reference_band.low, p.reference_band.high});
   }
   if (p.pass_scale > 0) out << YAML::Key << "pass_scale" << YAML::Value << p.pass_scale;
+  if (p.engine_walk_us > 0) out << YAML::Key << "engine_walk_us" << YAML::Value << p.engine_walk_us;
   out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
   for (const auto& n : p.nodes) {
     out << YAML::Flow << YAML::BeginMap;
@@ -213,6 +216,7 @@ std::string ProfileToYaml(const Profile& p) {
     out << YAML::Key << "output_bytes" << YAML::Value;
     EmitFlowSeq(out, std::vector<int64_t>{n.output_bytes_per_sample, n.output_bytes_fixed});
     out << YAML::Key << "param_bytes" << YAML::Value << n.param_bytes;
+    if (n.autograd_nodes > 0) out << YAML::Key << "autograd_nodes" << YAML::Value << n.autograd_nodes;
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;
@@ -233,7 +237,8 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
                   "backward_coverage", "nodes", "values"},
                  {"shared_slowdown", "shared_slowdown_microbatch", "shared_slowdown_sizes", "shared_slowdown_by_size",
                   "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "step_overhead_ms",
-                  "pass_band", "reference_ms", "reference_band", "pass_scale"});
+                  "pass_band", "reference_ms", "reference_band", "pass_scale",
+                  "engine_walk_us"});
   Profile p;
   p.fingerprint = root["fingerprint"].String();
   const YamlCursor inputs = root["inputs"];
@@ -280,6 +285,9 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
     p.reference_band = ReadBand(root["reference_band"]);
   }
   if (root.Has("pass_scale")) p.pass_scale = root["pass_scale"].NumberIn(0, YamlCursor::kNoLimit, "a factor", true);
+  if (root.Has("engine_walk_us")) {
+    p.engine_walk_us = root["engine_walk_us"].NumberIn(0, YamlCursor::kNoLimit, "microseconds", true);
+  }
   const YamlCursor nodes = root["nodes"];
   for (int i = 0, n = nodes.ExpectList(); i < n; ++i) {
     p.nodes.push_back(ReadNode(nodes[i], size_t(i), p.microbatch_sizes.size(), p.training));

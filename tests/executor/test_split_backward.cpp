@@ -1,12 +1,19 @@
 // SplitBackward (I then W) gives the gradients one backward gives, on small
 // graphs with the shapes that matter: a linear layer (its weight reached
 // through a transpose), a weight used twice, parameters not on the path to
-// the stage's inputs, and a stage whose inputs need no gradient at all.
+// the stage's inputs, and a stage whose inputs need no gradient at all; and
+// what its W walks is what the planner charges, on zoo models.
 #include "tests/doctest_torch.h"
 
 #include <torch/torch.h>
 
 #include "executor/runtime/split_backward.h"
+#include "planner/graph/build_op_graph.h"
+#include "planner/graph/model_file.h"
+#include "planner/graph/run_graph.h"
+#include "planner/partition/cut_cost.h"
+#include "planner/profile/measure.h"
+#include "../graph/zoo.h"
 
 namespace {
 
@@ -83,4 +90,57 @@ TEST_CASE("W accumulates into .grad across micro-batches, as B does") {
     split.Weights();
   }
   for (size_t i = 0; i < want.size(); ++i) CHECK(torch::allclose(net.Params()[i].grad(), want[i], 1e-5, 1e-6));
+}
+
+// The planner charges a split stage's W the nodes its engine calls walk
+// (OrderCosts::WeightWalkMs), counted from the profile's autograd nodes per
+// canonical node; the runtime's calls walk the graph a stage really built.
+// The two counts must agree, or the charge is a guess: the whole model as
+// one stage whose input takes a gradient, on a chain (the MLP: 660 planned,
+// 680 walked), convolutions with batch norm (the ConvNet: 68, 76) and
+// torchvision's MobileNetV2, whose residual branches the planner
+// over-counts (18,031 against 16,301).
+TEST_CASE("the planner counts the nodes W's engine calls walk as the runtime's W walks them") {
+  for (const std::string name : {"mlp.script.pt", "convnet.script.pt", "heldout/mobilenet_v2.script.pt"}) {
+    CAPTURE(name);
+    mp::ModelFile file = mp::LoadModelFile(mp::test::ZooPath(name));
+    mp::CanonicalOptions canonical_options;
+    canonical_options.training = true;
+    const mp::CanonicalGraph canonical = mp::Canonicalize(file.module, canonical_options);
+    const auto specs = mp::WithBatch(file.input_spec, 4);
+    mp::MeasureOptions options;
+    options.training = true;
+    options.microbatch_sizes = {4};
+    options.timing.warmup = 0;
+    options.timing.repeats = 1;
+    const mp::Profile profile = mp::MeasureProfile(canonical, specs, options);
+    mp::OpGraph graph = mp::BuildOpGraph(canonical);
+    std::vector<int> order(canonical.nodes.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+    mp::OrderCosts costs = mp::ComputeOrderCosts(graph, profile, order, 4, true);
+    REQUIRE(costs.engine_walk_ms > 0);  // measured, so charged
+    const double planned = costs.WeightWalkMs(0, costs.Positions()) / costs.engine_walk_ms;
+
+    std::vector<c10::IValue> inputs = mp::SyntheticInputs(specs);
+    const at::Tensor x = inputs.at(0).toTensor().clone().requires_grad_(true);
+    inputs[0] = x;
+    std::vector<c10::IValue> stack = canonical.Stack(inputs);
+    std::vector<at::Tensor> params;
+    for (size_t i = canonical.num_model_inputs; i < stack.size(); ++i) {
+      at::Tensor p = stack[i].toTensor();
+      if (p.is_floating_point() && canonical.params[i - canonical.num_model_inputs].tensor.requires_grad()) {
+        p = p.detach().requires_grad_(true);
+        params.push_back(p);
+      }
+      stack[i] = p;
+    }
+    const auto outputs = mp::GraphRunner(canonical.graph).Run(stack);
+    const at::Tensor loss = mp::FlattenTensors(outputs.at(0)).at(0).sum();
+    mp::SplitBackward split({loss}, {torch::ones_like(loss)}, {x}, params);
+    const double walked = double(split.WalkedNodes());
+    split.Weights();
+    CHECK(walked > 0);
+    CHECK(planned >= 0.85 * walked);
+    CHECK(planned <= 1.15 * walked);
+  }
 }

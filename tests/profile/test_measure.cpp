@@ -209,7 +209,7 @@ TEST_CASE("a training profile splits each node's backward into I and W") {
   CHECK(linears > 2);
 }
 
-TEST_CASE("a measured profile records the pass scale its node times were scaled by") {
+TEST_CASE("a measured profile records the pass scale its node times were scaled by, and the engine walk") {
   Model m = Load("mlp.script.pt", true, 8);
   mp::MeasureOptions options = Quick(true);
   options.timing.repeats = 5;
@@ -219,6 +219,18 @@ TEST_CASE("a measured profile records the pass scale its node times were scaled 
   // within its bounds.
   CHECK(p.pass_scale >= 1 / mp::kMaxPassScale);
   CHECK(p.pass_scale <= mp::kMaxPassScale);
+  // What an engine call pays per node it walks (tenths of a microsecond on
+  // CPUs of today), and each linear's autograd nodes: its AddmmBackward0,
+  // its weight's transpose, the weight's and the bias's accumulators.
+  CHECK(p.engine_walk_us > 0);
+  CHECK(p.engine_walk_us < 10);
+  int linears = 0;
+  for (const mp::NodeCost& node : p.nodes) {
+    if (node.kind != "aten::linear") continue;
+    ++linears;
+    CHECK(node.autograd_nodes >= 3);
+  }
+  CHECK(linears > 0);
   // Sizes added to a profile take its factor, so one profile has one.
   options.microbatch_sizes = {2, 3};
   options.pass_scale = 1.0625;
