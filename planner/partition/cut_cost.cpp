@@ -37,6 +37,24 @@ bool ReadsParameter(const OpGraph& graph, const OpNode& node) {
   return false;
 }
 
+// Autograd adds each micro-batch's parameter gradients after a step's
+// first into .grad (the first becomes .grad itself): on average (M - 1) / M
+// of an addition of each parameter per micro-batch, M = ceil(batch / m),
+// in the backward of the node that reads the parameter first (its W where
+// the backward is split). Profile::accumulate_ms_per_mib. Buffers count as
+// parameters here: a batch norm's running statistics are a few bytes.
+void AddAccumulation(const Profile& profile, OrderCosts& c) {
+  if (profile.accumulate_ms_per_mib <= 0 || c.microbatch <= 0) return;
+  const int64_t m = (profile.batch + c.microbatch - 1) / c.microbatch;
+  const double share = double(m - 1) / double(m);
+  for (int p = 0; p < c.Positions(); ++p) {
+    if (c.backward_ms[p] <= 0 || c.param_bytes[p] <= 0) continue;
+    const double ms = share * profile.accumulate_ms_per_mib * double(c.param_bytes[p]) / double(1 << 20);
+    c.backward_ms[p] += ms;
+    c.weight_backward_ms[p] += ms;
+  }
+}
+
 }  // namespace
 
 OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const std::vector<int>& order,
@@ -114,6 +132,7 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
     c.cut_grad_bytes[i] = (i == 0 || i == n) ? 0 : grad;
     c.cut_unkept_bytes[i] = (i == 0 || i == n) ? 0 : unkept;
   }
+  if (training) AddAccumulation(profile, c);
   return c;
 }
 

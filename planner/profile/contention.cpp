@@ -53,13 +53,15 @@ class SharedSlowdownProbe::Workers {
   }
 
   // One sample of each of the graphs [first, first + copies), all running
-  // together.
-  std::vector<double> RunCopies(int first, int copies) {
+  // together, copy i starting `stagger_ms` * i / copies after the first.
+  std::vector<double> RunCopies(int first, int copies, double stagger_ms = 0) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       first_ = first;
       copies_ = copies;
+      stagger_ms_ = stagger_ms;
       ready_ = 0;
+      started_ = 0;
       counted_ = 0;
       finished_ = 0;
       std::fill(errors_.begin(), errors_.end(), nullptr);
@@ -80,6 +82,7 @@ class SharedSlowdownProbe::Workers {
     uint64_t seen = 0;
     for (;;) {
       int first = 0, copies = 0;
+      double stagger_ms = 0;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -87,17 +90,28 @@ class SharedSlowdownProbe::Workers {
         seen = generation_;
         first = first_;
         copies = copies_;
+        stagger_ms = stagger_ms_;
       }
       if (w < first || w >= first + copies) continue;
       ready_.fetch_add(1);
       while (ready_.load() < copies) std::this_thread::yield();  // start together
+      if (stagger_ms > 0) {
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(stagger_ms * (w - first) / copies));
+      }
+      started_.fetch_add(1);
       bool counted = false;
       try {
-        // A copy that finishes first runs again, untimed, until every copy
-        // has its sample.
+        // A copy's sample is its first run that starts once every copy has
+        // started; a copy that has its sample runs again, untimed, until
+        // every copy has one.
         while (counted_.load() < copies) {
+          const bool all_started = started_.load() == copies;
           const double ms = RunOnce(*graphs_[w]);
-          if (!counted) samples_[w] = ms, counted = true, counted_.fetch_add(1);
+          if (!counted && all_started) {
+            samples_[w] = ms;
+            counted = true;
+            counted_.fetch_add(1);
+          }
         }
       } catch (...) {
         errors_[w] = std::current_exception();
@@ -119,9 +133,10 @@ class SharedSlowdownProbe::Workers {
   std::condition_variable wake_, done_;
   uint64_t generation_ = 0;
   int first_ = 0, copies_ = 0;
+  double stagger_ms_ = 0;
   int finished_ = 0;
   bool stop_ = false;
-  std::atomic<int> ready_{0}, counted_{0};
+  std::atomic<int> ready_{0}, started_{0}, counted_{0};
 };
 
 SharedSlowdownProbe::SharedSlowdownProbe(const CanonicalGraph& canonical,
@@ -160,7 +175,11 @@ void SharedSlowdownProbe::Turn() {
     for (double ms : alone) dump += " " + std::to_string(ms);
   }
   for (int k = 2; k <= count_; ++k) {
-    const std::vector<double> together = workers_->RunCopies(0, k);
+    // Staggered by the time alone: in lockstep the copies ran the same ops
+    // at the same moment, which a pipeline's stages never do (in 1F1B one
+    // stage's forward runs beside the other's backward), and read 5-20%
+    // more (docs/profile.md).
+    const std::vector<double> together = workers_->RunCopies(0, k, alone[0]);
     ratios_[k - 1].push_back(alone[0] > 0 ? Quantile(together, 0.5) / alone[0] : 1.0);
     if (!dump.empty()) {
       dump += "; " + std::to_string(k) + " at once";

@@ -53,6 +53,11 @@ struct PassResult {
   std::vector<double> pass_ms;
   std::vector<bool> pass_split;
   std::vector<double> reference_ms;
+  // Timed training passes, one per kept pass: the time of adding each
+  // parameter's gradient into a gradient kept from the pass before, as
+  // autograd adds a micro-batch's into .grad, and the bytes added.
+  std::vector<double> accumulate_ms;
+  std::vector<int64_t> accumulate_bytes;
 };
 
 // `model_inputs` are the model's inputs (not the parameters); they and the

@@ -115,6 +115,11 @@ struct Profile {
   // it walks, in microseconds (engine_walk.h). 0 in profiles from before
   // 2026-11-27: no walk charged.
   double engine_walk_us = 0;
+  // Measured training profiles: what adding a micro-batch's parameter
+  // gradients into .grad costs, in ms per MiB of parameters, timed in the
+  // profile's passes (node_by_node.cpp). Every micro-batch of a step after
+  // the first pays it (cut_cost.cpp). 0 in profiles from before 2026-11-27.
+  double accumulate_ms_per_mib = 0;
 };
 
 // shared_slowdown[k - 1] for micro-batches of `microbatch` samples:

@@ -191,6 +191,9 @@ std::string ProfileToYaml(const Profile& p) {
   }
   if (p.pass_scale > 0) out << YAML::Key << "pass_scale" << YAML::Value << p.pass_scale;
   if (p.engine_walk_us > 0) out << YAML::Key << "engine_walk_us" << YAML::Value << p.engine_walk_us;
+  if (p.accumulate_ms_per_mib > 0) {
+    out << YAML::Key << "accumulate_ms_per_mib" << YAML::Value << p.accumulate_ms_per_mib;
+  }
   out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
   for (const auto& n : p.nodes) {
     out << YAML::Flow << YAML::BeginMap;
@@ -238,7 +241,7 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
                  {"shared_slowdown", "shared_slowdown_microbatch", "shared_slowdown_sizes", "shared_slowdown_by_size",
                   "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "step_overhead_ms",
                   "pass_band", "reference_ms", "reference_band", "pass_scale",
-                  "engine_walk_us"});
+                  "engine_walk_us", "accumulate_ms_per_mib"});
   Profile p;
   p.fingerprint = root["fingerprint"].String();
   const YamlCursor inputs = root["inputs"];
@@ -285,6 +288,9 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
     p.reference_band = ReadBand(root["reference_band"]);
   }
   if (root.Has("pass_scale")) p.pass_scale = root["pass_scale"].NumberIn(0, YamlCursor::kNoLimit, "a factor", true);
+  if (root.Has("accumulate_ms_per_mib")) {
+    p.accumulate_ms_per_mib = root["accumulate_ms_per_mib"].NumberIn(0, YamlCursor::kNoLimit, "a time", true);
+  }
   if (root.Has("engine_walk_us")) {
     p.engine_walk_us = root["engine_walk_us"].NumberIn(0, YamlCursor::kNoLimit, "microseconds", true);
   }

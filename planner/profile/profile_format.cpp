@@ -130,6 +130,10 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
     out << "node times scaled by " << Format("%.3f", p.pass_scale)
         << ": the passes' median total over the sum of the nodes' medians\n";
   }
+  if (p.accumulate_ms_per_mib > 0) {
+    out << "a micro-batch's gradients join .grad at " << Format("%.3f", p.accumulate_ms_per_mib)
+        << " ms a MiB of parameters: charged to the backward of every micro-batch after a step's first\n";
+  }
   if (p.engine_walk_us > 0) {
     out << "an autograd call walks " << Format("%.2f", p.engine_walk_us)
         << " us a node: charged to a split stage's W for each weight-consuming node's call\n";
@@ -172,6 +176,7 @@ nlohmann::json ProfileSummaryJson(const Profile& p, const std::string& calibrati
   j["reference_band"] = {p.reference_band.low, p.reference_band.high};
   j["pass_scale"] = p.pass_scale;
   j["engine_walk_us"] = p.engine_walk_us;
+  j["accumulate_ms_per_mib"] = p.accumulate_ms_per_mib;
   j["worker_speed"] = p.worker_speed;
   j["step_overhead_ms"] = p.step_overhead_ms;
   j["node_forward_ms"] = NodeSums(p, false);

@@ -138,6 +138,38 @@ TEST_CASE("a split backward's I keeps, for W, the gradient at each node that rea
         onef.StaticBytes(1, 3) + onef.Spec(1).in_flight * onef.ActivationBytes(1, 3) + onef.TransientBytes(1, 3));
 }
 
+TEST_CASE("each micro-batch after a step's first pays for adding its parameter gradients into .grad") {
+  // Three nodes, each reading 1 MiB of weights; the profile has them at 8.
+  auto b = mp::testing::Chain({1, 1, 1}, 100, 1 << 20);
+  b.profile.batch = 32;
+  const auto plain = mp::ComputeOrderCosts(b.graph, b.profile, Identity(3), 8, true);
+  b.profile.accumulate_ms_per_mib = 0.25;
+  const auto charged = mp::ComputeOrderCosts(b.graph, b.profile, Identity(3), 8, true);
+  // 4 micro-batches: 3 of them add, so each pays 3/4 of 0.25 ms, in B and in W.
+  for (int p = 0; p < 3; ++p) {
+    CHECK(charged.backward_ms[p] == doctest::Approx(plain.backward_ms[p] + 0.1875));
+    CHECK(charged.weight_backward_ms[p] == doctest::Approx(plain.weight_backward_ms[p] + 0.1875));
+    CHECK(charged.forward_ms[p] == plain.forward_ms[p]);
+  }
+  // One micro-batch a step: its gradients become .grad, nothing is added.
+  b.profile.batch = 8;
+  const auto one = mp::ComputeOrderCosts(b.graph, b.profile, Identity(3), 8, true);
+  CHECK(one.backward_ms[0] == plain.backward_ms[0]);
+}
+
+TEST_CASE("a split stage's W pays for the nodes its engine calls walk, from its start up") {
+  auto b = mp::testing::Chain({1, 1, 1, 1}, 100, 4000);
+  b.profile.engine_walk_us = 2;
+  for (int i = 0; i < 4; ++i) b.profile.nodes[i].autograd_nodes = 10 * (i + 1);  // 10, 20, 30, 40
+  const auto costs = mp::ComputeOrderCosts(b.graph, b.profile, Identity(4), 8, true);
+  // Every node reads a weight and has an I part: each call walks the
+  // stage's nodes up to and including its own.
+  CHECK(costs.WeightWalkMs(0, 4) == doctest::Approx(0.002 * (10 + 30 + 60 + 100)));
+  CHECK(costs.WeightWalkMs(2, 4) == doctest::Approx(0.002 * (30 + 70)));
+  b.profile.engine_walk_us = 0;  // a profile from before the walk was measured
+  CHECK(mp::ComputeOrderCosts(b.graph, b.profile, Identity(4), 8, true).WeightWalkMs(0, 4) == 0);
+}
+
 TEST_CASE("cut costs scale with the micro-batch size and need a profiled size") {
   auto b = mp::testing::Chain({1, 1, 1}, 10, 0, {2, 8});
   auto costs = mp::ComputeOrderCosts(b.graph, b.profile, Identity(3), 4, true);

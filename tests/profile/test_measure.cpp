@@ -209,7 +209,7 @@ TEST_CASE("a training profile splits each node's backward into I and W") {
   CHECK(linears > 2);
 }
 
-TEST_CASE("a measured profile records the pass scale its node times were scaled by, and the engine walk") {
+TEST_CASE("a measured profile records the pass scale, the engine walk and what adding into .grad costs") {
   Model m = Load("mlp.script.pt", true, 8);
   mp::MeasureOptions options = Quick(true);
   options.timing.repeats = 5;
@@ -231,6 +231,10 @@ TEST_CASE("a measured profile records the pass scale its node times were scaled 
     CHECK(node.autograd_nodes >= 3);
   }
   CHECK(linears > 0);
+  // Adding a MiB of gradients into another: memory-bound, microseconds to
+  // a few milliseconds on any CPU.
+  CHECK(p.accumulate_ms_per_mib > 0);
+  CHECK(p.accumulate_ms_per_mib < 10);
   // Sizes added to a profile take its factor, so one profile has one.
   options.microbatch_sizes = {2, 3};
   options.pass_scale = 1.0625;

@@ -46,6 +46,7 @@ mp::Profile Sample() {
   p.reference_band = {0.97, 1.05};
   p.pass_scale = 1.0125;
   p.engine_walk_us = 0.1875;
+  p.accumulate_ms_per_mib = 0.0625;
   for (int i = 0; i < 3; ++i) {
     mp::NodeCost n;
     n.id = i;
@@ -107,6 +108,7 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.reference_ms == doctest::Approx(0.8125));
   CHECK(q.pass_scale == doctest::Approx(1.0125));
   CHECK(q.engine_walk_us == doctest::Approx(0.1875));
+  CHECK(q.accumulate_ms_per_mib == doctest::Approx(0.0625));
   CHECK(q.reference_band.high == doctest::Approx(1.05));
   REQUIRE(q.nodes.size() == p.nodes.size());
   for (size_t i = 0; i < p.nodes.size(); ++i) {
