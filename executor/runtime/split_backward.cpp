@@ -19,6 +19,7 @@ namespace ag = torch::autograd;
 
 struct SplitBackward::Group {
   std::shared_ptr<ag::Node> node;     // the intermediate
+  std::vector<uint32_t> outside;      // its edges that lead out of L
   std::vector<at::Tensor> params;     // reached from it outside L, and from no other intermediate
   std::vector<at::Tensor> grads;      // what reached it during I
 };
@@ -33,6 +34,35 @@ struct Keep : ag::FunctionPreHook {
     return grads;
   }
   std::weak_ptr<std::vector<at::Tensor>> into_;
+};
+
+// W's stand-in for an intermediate: the intermediate's own backward, with
+// edges only to what lies outside L. The engine walks and runs what is
+// reachable from where it starts, and from here that is the weight side
+// alone; the intermediate itself, asked from inside that walk, computes only
+// the outputs whose edges the walk found needed (task_should_compute_output),
+// so not the input gradients again.
+struct WeightSide : ag::Node {
+  WeightSide(std::shared_ptr<ag::Node> node, const std::vector<uint32_t>& outside,
+             const std::vector<at::Tensor>& grads)
+      : node_(std::move(node)), outside_(outside) {
+    for (uint32_t j : outside_) add_next_edge(node_->next_edge(j));
+    for (const at::Tensor& g : grads) {
+      if (g.defined()) {
+        add_input_metadata(g);
+      } else {
+        add_input_metadata(ag::Node::undefined_input());
+      }
+    }
+  }
+  ag::variable_list apply(ag::variable_list&& grads) override {
+    ag::variable_list all = (*node_)(std::move(grads));
+    ag::variable_list out;
+    for (uint32_t j : outside_) out.push_back(all.at(j));
+    return out;
+  }
+  std::shared_ptr<ag::Node> node_;
+  std::vector<uint32_t> outside_;
 };
 
 }  // namespace
@@ -105,6 +135,10 @@ SplitBackward::SplitBackward(std::vector<at::Tensor> roots, std::vector<at::Tens
     }
     if (group->params.empty()) continue;
     group->node = node->shared_from_this();
+    for (uint32_t j = 0; j < node->next_edges().size(); ++j) {
+      const ag::Node* child = node->next_edges()[j].function.get();
+      if (child && !in_l[child]) group->outside.push_back(j);
+    }
     auto kept = std::shared_ptr<std::vector<at::Tensor>>(group, &group->grads);
     group->node->add_pre_hook(std::make_unique<Keep>(kept));
     groups_.push_back(std::move(group));
@@ -121,38 +155,58 @@ SplitBackward::SplitBackward(std::vector<at::Tensor> roots, std::vector<at::Tens
   }
 }
 
-int64_t SplitBackward::WalkedNodes() const {
-  int64_t walked = 0;
+// The stand-ins W starts from; each walks its weight side only.
+std::vector<std::shared_ptr<ag::Node>> SplitBackward::Starts() const {
+  std::vector<std::shared_ptr<ag::Node>> starts;
   for (const auto& group : groups_) {
-    std::vector<const ag::Node*> walk{group->node.get()};
-    std::unordered_set<const ag::Node*> seen{group->node.get()};
-    while (!walk.empty()) {
-      const ag::Node* node = walk.back();
-      walk.pop_back();
-      ++walked;
-      for (const ag::Edge& e : node->next_edges()) {
-        if (e.function && seen.insert(e.function.get()).second) walk.push_back(e.function.get());
-      }
+    starts.push_back(std::make_shared<WeightSide>(group->node, group->outside, group->grads));
+  }
+  return starts;
+}
+
+int64_t SplitBackward::WalkedNodes() const {
+  std::vector<const ag::Node*> walk;
+  std::unordered_set<const ag::Node*> seen;
+  const auto starts = Starts();
+  for (const auto& start : starts) {
+    walk.push_back(start.get());
+    seen.insert(start.get());
+  }
+  int64_t walked = 0;
+  while (!walk.empty()) {
+    const ag::Node* node = walk.back();
+    walk.pop_back();
+    ++walked;
+    for (const ag::Edge& e : node->next_edges()) {
+      if (e.function && seen.insert(e.function.get()).second) walk.push_back(e.function.get());
     }
   }
   return walked;
 }
 
 void SplitBackward::Weights() {
-  for (const auto& group : groups_) {
-    ag::edge_list from;
-    ag::variable_list grads;
+  // One engine call for every group: their stand-ins reach no part of L, so
+  // no group's gradient flows into another's (each parameter in `to` has a
+  // single owner).
+  const auto starts = Starts();
+  ag::edge_list from, to;
+  ag::variable_list grads;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const auto& group = groups_[g];
+    bool reached = false;  // nothing reached it: its parameters get no gradient
     for (size_t i = 0; i < group->grads.size(); ++i) {
       if (!group->grads[i].defined()) continue;
-      from.emplace_back(group->node, uint32_t(i));
+      from.emplace_back(starts[g], uint32_t(i));
       grads.push_back(group->grads[i]);
+      reached = true;
     }
-    if (from.empty()) continue;  // nothing reached it: its parameters get no gradient
-    ag::edge_list to;
-    for (const at::Tensor& p : group->params) to.push_back(ag::impl::gradient_edge(p));
+    for (const at::Tensor& p : group->params) {
+      if (reached) to.push_back(ag::impl::gradient_edge(p));
+    }
+  }
+  if (!from.empty()) {
     ag::Engine::get_default_engine().execute(from, grads, /*keep_graph=*/true, /*create_graph=*/false,
                                               /*accumulate_grad=*/true, to);
-    group->grads.clear();
   }
   if (!rest_.empty()) {
     ag::backward(roots_, seeds_, /*retain_graph=*/true, /*create_graph=*/false, rest_);

@@ -75,15 +75,12 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
   c.output_bytes.assign(n, 0);
   c.kept_bytes.assign(n, 0);
   c.weight_output_bytes.assign(n, 0);
-  c.autograd_nodes.assign(n, 0);
-  if (training) c.engine_walk_ms = profile.engine_walk_us / 1000;
   for (int p = 0; p < n; ++p) {
     c.forward_ms[p] = ForwardMs(profile, order[p], microbatch);
     if (!training) continue;
     c.backward_ms[p] = BackwardMs(profile, order[p], microbatch);
     c.input_backward_ms[p] = InputBackwardMs(profile, order[p], microbatch);
     c.weight_backward_ms[p] = WeightBackwardMs(profile, order[p], microbatch);
-    c.autograd_nodes[p] = profile.nodes[order[p]].autograd_nodes;
   }
   std::vector<int64_t> grow(n + 2, 0), grad_grow(n + 2, 0), unkept_grow(n + 2, 0);
   for (const OpValue& v : graph.values) {
@@ -143,16 +140,6 @@ std::vector<LiveValue> ValuesAcrossCut(const OrderCosts& costs, int cut) {
   }
   std::sort(out.begin(), out.end(), [](const LiveValue& a, const LiveValue& b) { return a.value < b.value; });
   return out;
-}
-
-double OrderCosts::WeightWalkMs(int a, int e) const {
-  if (engine_walk_ms <= 0) return 0;
-  int64_t below = 0, walked = 0;
-  for (int p = a; p < e; ++p) {
-    below += autograd_nodes[p];
-    if (input_backward_ms[p] > 0 && weight_backward_ms[p] > 0) walked += below;
-  }
-  return engine_walk_ms * double(walked);
 }
 
 }  // namespace mp

@@ -40,10 +40,6 @@ struct OrderCosts {
   std::vector<double> backward_ms;         // per position; 0 in inference
   std::vector<double> input_backward_ms;   // per position: zb-h1's I and W (InputBackwardMs)
   std::vector<double> weight_backward_ms;
-  // Per position, training: the autograd nodes of its backward, and what an
-  // engine call pays per node it walks (Profile::engine_walk_us, in ms).
-  std::vector<int> autograd_nodes;
-  double engine_walk_ms = 0;
   std::vector<int64_t> param_bytes;        // per position: parameters it reads first
   std::vector<int64_t> output_bytes;       // per position: what it produces (activations)
   // Per position, training: of what it produces, the storage autograd keeps
@@ -60,12 +56,6 @@ struct OrderCosts {
   std::vector<LiveValue> live_values;      // values that cross at least one cut
 
   int Positions() const { return int(order.size()); }
-  // What a split stage of [a, e) pays in W beyond its nodes' times: mpexec
-  // starts an engine call at each node with both an I and a W part, and
-  // each call walks that node's autograd nodes and those of every position
-  // of the stage before it (the ones it can reach, over-counted where
-  // branches run side by side). engine_walk.h.
-  double WeightWalkMs(int a, int e) const;
   bool Useful(int p) const { return forward_ms[p] + backward_ms[p] > 0; }
 };
 

@@ -56,8 +56,6 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
     if (s == 0) {
       st.input_backward_ms = 0;  // its inputs take no gradient: W is its whole backward
       st.weight_backward_ms = st.backward_ms;
-    } else {
-      st.weight_backward_ms += speed * costs.WeightWalkMs(a, e);
     }
     st.transfer_ms = model.InMs(s, a) + model.OutMs(s, e);
     if (costs.training) st.allreduce_ms = AllReduceMs(st.param_bytes, model.Spec(s).replicas, model.Spec(s).replica_link);

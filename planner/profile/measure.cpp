@@ -20,7 +20,6 @@
 #include "planner/profile/contention.h"
 #include "planner/profile/drift_reference.h"
 #include "planner/profile/handoff.h"
-#include "planner/profile/engine_walk.h"
 #include "planner/profile/step_overhead.h"
 #include "planner/profile/node_by_node.h"
 #include "planner/profile/pass_scale.h"
@@ -31,7 +30,6 @@ namespace {
 
 constexpr int kHandoffMessages = 100;  // 0.1 s
 constexpr int kOverheadSteps = 100;    // 0.1 s per worker count
-constexpr int kEngineWalkTurns = 21;  // 0.01 s
 constexpr double kProbeShare = 0.1;     // of the profile's time, for the contention probes' spread turns
 
 c10::Device ParseDevice(const std::string& name) {
@@ -295,7 +293,6 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
         cost.backward_ms.push_back(s.backward_ms);
         cost.input_backward_ms.push_back(s.input_backward_ms);
         cost.weight_backward_ms.push_back(s.weight_backward_ms);
-        cost.autograd_nodes = std::max(cost.autograd_nodes, s.autograd_nodes);
       }
       cost.flops.push_back(s.work.flops);
       cost.bytes_moved.push_back(s.work.bytes_moved);
@@ -334,7 +331,6 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     probes.clear();  // their threads stop before the hand-off is timed
     profile.handoff_ms = MeasureHandoffMs(kHandoffMessages);
   }
-  if (options.timed && options.training) profile.engine_walk_us = MeasureEngineWalkUs(kEngineWalkTurns);
   if (options.timed && device.is_cpu()) {
     profile.step_overhead_ms = MeasureStepOverheadMs(std::max(1, options.workers), profile.threads, kOverheadSteps);
   }

@@ -24,8 +24,6 @@
 #include "planner/profile/node_by_node.h"
 
 #include <torch/csrc/autograd/autograd.h>
-#include <torch/csrc/autograd/function.h>
-#include <torch/csrc/autograd/variable.h>
 
 #include <climits>
 #include <map>
@@ -432,35 +430,6 @@ class Engine {
     bool split = false;    // timed as two calls
   };
 
-  // The autograd nodes node n's backward is made of, as mpexec's connected
-  // graph has them: every node reachable from its outputs, less the
-  // accumulators of the leaves that cut it from its producers here (a
-  // parameter's, or a transposed weight's, is there in mpexec too).
-  int CountAutogradNodes(const Recorded& record, const std::vector<at::Tensor>& outs) const {
-    namespace ag = torch::autograd;
-    std::unordered_set<const ag::Node*> cut;
-    for (size_t i = 0; i < record.leaves.size(); ++i) {
-      if (parameter_only_[record.leaf_slots[i].first]) continue;
-      cut.insert(ag::impl::gradient_edge(record.leaves[i]).function.get());
-    }
-    std::unordered_set<const ag::Node*> seen;
-    std::vector<const ag::Node*> walk;
-    for (const at::Tensor& out : outs) {
-      const ag::Node* node = out.grad_fn().get();
-      if (node && seen.insert(node).second) walk.push_back(node);
-    }
-    int count = 0;
-    while (!walk.empty()) {
-      const ag::Node* node = walk.back();
-      walk.pop_back();
-      if (!cut.count(node)) ++count;
-      for (const ag::Edge& edge : node->next_edges()) {
-        if (edge.function && seen.insert(edge.function.get()).second) walk.push_back(edge.function.get());
-      }
-    }
-    return count;
-  }
-
   // A split pass's W work, run once every node's I has run, as mpexec's W
   // runs after its stage's I: timed right after its node's I, a W found
   // the gradient and the saved inputs I had just read warm, and a middle
@@ -530,7 +499,6 @@ class Engine {
     if (!outs.empty() && !record.leaves.empty()) {
       std::vector<size_t> parts[2];  // leaf indices: [0] I's, [1] W's
       for (size_t i = 0; i < record.leaves.size(); ++i) parts[parameter_only_[record.leaf_slots[i].first]].push_back(i);
-      if (result_.nodes[n].autograd_nodes == 0) result_.nodes[n].autograd_nodes = CountAutogradNodes(record, outs);
       if (!parts[0].empty()) has_input_part_[n] = true;
       if (!parts[1].empty()) has_weight_part_[n] = true;
       times.split = defer && !parts[0].empty() && !parts[1].empty();

@@ -26,10 +26,6 @@ struct NodeSample {
   // all I; one whose inputs are all parameter-only values is all W.
   double input_backward_ms = 0;
   double weight_backward_ms = 0;
-  // Training: the autograd nodes its backward is made of (a linear's
-  // AddmmBackward0 and its weight's transpose, accumulator and all); what
-  // an autograd engine call walks through per node (engine_walk.h).
-  int autograd_nodes = 0;
   NodeWork work;
   int64_t output_bytes = 0;
   int64_t param_bytes = 0;

@@ -32,9 +32,6 @@ struct NodeCost {
   int64_t output_bytes_per_sample = 0;  // activation bytes per sample of the micro-batch
   int64_t output_bytes_fixed = 0;       // activation bytes independent of the micro-batch
   int64_t param_bytes = 0;           // bytes of the lifted parameters it reads
-  // Training profiles measured since 2026-11-27: the autograd nodes its
-  // backward is made of (NodeSample). 0 otherwise.
-  int autograd_nodes = 0;
 };
 
 // Byte size of one OpGraph value as a function of the micro-batch size m:
@@ -111,10 +108,6 @@ struct Profile {
   // they add up to the passes' median total rather than fall short of it
   // (pass_scale.h). 0 in profiles from before 2026-11-27 (unscaled).
   double pass_scale = 0;
-  // Measured training profiles: what an autograd engine call pays per node
-  // it walks, in microseconds (engine_walk.h). 0 in profiles from before
-  // 2026-11-27: no walk charged.
-  double engine_walk_us = 0;
   // Measured training profiles: what adding a micro-batch's parameter
   // gradients into .grad costs, in ms per MiB of parameters, timed in the
   // profile's passes (node_by_node.cpp). Every micro-batch of a step after

@@ -60,6 +60,8 @@ TensorSpec ReadInput(const YamlCursor& c) {
 }
 
 NodeCost ReadNode(const YamlCursor& c, size_t id, size_t sizes, bool training) {
+  // autograd_nodes: written on 2026-11-27 for a charge mpexec no longer
+  // pays (its W's engine walk, docs/profile.md); read and ignored.
   c.ExpectMap({"id", "kind", "layer", "forward_ms", "backward_ms", "spread", "flops", "bytes_moved", "output_bytes",
                "param_bytes"},
               {"input_backward_ms", "weight_backward_ms", "autograd_nodes"});
@@ -89,7 +91,6 @@ NodeCost ReadNode(const YamlCursor& c, size_t id, size_t sizes, bool training) {
   n.output_bytes_per_sample = out.per_sample;
   n.output_bytes_fixed = out.fixed;
   n.param_bytes = c["param_bytes"].Int();
-  if (c.Has("autograd_nodes")) n.autograd_nodes = c["autograd_nodes"].IntIn(0, INT32_MAX);
   return n;
 }
 
@@ -190,7 +191,6 @@ std::string ProfileToYaml(const Profile& p) {
     EmitFlowSeq(out, std::vector<double>{p.reference_band.low, p.reference_band.high});
   }
   if (p.pass_scale > 0) out << YAML::Key << "pass_scale" << YAML::Value << p.pass_scale;
-  if (p.engine_walk_us > 0) out << YAML::Key << "engine_walk_us" << YAML::Value << p.engine_walk_us;
   if (p.accumulate_ms_per_mib > 0) {
     out << YAML::Key << "accumulate_ms_per_mib" << YAML::Value << p.accumulate_ms_per_mib;
   }
@@ -219,7 +219,6 @@ std::string ProfileToYaml(const Profile& p) {
     out << YAML::Key << "output_bytes" << YAML::Value;
     EmitFlowSeq(out, std::vector<int64_t>{n.output_bytes_per_sample, n.output_bytes_fixed});
     out << YAML::Key << "param_bytes" << YAML::Value << n.param_bytes;
-    if (n.autograd_nodes > 0) out << YAML::Key << "autograd_nodes" << YAML::Value << n.autograd_nodes;
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;
@@ -241,7 +240,7 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
                  {"shared_slowdown", "shared_slowdown_microbatch", "shared_slowdown_sizes", "shared_slowdown_by_size",
                   "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "step_overhead_ms",
                   "pass_band", "reference_ms", "reference_band", "pass_scale",
-                  "engine_walk_us", "accumulate_ms_per_mib"});
+                  "engine_walk_us", "accumulate_ms_per_mib"});  // engine_walk_us: as autograd_nodes, ignored
   Profile p;
   p.fingerprint = root["fingerprint"].String();
   const YamlCursor inputs = root["inputs"];
@@ -290,9 +289,6 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
   if (root.Has("pass_scale")) p.pass_scale = root["pass_scale"].NumberIn(0, YamlCursor::kNoLimit, "a factor", true);
   if (root.Has("accumulate_ms_per_mib")) {
     p.accumulate_ms_per_mib = root["accumulate_ms_per_mib"].NumberIn(0, YamlCursor::kNoLimit, "a time", true);
-  }
-  if (root.Has("engine_walk_us")) {
-    p.engine_walk_us = root["engine_walk_us"].NumberIn(0, YamlCursor::kNoLimit, "microseconds", true);
   }
   const YamlCursor nodes = root["nodes"];
   for (int i = 0, n = nodes.ExpectList(); i < n; ++i) {

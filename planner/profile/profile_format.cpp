@@ -134,10 +134,6 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
     out << "a micro-batch's gradients join .grad at " << Format("%.3f", p.accumulate_ms_per_mib)
         << " ms a MiB of parameters: charged to the backward of every micro-batch after a step's first\n";
   }
-  if (p.engine_walk_us > 0) {
-    out << "an autograd call walks " << Format("%.2f", p.engine_walk_us)
-        << " us a node: charged to a split stage's W for each weight-consuming node's call\n";
-  }
   if (profiling_s > 0) out << "profiling took " << Format("%.1f", profiling_s) << " s\n";
   out << "\n";
   char line[256];
@@ -175,7 +171,6 @@ nlohmann::json ProfileSummaryJson(const Profile& p, const std::string& calibrati
   j["reference_ms"] = p.reference_ms;
   j["reference_band"] = {p.reference_band.low, p.reference_band.high};
   j["pass_scale"] = p.pass_scale;
-  j["engine_walk_us"] = p.engine_walk_us;
   j["accumulate_ms_per_mib"] = p.accumulate_ms_per_mib;
   j["worker_speed"] = p.worker_speed;
   j["step_overhead_ms"] = p.step_overhead_ms;

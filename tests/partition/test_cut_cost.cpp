@@ -157,19 +157,6 @@ TEST_CASE("each micro-batch after a step's first pays for adding its parameter g
   CHECK(one.backward_ms[0] == plain.backward_ms[0]);
 }
 
-TEST_CASE("a split stage's W pays for the nodes its engine calls walk, from its start up") {
-  auto b = mp::testing::Chain({1, 1, 1, 1}, 100, 4000);
-  b.profile.engine_walk_us = 2;
-  for (int i = 0; i < 4; ++i) b.profile.nodes[i].autograd_nodes = 10 * (i + 1);  // 10, 20, 30, 40
-  const auto costs = mp::ComputeOrderCosts(b.graph, b.profile, Identity(4), 8, true);
-  // Every node reads a weight and has an I part: each call walks the
-  // stage's nodes up to and including its own.
-  CHECK(costs.WeightWalkMs(0, 4) == doctest::Approx(0.002 * (10 + 30 + 60 + 100)));
-  CHECK(costs.WeightWalkMs(2, 4) == doctest::Approx(0.002 * (30 + 70)));
-  b.profile.engine_walk_us = 0;  // a profile from before the walk was measured
-  CHECK(mp::ComputeOrderCosts(b.graph, b.profile, Identity(4), 8, true).WeightWalkMs(0, 4) == 0);
-}
-
 TEST_CASE("cut costs scale with the micro-batch size and need a profiled size") {
   auto b = mp::testing::Chain({1, 1, 1}, 10, 0, {2, 8});
   auto costs = mp::ComputeOrderCosts(b.graph, b.profile, Identity(3), 4, true);

@@ -209,7 +209,7 @@ TEST_CASE("a training profile splits each node's backward into I and W") {
   CHECK(linears > 2);
 }
 
-TEST_CASE("a measured profile records the pass scale, the engine walk and what adding into .grad costs") {
+TEST_CASE("a measured profile records the pass scale and what adding into .grad costs") {
   Model m = Load("mlp.script.pt", true, 8);
   mp::MeasureOptions options = Quick(true);
   options.timing.repeats = 5;
@@ -219,18 +219,6 @@ TEST_CASE("a measured profile records the pass scale, the engine walk and what a
   // within its bounds.
   CHECK(p.pass_scale >= 1 / mp::kMaxPassScale);
   CHECK(p.pass_scale <= mp::kMaxPassScale);
-  // What an engine call pays per node it walks (tenths of a microsecond on
-  // CPUs of today), and each linear's autograd nodes: its AddmmBackward0,
-  // its weight's transpose, the weight's and the bias's accumulators.
-  CHECK(p.engine_walk_us > 0);
-  CHECK(p.engine_walk_us < 10);
-  int linears = 0;
-  for (const mp::NodeCost& node : p.nodes) {
-    if (node.kind != "aten::linear") continue;
-    ++linears;
-    CHECK(node.autograd_nodes >= 3);
-  }
-  CHECK(linears > 0);
   // Adding a MiB of gradients into another: memory-bound, microseconds to
   // a few milliseconds on any CPU.
   CHECK(p.accumulate_ms_per_mib > 0);

@@ -45,7 +45,6 @@ mp::Profile Sample() {
   p.reference_ms = 0.8125;
   p.reference_band = {0.97, 1.05};
   p.pass_scale = 1.0125;
-  p.engine_walk_us = 0.1875;
   p.accumulate_ms_per_mib = 0.0625;
   for (int i = 0; i < 3; ++i) {
     mp::NodeCost n;
@@ -64,7 +63,6 @@ mp::Profile Sample() {
     n.output_bytes_per_sample = 512;
     n.output_bytes_fixed = i;
     n.param_bytes = i == 1 ? 65536 : 0;
-    n.autograd_nodes = i == 1 ? 4 : 1;
     p.nodes.push_back(n);
   }
   p.values = {{256, 0}, {0, 65536}, {512, 0}, {512, 1}};
@@ -107,7 +105,6 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.pass_band.high == doctest::Approx(1.03));
   CHECK(q.reference_ms == doctest::Approx(0.8125));
   CHECK(q.pass_scale == doctest::Approx(1.0125));
-  CHECK(q.engine_walk_us == doctest::Approx(0.1875));
   CHECK(q.accumulate_ms_per_mib == doctest::Approx(0.0625));
   CHECK(q.reference_band.high == doctest::Approx(1.05));
   REQUIRE(q.nodes.size() == p.nodes.size());
@@ -118,7 +115,6 @@ TEST_CASE("a profile round-trips through YAML") {
     CHECK(q.nodes[i].backward_ms == p.nodes[i].backward_ms);
     CHECK(q.nodes[i].input_backward_ms == p.nodes[i].input_backward_ms);
     CHECK(q.nodes[i].weight_backward_ms == p.nodes[i].weight_backward_ms);
-    CHECK(q.nodes[i].autograd_nodes == p.nodes[i].autograd_nodes);
     CHECK(q.nodes[i].flops == p.nodes[i].flops);
     CHECK(q.nodes[i].output_bytes_fixed == p.nodes[i].output_bytes_fixed);
     CHECK(q.nodes[i].param_bytes == p.nodes[i].param_bytes);
