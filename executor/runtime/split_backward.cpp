@@ -193,16 +193,14 @@ void SplitBackward::Weights() {
   ag::variable_list grads;
   for (size_t g = 0; g < groups_.size(); ++g) {
     const auto& group = groups_[g];
-    bool reached = false;  // nothing reached it: its parameters get no gradient
+    const size_t before = from.size();
     for (size_t i = 0; i < group->grads.size(); ++i) {
       if (!group->grads[i].defined()) continue;
       from.emplace_back(starts[g], uint32_t(i));
       grads.push_back(group->grads[i]);
-      reached = true;
     }
-    for (const at::Tensor& p : group->params) {
-      if (reached) to.push_back(ag::impl::gradient_edge(p));
-    }
+    if (from.size() == before) continue;  // nothing reached it: its parameters get no gradient
+    for (const at::Tensor& p : group->params) to.push_back(ag::impl::gradient_edge(p));
   }
   if (!from.empty()) {
     ag::Engine::get_default_engine().execute(from, grads, /*keep_graph=*/true, /*create_graph=*/false,

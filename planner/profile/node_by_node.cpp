@@ -29,7 +29,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <unordered_set>
 #include <utility>
 
 #include "common/error.h"
@@ -388,7 +387,8 @@ class Engine {
     at::Tensor& sum = grads[slot.second];
     sum = sum.defined() ? sum + grad : grad;
     const int id = slot.first;
-    if (id >= int(canonical_.num_model_inputs) && id < int(canonical_.graph->inputs().size())) Accumulate(slot, grad);
+    const bool parameter = id >= int(canonical_.num_model_inputs) && id < int(canonical_.graph->inputs().size());
+    if (parameter && options_.timed) Accumulate(slot, grad);
   }
 
   // A parameter's gradient added in place into the one kept from the pass
@@ -451,16 +451,20 @@ class Engine {
     return true;
   }
 
+  // The gradients of the record's leaves `part` (indices) from `outs`.
+  static std::vector<at::Tensor> PartGrads(const Recorded& record, const std::vector<at::Tensor>& outs,
+                                           const std::vector<at::Tensor>& out_grads, const std::vector<size_t>& part,
+                                           bool keep_graph) {
+    std::vector<at::Tensor> leaves;
+    for (size_t i : part) leaves.push_back(record.leaves[i]);
+    return torch::autograd::grad(outs, leaves, out_grads, keep_graph, /*create_graph=*/false, /*allow_unused=*/true);
+  }
+
   // The deferred W of a split node; returns its time.
   double Weights(DeferredW& w) {
     const Recorded& record = records_[w.node];
-    std::vector<at::Tensor> leaves;
-    for (size_t i : w.leaves) leaves.push_back(record.leaves[i]);
     std::vector<at::Tensor> grads;
-    const double ms = Timed([&] {
-      grads = torch::autograd::grad(w.outs, leaves, w.out_grads, /*retain_graph=*/false, /*create_graph=*/false,
-                                    /*allow_unused=*/true);
-    });
+    const double ms = Timed([&] { grads = PartGrads(record, w.outs, w.out_grads, w.leaves, /*keep_graph=*/false); });
     for (size_t k = 0; k < w.leaves.size(); ++k) AddGrad(record.leaf_slots[w.leaves[k]], grads[k]);
     w.outs.clear();
     w.out_grads.clear();
@@ -503,11 +507,8 @@ class Engine {
       if (!parts[1].empty()) has_weight_part_[n] = true;
       times.split = defer && !parts[0].empty() && !parts[1].empty();
       if (times.split) {
-        std::vector<at::Tensor> leaves;
-        for (size_t i : parts[0]) leaves.push_back(record.leaves[i]);
         times.input_ms = Timed([&] {
-          const auto grads = torch::autograd::grad(outs, leaves, out_grads, /*retain_graph=*/true,
-                                                   /*create_graph=*/false, /*allow_unused=*/true);
+          const auto grads = PartGrads(record, outs, out_grads, parts[0], /*keep_graph=*/true);
           for (size_t k = 0; k < parts[0].size(); ++k) leaf_grads[parts[0][k]] = grads[k];
         });
         defer->push_back({n, outs, out_grads, parts[1], false});

@@ -7,7 +7,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
-#include <climits>
 #include <limits>
 
 #include "common/error.h"
