@@ -71,6 +71,10 @@ SplitBackward::SplitBackward(std::vector<at::Tensor> roots, std::vector<at::Tens
                              const std::vector<at::Tensor>& leaves, const std::vector<at::Tensor>& params)
     : roots_(std::move(roots)), seeds_(std::move(seeds)) {
   if (roots_.empty()) return;
+  if (leaves.empty()) {  // nothing for I; W is the whole backward, run as B runs it
+    whole_ = true;
+    return;
+  }
   std::unordered_set<const ag::Node*> targets;  // the leaves' accumulators
   for (const at::Tensor& leaf : leaves) targets.insert(ag::impl::gradient_edge(leaf).function.get());
   std::unordered_map<const ag::Node*, const at::Tensor*> param_of;
@@ -185,6 +189,12 @@ int64_t SplitBackward::WalkedNodes() const {
 }
 
 void SplitBackward::Weights() {
+  if (whole_) {
+    if (!roots_.empty()) ag::backward(roots_, seeds_);
+    roots_.clear();
+    seeds_.clear();
+    return;
+  }
   // One engine call for every group: their stand-ins reach no part of L, so
   // no group's gradient flows into another's (each parameter in `to` has a
   // single owner).
@@ -203,11 +213,14 @@ void SplitBackward::Weights() {
     for (const at::Tensor& p : group->params) to.push_back(ag::impl::gradient_edge(p));
   }
   if (!from.empty()) {
-    ag::Engine::get_default_engine().execute(from, grads, /*keep_graph=*/true, /*create_graph=*/false,
+    // W is the graph's last use: each node it runs may free what it saved
+    // at once, as B's do (kept, every gradient W made went to fresh memory;
+    // the second call below still needs the graph).
+    ag::Engine::get_default_engine().execute(from, grads, /*keep_graph=*/!rest_.empty(), /*create_graph=*/false,
                                               /*accumulate_grad=*/true, to);
   }
   if (!rest_.empty()) {
-    ag::backward(roots_, seeds_, /*retain_graph=*/true, /*create_graph=*/false, rest_);
+    ag::backward(roots_, seeds_, /*retain_graph=*/false, /*create_graph=*/false, rest_);
   }
   groups_.clear();
   roots_.clear();
