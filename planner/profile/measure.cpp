@@ -22,6 +22,8 @@
 #include "planner/profile/handoff.h"
 #include "planner/profile/step_overhead.h"
 #include "planner/profile/node_by_node.h"
+#include "planner/profile/node_overhead.h"
+#include "planner/profile/device_sync.h"
 #include "planner/profile/pass_scale.h"
 #include "planner/profile/whole_graph.h"
 
@@ -161,6 +163,11 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   pass.timed = options.timed;
   pass.timing = options.timing;
   pass.device = device;
+  if (options.timed) {
+    pass.overhead = MeasureNodeOverhead(device, DeviceSync(device), options.training);
+    profile.node_overhead = {pass.overhead.forward_call_ms, pass.overhead.forward_leaf_ms,
+                             pass.overhead.backward_call_ms};
+  }
   // A shapes-only pass needs no times, and FLOPs and bytes are affine in the
   // micro-batch size: run the two smallest sizes and extrapolate, rather
   // than run the graph at the full batch.

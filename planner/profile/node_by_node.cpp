@@ -25,6 +25,7 @@
 
 #include <torch/csrc/autograd/autograd.h>
 
+#include <algorithm>
 #include <climits>
 #include <map>
 #include <memory>
@@ -244,6 +245,12 @@ class Engine {
     return SyncedMs(work, sync_);
   }
 
+  // An autograd call from one node's outputs, timed, less what the call
+  // itself adds (node_overhead.h).
+  double TimedCall(const std::function<void()>& work) const {
+    return std::max(0.0, Timed(work) - options_.overhead.backward_call_ms);
+  }
+
   void LoadInputs(const std::vector<IValue>& model_inputs) {
     env_.assign(ids_.size(), IValue());
     const auto stack = canonical_.Stack(model_inputs);
@@ -304,7 +311,8 @@ class Engine {
     }
     std::vector<IValue> stack = inputs;
     std::vector<IValue> outputs;
-    const double ms = Timed([&] { outputs = program.Run(std::move(stack)); });
+    const double ms = std::max(0.0, Timed([&] { outputs = program.Run(std::move(stack)); }) -
+                                        options_.overhead.Forward(static_cast<int>(record.leaves.size())));
 
     std::vector<ArgTensors> out_dims;
     for (size_t o = 0; o < outputs.size(); ++o) {
@@ -464,7 +472,7 @@ class Engine {
   double Weights(DeferredW& w) {
     const Recorded& record = records_[w.node];
     std::vector<at::Tensor> grads;
-    const double ms = Timed([&] { grads = PartGrads(record, w.outs, w.out_grads, w.leaves, /*keep_graph=*/false); });
+    const double ms = TimedCall([&] { grads = PartGrads(record, w.outs, w.out_grads, w.leaves, /*keep_graph=*/false); });
     for (size_t k = 0; k < w.leaves.size(); ++k) AddGrad(record.leaf_slots[w.leaves[k]], grads[k]);
     w.outs.clear();
     w.out_grads.clear();
@@ -507,13 +515,13 @@ class Engine {
       if (!parts[1].empty()) has_weight_part_[n] = true;
       times.split = defer && !parts[0].empty() && !parts[1].empty();
       if (times.split) {
-        times.input_ms = Timed([&] {
+        times.input_ms = TimedCall([&] {
           const auto grads = PartGrads(record, outs, out_grads, parts[0], /*keep_graph=*/true);
           for (size_t k = 0; k < parts[0].size(); ++k) leaf_grads[parts[0][k]] = grads[k];
         });
         defer->push_back({n, outs, out_grads, parts[1], false});
       } else {
-        const double ms = Timed([&] {
+        const double ms = TimedCall([&] {
           leaf_grads = torch::autograd::grad(outs, record.leaves, out_grads, /*retain_graph=*/false,
                                              /*create_graph=*/false, /*allow_unused=*/true);
         });

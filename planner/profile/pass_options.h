@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "planner/profile/drift_reference.h"
+#include "planner/profile/node_overhead.h"
 #include "planner/profile/timer.h"
 
 namespace mp {
@@ -25,6 +26,9 @@ struct PassOptions {
   // Timed: called before every kept pass, untimed (the contention probe's
   // turns, spread over the profile).
   std::function<void()> between_passes;
+  // Timed: what timing a node alone adds (node_overhead.h), taken off each
+  // node's samples.
+  NodeOverhead overhead;
 };
 
 // Passes RunNodeByNode makes (forward; training makes as many backward):

@@ -113,6 +113,11 @@ struct Profile {
   // profile's passes (node_by_node.cpp). Every micro-batch of a step after
   // the first pays it (cut_cost.cpp). 0 in profiles from before 2026-11-27.
   double accumulate_ms_per_mib = 0;
+  // Measured profiles: what timing a node alone added to each sample, taken
+  // off every node's times (node_overhead.h): [forward per call, forward
+  // per fresh leaf, backward per autograd call] in ms. Empty in profiles
+  // from before 2026-11-28 (nothing taken off).
+  std::vector<double> node_overhead;
 };
 
 // shared_slowdown[k - 1] for micro-batches of `microbatch` samples:

@@ -193,6 +193,10 @@ std::string ProfileToYaml(const Profile& p) {
   if (p.accumulate_ms_per_mib > 0) {
     out << YAML::Key << "accumulate_ms_per_mib" << YAML::Value << p.accumulate_ms_per_mib;
   }
+  if (!p.node_overhead.empty()) {
+    out << YAML::Key << "node_overhead_ms" << YAML::Value;
+    EmitFlowSeq(out, p.node_overhead);
+  }
   out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
   for (const auto& n : p.nodes) {
     out << YAML::Flow << YAML::BeginMap;
@@ -239,7 +243,7 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
                  {"shared_slowdown", "shared_slowdown_microbatch", "shared_slowdown_sizes", "shared_slowdown_by_size",
                   "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "step_overhead_ms",
                   "pass_band", "reference_ms", "reference_band", "pass_scale",
-                  "engine_walk_us", "accumulate_ms_per_mib"});  // engine_walk_us: as autograd_nodes, ignored
+                  "engine_walk_us", "accumulate_ms_per_mib", "node_overhead_ms"});  // engine_walk_us: as autograd_nodes, ignored
   Profile p;
   p.fingerprint = root["fingerprint"].String();
   const YamlCursor inputs = root["inputs"];
@@ -288,6 +292,12 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
   if (root.Has("pass_scale")) p.pass_scale = root["pass_scale"].NumberIn(0, YamlCursor::kNoLimit, "a factor", true);
   if (root.Has("accumulate_ms_per_mib")) {
     p.accumulate_ms_per_mib = root["accumulate_ms_per_mib"].NumberIn(0, YamlCursor::kNoLimit, "a time", true);
+  }
+  if (root.Has("node_overhead_ms")) {
+    const YamlCursor parts = root["node_overhead_ms"];
+    const int n = parts.ExpectList();
+    if (n != 3) parts.Fail(Concat("expected 3 entries (forward per call, per leaf, backward per call), found ", n));
+    for (int i = 0; i < 3; ++i) p.node_overhead.push_back(parts[i].NumberIn(0, YamlCursor::kNoLimit, "a time"));
   }
   const YamlCursor nodes = root["nodes"];
   for (int i = 0, n = nodes.ExpectList(); i < n; ++i) {

@@ -134,6 +134,11 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
     out << "a micro-batch's gradients join .grad at " << Format("%.3f", p.accumulate_ms_per_mib)
         << " ms a MiB of parameters: charged to the backward of every micro-batch after a step's first\n";
   }
+  if (p.node_overhead.size() == 3) {
+    out << "timing a node alone added " << Format("%.2f", 1000 * p.node_overhead[0]) << " us a forward, "
+        << Format("%.2f", 1000 * p.node_overhead[1]) << " us a fresh leaf, " << Format("%.2f", 1000 * p.node_overhead[2])
+        << " us an autograd call: taken off every node's times\n";
+  }
   if (profiling_s > 0) out << "profiling took " << Format("%.1f", profiling_s) << " s\n";
   out << "\n";
   char line[256];
@@ -172,6 +177,7 @@ nlohmann::json ProfileSummaryJson(const Profile& p, const std::string& calibrati
   j["reference_band"] = {p.reference_band.low, p.reference_band.high};
   j["pass_scale"] = p.pass_scale;
   j["accumulate_ms_per_mib"] = p.accumulate_ms_per_mib;
+  j["node_overhead_ms"] = p.node_overhead;
   j["worker_speed"] = p.worker_speed;
   j["step_overhead_ms"] = p.step_overhead_ms;
   j["node_forward_ms"] = NodeSums(p, false);

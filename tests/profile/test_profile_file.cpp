@@ -46,6 +46,7 @@ mp::Profile Sample() {
   p.reference_band = {0.97, 1.05};
   p.pass_scale = 1.0125;
   p.accumulate_ms_per_mib = 0.0625;
+  p.node_overhead = {0.00075, 0.000125, 0.003};
   for (int i = 0; i < 3; ++i) {
     mp::NodeCost n;
     n.id = i;
@@ -106,6 +107,7 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.reference_ms == doctest::Approx(0.8125));
   CHECK(q.pass_scale == doctest::Approx(1.0125));
   CHECK(q.accumulate_ms_per_mib == doctest::Approx(0.0625));
+  CHECK(q.node_overhead == p.node_overhead);
   CHECK(q.reference_band.high == doctest::Approx(1.05));
   REQUIRE(q.nodes.size() == p.nodes.size());
   for (size_t i = 0; i < p.nodes.size(); ++i) {
@@ -189,6 +191,11 @@ TEST_CASE("malformed profile files name the problem") {
                        mp::InputError);
   const std::string no_band = SampleYamlWith("shared_slowdown_band: [0.75, 1.5]", "shared_slowdown_band: [1.5]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_band, "p.yaml"), "p.yaml: shared_slowdown_band: expected 2 entries, found 1",
+                       mp::InputError);
+  const std::string two = SampleYamlWith("node_overhead_ms: [0.00075, 0.000125, 0.003]", "node_overhead_ms: [0.00075, 0.003]");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(two, "p.yaml"),
+                       "p.yaml: node_overhead_ms: expected 3 entries (forward per call, per leaf, backward per call), "
+                       "found 2",
                        mp::InputError);
 }
 
