@@ -81,8 +81,8 @@ int ScheduleRank(ScheduleKind kind) {
   switch (kind) {
     case ScheduleKind::kOneFOneB: return 0;
     case ScheduleKind::kGPipe: return 1;
-    case ScheduleKind::kZeroBubbleH1: return 2;
-    case ScheduleKind::kInterleaved1F1B: return 3;
+    case ScheduleKind::kInterleaved1F1B: return 2;
+    case ScheduleKind::kZeroBubbleH1: return 3;
     case ScheduleKind::kZeroBubbleV: return 4;
     default: return 5;
   }
@@ -272,7 +272,8 @@ void Describe(PlanCandidate& alt, const Partition& kept) {
 
 bool Simpler(const PlanCandidate& a, const PlanCandidate& b, int64_t batch) {
   if (Devices(a) != Devices(b)) return Devices(a) < Devices(b);
-  if (a.stages != b.stages) return a.stages < b.stages;
+  const int a_depth = a.stages / std::max(1, a.chunks), b_depth = b.stages / std::max(1, b.chunks);
+  if (a_depth != b_depth) return a_depth < b_depth;
   if (a.recomputing != b.recomputing) return a.recomputing < b.recomputing;
   const bool a_even = batch % a.microbatches == 0, b_even = batch % b.microbatches == 0;
   if (a_even != b_even) return a_even;

@@ -160,9 +160,10 @@ TEST_CASE("a noisy profile gives the same plan every time") {
 
 TEST_CASE("replanned over its previous plan, a noisy profile keeps that plan where planning afresh moves") {
   // Estimates for this kind of machine, stages and schedule left to the
-  // search: at 3% noise the fresh choice moves on three of the four models
-  // (MLP and GPT between 2 x 4 zb-h1 and 4 x 2 zbv, Branchy between zbv and
-  // interleaved-1f1b), each time by a hair across the tie window.
+  // search: at 3% noise the fresh choice moves on Branchy (between zbv and
+  // interleaved-1f1b), by a hair across the tie window. (The MLP and GPT
+  // moved too, between 2 x 4 zb-h1 and 4 x 2 zbv, while ties put zb-h1
+  // before interleaved-1f1b.)
   int moved = 0;
   for (const auto& [name, batch] : {std::pair<const char*, int64_t>{"mlp.script.pt", 256}, {"gpt.script.pt", 16},
                                     {"convnet.script.pt", 64}, {"branchy.script.pt", 16}}) {
@@ -200,7 +201,7 @@ TEST_CASE("replanned over its previous plan, a noisy profile keeps that plan whe
     CHECK(kept.size() == 1);
     moved += fresh.size() > 1;
   }
-  CHECK(moved >= 2);
+  CHECK(moved >= 1);
 }
 
 // One test case, two subcases: doctest runs the case once per subcase in

@@ -229,7 +229,7 @@ TEST_CASE("a tie with the runner-up names the tie-break") {
   plan.alternatives[1].stages = 4;  // more stages: loses the tie
   plan.alternatives[1].step_ms = plan.alternatives[0].step_ms;
   CHECK(Contains(mp::FormatPlanReport(plan, false),
-                 "(+0.0%); ties go to fewer devices, then fewer stages, then fewer recomputing, then equal "
+                 "(+0.0%); ties go to fewer devices, then fewer stages a replica, then fewer recomputing, then equal "
                  "micro-batches, then fewer"));
 }
 
@@ -247,9 +247,9 @@ TEST_CASE("a tie within the tie window says the simplest was chosen, names the f
   CHECK(Contains(report, "why                simplest of 2 ties (predicted within the tie window of the fastest, and "
                          "within the tie tolerance of the best of their micro-batch size) among 5"));
   CHECK(Contains(report, "faster             2 stages x 16 micro-batches, 1f1b at "));
-  CHECK(Contains(report, "(-3.0%), a tie: within the tie window, so ties go to fewer devices, then fewer stages, "
-                         "then fewer recomputing, then equal micro-batches, then fewer, then 1f1b, gpipe, zb-h1, "
-                         "interleaved-1f1b"));
+  CHECK(Contains(report, "(-3.0%), a tie: within the tie window, so ties go to fewer devices, then fewer stages a "
+                         "replica, then fewer recomputing, then equal micro-batches, then fewer, then 1f1b, gpipe, "
+                         "interleaved-1f1b, zb-h1"));
   CHECK_FALSE(Contains(report, "not the fastest"));
   const auto rows = SectionLines(report, "alternatives searched");
   CHECK(std::count_if(rows.begin(), rows.end(), [](const std::string& r) { return Contains(r, "chosen: the simplest tie"); }) == 1);
