@@ -18,12 +18,12 @@
 #include "common/error.h"
 #include "planner/graph/run_graph.h"
 #include "planner/profile/contention.h"
+#include "planner/profile/device_sync.h"
 #include "planner/profile/drift_reference.h"
 #include "planner/profile/handoff.h"
 #include "planner/profile/step_overhead.h"
 #include "planner/profile/node_by_node.h"
 #include "planner/profile/node_overhead.h"
-#include "planner/profile/device_sync.h"
 #include "planner/profile/pass_scale.h"
 #include "planner/profile/whole_graph.h"
 

@@ -472,7 +472,8 @@ class Engine {
   double Weights(DeferredW& w) {
     const Recorded& record = records_[w.node];
     std::vector<at::Tensor> grads;
-    const double ms = TimedCall([&] { grads = PartGrads(record, w.outs, w.out_grads, w.leaves, /*keep_graph=*/false); });
+    const double ms =
+        TimedCall([&] { grads = PartGrads(record, w.outs, w.out_grads, w.leaves, /*keep_graph=*/false); });
     for (size_t k = 0; k < w.leaves.size(); ++k) AddGrad(record.leaf_slots[w.leaves[k]], grads[k]);
     w.outs.clear();
     w.out_grads.clear();

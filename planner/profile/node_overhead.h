@@ -31,7 +31,7 @@ struct NodeOverhead {
 
 // Medians over interleaved samples on `device`, timed between calls of
 // `sync` as the profiler times its nodes; `training` measures the leaf and
-// backward parts too. About 10 ms.
+// backward parts too. Tens of milliseconds.
 NodeOverhead MeasureNodeOverhead(c10::Device device, const std::function<void()>& sync, bool training);
 
 }  // namespace mp

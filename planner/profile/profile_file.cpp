@@ -243,7 +243,8 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
                  {"shared_slowdown", "shared_slowdown_microbatch", "shared_slowdown_sizes", "shared_slowdown_by_size",
                   "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "step_overhead_ms",
                   "pass_band", "reference_ms", "reference_band", "pass_scale",
-                  "engine_walk_us", "accumulate_ms_per_mib", "node_overhead_ms"});  // engine_walk_us: as autograd_nodes, ignored
+                  "engine_walk_us",  // as autograd_nodes, ignored
+                  "accumulate_ms_per_mib", "node_overhead_ms"});
   Profile p;
   p.fingerprint = root["fingerprint"].String();
   const YamlCursor inputs = root["inputs"];

@@ -136,8 +136,8 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
   }
   if (p.node_overhead.size() == 3) {
     out << "timing a node alone added " << Format("%.2f", 1000 * p.node_overhead[0]) << " us a forward, "
-        << Format("%.2f", 1000 * p.node_overhead[1]) << " us a fresh leaf, " << Format("%.2f", 1000 * p.node_overhead[2])
-        << " us an autograd call: taken off every node's times\n";
+        << Format("%.2f", 1000 * p.node_overhead[1]) << " us a fresh leaf, "
+        << Format("%.2f", 1000 * p.node_overhead[2]) << " us an autograd call: taken off every node's times\n";
   }
   if (profiling_s > 0) out << "profiling took " << Format("%.1f", profiling_s) << " s\n";
   out << "\n";
