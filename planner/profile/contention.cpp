@@ -24,9 +24,23 @@ namespace {
 constexpr double kSpanMs = 400;
 constexpr int kMaxTurns = 40;
 
-double RunOnce(WholeGraph& graph) {
-  const double forward = graph.Forward();
-  return forward + graph.Backward();
+// One run of a copy: its forward and (training) backward, timed apart.
+struct RunTimes {
+  double forward_ms = 0, backward_ms = 0;
+  double Total() const { return forward_ms + backward_ms; }
+};
+
+RunTimes RunOnce(WholeGraph& graph) {
+  RunTimes times;
+  times.forward_ms = graph.Forward();
+  times.backward_ms = graph.Backward();
+  return times;
+}
+
+std::vector<double> Totals(const std::vector<RunTimes>& runs) {
+  std::vector<double> totals;
+  for (const RunTimes& r : runs) totals.push_back(r.Total());
+  return totals;
 }
 
 }  // namespace
@@ -38,7 +52,7 @@ double RunOnce(WholeGraph& graph) {
 class SharedSlowdownProbe::Workers {
  public:
   Workers(std::vector<std::unique_ptr<WholeGraph>> graphs, int threads)
-      : graphs_(std::move(graphs)), samples_(graphs_.size(), 0.0), errors_(graphs_.size()) {
+      : graphs_(std::move(graphs)), samples_(graphs_.size()), errors_(graphs_.size()) {
     for (size_t w = 0; w < graphs_.size(); ++w)
       threads_.emplace_back([this, w, threads] { Loop(static_cast<int>(w), threads); });
   }
@@ -54,7 +68,7 @@ class SharedSlowdownProbe::Workers {
 
   // One sample of each of the graphs [first, first + copies), all running
   // together, copy i starting `stagger_ms` * i / copies after the first.
-  std::vector<double> RunCopies(int first, int copies, double stagger_ms = 0) {
+  std::vector<RunTimes> RunCopies(int first, int copies, double stagger_ms = 0) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       first_ = first;
@@ -72,7 +86,7 @@ class SharedSlowdownProbe::Workers {
     done_.wait(lock, [&] { return finished_ == copies_; });
     for (int w = first; w < first + copies; ++w)
       if (errors_[w]) std::rethrow_exception(errors_[w]);
-    return std::vector<double>(samples_.begin() + first, samples_.begin() + first + copies);
+    return std::vector<RunTimes>(samples_.begin() + first, samples_.begin() + first + copies);
   }
 
  private:
@@ -106,9 +120,9 @@ class SharedSlowdownProbe::Workers {
         // every copy has one.
         while (counted_.load() < copies) {
           const bool all_started = started_.load() == copies;
-          const double ms = RunOnce(*graphs_[w]);
+          const RunTimes times = RunOnce(*graphs_[w]);
           if (!counted && all_started) {
-            samples_[w] = ms;
+            samples_[w] = times;
             counted = true;
             counted_.fetch_add(1);
           }
@@ -126,7 +140,7 @@ class SharedSlowdownProbe::Workers {
   }
 
   std::vector<std::unique_ptr<WholeGraph>> graphs_;
-  std::vector<double> samples_;
+  std::vector<RunTimes> samples_;
   std::vector<std::exception_ptr> errors_;
   std::vector<std::thread> threads_;
   std::mutex mutex_;
@@ -164,9 +178,10 @@ void SharedSlowdownProbe::Turn() {
   // Alone and together in the same turn, so a neighbour's load on this
   // shared machine falls on both sides of the ratio. Pinned workers also
   // run alone on each worker's own cores: its speed against worker 0's.
-  std::vector<double> alone{workers_->RunCopies(0, 1)[0]};
+  const RunTimes first = workers_->RunCopies(0, 1)[0];
+  std::vector<double> alone{first.Total()};
   for (int w = 1; pinned_ && w < count_; ++w) {
-    alone.push_back(workers_->RunCopies(w, 1)[0]);
+    alone.push_back(workers_->RunCopies(w, 1)[0].Total());
     speed_ratios_[w].push_back(alone[0] > 0 ? alone[w] / alone[0] : 1.0);
   }
   std::string dump;
@@ -179,11 +194,15 @@ void SharedSlowdownProbe::Turn() {
     // at the same moment, which a pipeline's stages never do (in 1F1B one
     // stage's forward runs beside the other's backward), and read 5-20%
     // more (docs/profile.md).
-    const std::vector<double> together = workers_->RunCopies(0, k, alone[0]);
+    const std::vector<RunTimes> runs = workers_->RunCopies(0, k, alone[0]);
+    const std::vector<double> together = Totals(runs);
     ratios_[k - 1].push_back(alone[0] > 0 ? Quantile(together, 0.5) / alone[0] : 1.0);
     if (!dump.empty()) {
+      // The forward and the backward apart (forward+backward): what runs
+      // beside a stage may slow its two kinds of work unlike.
       dump += "; " + std::to_string(k) + " at once";
-      for (double ms : together) dump += " " + std::to_string(ms);
+      for (const RunTimes& r : runs) dump += " " + std::to_string(r.forward_ms) + "+" + std::to_string(r.backward_ms);
+      dump += " (alone " + std::to_string(first.forward_ms) + "+" + std::to_string(first.backward_ms) + ")";
     }
   }
   if (!dump.empty()) std::fprintf(stderr, "%s\n", dump.c_str());
