@@ -41,11 +41,16 @@ struct Keep : ag::FunctionPreHook {
 // reachable from where it starts, and from here that is the weight side
 // alone; the intermediate itself, asked from inside that walk, computes only
 // the outputs whose edges the walk found needed (task_should_compute_output),
-// so not the input gradients again.
+// so not the input gradients again. It takes the intermediate's sequence
+// number, hence its place in the engine's order (later nodes first): a new
+// node's number put every stand-in before every weight's transpose and
+// accumulation, so the stage's weight gradients were all computed, and
+// held, before any was added into .grad (the zoo MLP's W, 16 layers as one
+// stage at 8 samples, 7.9 ms against its B's 5.0; now 4.0).
 struct WeightSide : ag::Node {
   WeightSide(std::shared_ptr<ag::Node> node, const std::vector<uint32_t>& outside,
              const std::vector<at::Tensor>& grads)
-      : node_(std::move(node)), outside_(outside) {
+      : ag::Node(node->sequence_nr()), node_(std::move(node)), outside_(outside) {
     for (uint32_t j : outside_) add_next_edge(node_->next_edge(j));
     for (const at::Tensor& g : grads) {
       if (g.defined()) {

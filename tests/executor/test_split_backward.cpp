@@ -157,3 +157,49 @@ TEST_CASE("W walks the weight side once, not the stage below every weight") {
     }
   }
 }
+
+// W finishes one weight's side (its transpose, its accumulation into .grad)
+// before it starts the next, as B does: made last, its stand-ins came first
+// in the engine's order, so every weight gradient of the stage was computed
+// before any was added into .grad, all of them held at once (the zoo MLP's
+// W, the whole model as one stage at 8 samples, ran 1.6x its B; now 0.8x).
+TEST_CASE("W finishes each layer's weight gradients before the next layer's, as B does") {
+  torch::manual_seed(5);
+  constexpr int kLayers = 6;
+  std::vector<at::Tensor> params;  // w0, b0, w1, b1, ...
+  for (int l = 0; l < kLayers; ++l) {
+    params.push_back(torch::randn({16, 16}, torch::requires_grad()));
+    params.push_back(torch::randn({16}, torch::requires_grad()));
+  }
+  const auto loss_of = [&](const at::Tensor& x) {
+    at::Tensor h = x;
+    for (int l = 0; l < kLayers; ++l) {
+      h = torch::relu(torch::nn::functional::linear(h, params[2 * l], params[2 * l + 1]));
+    }
+    return h.sum();
+  };
+  std::vector<int> order;  // the layer of each gradient as it arrives
+  for (size_t p = 0; p < params.size(); ++p) {
+    params[p].register_hook([&order, p](const at::Tensor& g) {
+      order.push_back(int(p / 2));
+      return g;
+    });
+  }
+  const auto grouped_by_layer = [&] {
+    // Both of a layer's gradients arrive together, the last layer first.
+    if (order.size() != params.size()) return false;
+    for (size_t i = 0; i < order.size(); ++i)
+      if (order[i] != kLayers - 1 - int(i / 2)) return false;
+    return true;
+  };
+  loss_of(torch::randn({4, 16}).requires_grad_()).backward();
+  CHECK(grouped_by_layer());  // B's order, the reference
+  order.clear();
+  const at::Tensor x = torch::randn({4, 16}).requires_grad_();
+  const at::Tensor loss = loss_of(x);
+  mp::SplitBackward split({loss}, {torch::ones_like(loss)}, {x}, params);
+  CHECK(order.empty());  // I computed no weight gradient
+  split.Weights();
+  CAPTURE(order);
+  CHECK(grouped_by_layer());
+}
