@@ -163,8 +163,12 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   pass.timed = options.timed;
   pass.timing = options.timing;
   pass.device = device;
-  if (options.timed) {
+  if (options.timed && options.node_overhead.size() == 3) {
+    pass.overhead = {options.node_overhead[0], options.node_overhead[1], options.node_overhead[2]};
+  } else if (options.timed) {
     pass.overhead = MeasureNodeOverhead(device, DeviceSync(device), options.training);
+  }
+  if (options.timed) {
     profile.node_overhead = {pass.overhead.forward_call_ms, pass.overhead.forward_leaf_ms,
                              pass.overhead.backward_call_ms};
   }

@@ -28,6 +28,9 @@ struct MeasureOptions {
   // profile's own passes set it. Sizes added to a profile take its factor,
   // so that one profile does not mix two.
   double pass_scale = 0;
+  // Timed: what timing a node alone adds (Profile::node_overhead); empty:
+  // measured here. Sizes added to a profile take its own, as its factor.
+  std::vector<double> node_overhead;
   // CPU, timed: also run the contention probe for up to this many workers
   // sharing the machine (Profile::shared_slowdown); 1: do not.
   int workers = 1;

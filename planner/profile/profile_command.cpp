@@ -30,12 +30,15 @@
 namespace mp {
 namespace {
 
-// `pass_scale`: for sizes added to a profile, its factor (MeasureOptions).
+// `pass_scale`, `node_overhead`: for sizes added to a profile, its own
+// (MeasureOptions).
 Profile Measure(const CanonicalGraph& canonical, const ProfileRequest& request,
                 const std::vector<TensorSpec>& inputs, bool timed, int workers = 1,
-                const std::vector<int64_t>& sizes = {}, double pass_scale = 0) {
+                const std::vector<int64_t>& sizes = {}, double pass_scale = 0,
+                const std::vector<double>& node_overhead = {}) {
   MeasureOptions options;
   options.pass_scale = pass_scale;
+  options.node_overhead = node_overhead;
   options.training = request.training;
   options.microbatch_sizes = sizes.empty() ? request.microbatch_sizes : sizes;
   options.coverage = sizes.empty();
@@ -122,8 +125,9 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
     result.profiling_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (request.microbatch_sizes.empty()) {
       result.measure_sizes = [model, canonical_ptr, request, inputs = result.inputs,
-                              scale = result.profile.pass_scale](const std::vector<int64_t>& sizes) {
-        return Measure(*canonical_ptr, request, inputs, true, 1, sizes, scale);
+                              scale = result.profile.pass_scale,
+                              overhead = result.profile.node_overhead](const std::vector<int64_t>& sizes) {
+        return Measure(*canonical_ptr, request, inputs, true, 1, sizes, scale, overhead);
       };
     }
   }

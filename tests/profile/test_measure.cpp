@@ -227,11 +227,14 @@ TEST_CASE("a measured profile records the pass scale and what adding into .grad 
   // a few milliseconds on any CPU.
   CHECK(p.accumulate_ms_per_mib > 0);
   CHECK(p.accumulate_ms_per_mib < 10);
-  // Sizes added to a profile take its factor, so one profile has one.
+  // Sizes added to a profile take its factor and its node overhead, so one
+  // profile has one of each.
   options.microbatch_sizes = {2, 3};
   options.pass_scale = 1.0625;
+  options.node_overhead = {0.00075, 0.000125, 0.003};
   const mp::Profile added = mp::MeasureProfile(m.canonical, m.inputs, options);
   CHECK(added.pass_scale == 1.0625);
+  CHECK(added.node_overhead == options.node_overhead);
 }
 
 TEST_CASE("a measured profile takes off what timing a node alone adds, and says how much") {
