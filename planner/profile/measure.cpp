@@ -163,12 +163,10 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   pass.timed = options.timed;
   pass.timing = options.timing;
   pass.device = device;
-  if (options.timed && options.node_overhead.size() == 3) {
-    pass.overhead = {options.node_overhead[0], options.node_overhead[1], options.node_overhead[2]};
-  } else if (options.timed) {
-    pass.overhead = MeasureNodeOverhead(device, DeviceSync(device), options.training);
-  }
   if (options.timed) {
+    const std::vector<double>& given = options.node_overhead;
+    pass.overhead = given.size() == 3 ? NodeOverhead{given[0], given[1], given[2]}
+                                      : MeasureNodeOverhead(device, DeviceSync(device), options.training);
     profile.node_overhead = {pass.overhead.forward_call_ms, pass.overhead.forward_leaf_ms,
                              pass.overhead.backward_call_ms};
   }
