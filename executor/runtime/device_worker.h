@@ -36,7 +36,7 @@
 #include "executor/loaded_plan.h"
 #include "executor/pipeline.h"
 #include "executor/runtime/links.h"
-#include "executor/runtime/split_backward.h"
+#include "planner/graph/split_backward.h"
 
 namespace mp {
 

@@ -93,7 +93,7 @@ class StageCostModel {
   int64_t TransientBytes(int a, int e) const;
   // Training: the output bytes of [a, e)'s weight-consuming nodes, the
   // gradients a split backward's I keeps for W per micro-batch; 0 where no
-  // input of the stage takes a gradient (executor/runtime/split_backward.h).
+  // input of the stage takes a gradient (planner/graph/split_backward.h).
   int64_t WeightGradientBytes(int a, int e) const;
   // Training: what a recomputing stage holds per micro-batch in flight:
   // what it received and what it sent.

@@ -35,6 +35,7 @@
 #include "common/error.h"
 #include "planner/graph/node_program.h"
 #include "planner/graph/run_graph.h"
+#include "planner/graph/split_backward.h"
 #include "planner/profile/device_sync.h"
 #include "planner/profile/whole_graph.h"
 
@@ -130,7 +131,11 @@ class Engine {
     const int warmup = passes - (options_.timed ? std::max(1, options_.timing.repeats) : 1);
     const int pass = pass_++;
     const bool keep = pass >= warmup;
-    const bool split = keep && (pass - warmup) % 2 == 1;
+    // A warm-up pass splits: a split pass holds every node's graph until the
+    // Ws run, more memory than a plain one, and the first to grow the heap
+    // to it paid for the fresh pages (MobileNetV2 at 8 samples: its
+    // hardtanh_ nodes, which have no W, read I 1.5x their B).
+    const bool split = keep ? (pass - warmup) % 2 == 1 : Training();
     if (keep && options_.timed && options_.between_passes) options_.between_passes();
     // Each backward runs on the graph its own pass's forward just built,
     // as a training step does: a backward repeated on one retained graph
@@ -162,7 +167,7 @@ class Engine {
       std::vector<DeferredW> deferred;  // split passes: W after every node's I
       for (int i = static_cast<int>(n) - 1; i >= 0; --i) {
         if (split && WeightOnly(i)) {
-          deferred.push_back({i, {}, {}, {}, true});
+          deferred.push_back({i, nullptr, {}, true});
         } else {
           times[i] = Backward(i, split ? &deferred : nullptr);
         }
@@ -444,9 +449,9 @@ class Engine {
   // stage's W then ran 1.2x its nodes' sum in mpexec (GPT, zb-h1).
   struct DeferredW {
     int node = -1;
-    std::vector<at::Tensor> outs, out_grads;  // what I started from
-    std::vector<size_t> leaves;               // the record's leaves W computes
-    bool whole = false;                       // the node's inputs are all parameters' (a weight's transpose)
+    std::shared_ptr<SplitBackward> split;  // I's, as mpexec's workers split a stage's backward
+    std::vector<size_t> leaves;            // the record's leaves W computes
+    bool whole = false;                    // the node's inputs are all parameters' (a weight's transpose)
   };
 
   // Every input of node n that needs a gradient is computed from
@@ -459,24 +464,19 @@ class Engine {
     return true;
   }
 
-  // The gradients of the record's leaves `part` (indices) from `outs`.
-  static std::vector<at::Tensor> PartGrads(const Recorded& record, const std::vector<at::Tensor>& outs,
-                                           const std::vector<at::Tensor>& out_grads, const std::vector<size_t>& part,
-                                           bool keep_graph) {
+  // The record's leaves `part` (indices).
+  static std::vector<at::Tensor> Part(const Recorded& record, const std::vector<size_t>& part) {
     std::vector<at::Tensor> leaves;
     for (size_t i : part) leaves.push_back(record.leaves[i]);
-    return torch::autograd::grad(outs, leaves, out_grads, keep_graph, /*create_graph=*/false, /*allow_unused=*/true);
+    return leaves;
   }
 
   // The deferred W of a split node; returns its time.
   double Weights(DeferredW& w) {
     const Recorded& record = records_[w.node];
-    std::vector<at::Tensor> grads;
-    const double ms =
-        TimedCall([&] { grads = PartGrads(record, w.outs, w.out_grads, w.leaves, /*keep_graph=*/false); });
-    for (size_t k = 0; k < w.leaves.size(); ++k) AddGrad(record.leaf_slots[w.leaves[k]], grads[k]);
-    w.outs.clear();
-    w.out_grads.clear();
+    const double ms = TimedCall([&] { w.split->Weights(); });
+    for (size_t i : w.leaves) AddGrad(record.leaf_slots[i], record.leaves[i].grad());
+    w.split.reset();
     return ms;
   }
 
@@ -516,11 +516,12 @@ class Engine {
       if (!parts[1].empty()) has_weight_part_[n] = true;
       times.split = defer && !parts[0].empty() && !parts[1].empty();
       if (times.split) {
+        std::shared_ptr<SplitBackward> split;
         times.input_ms = TimedCall([&] {
-          const auto grads = PartGrads(record, outs, out_grads, parts[0], /*keep_graph=*/true);
-          for (size_t k = 0; k < parts[0].size(); ++k) leaf_grads[parts[0][k]] = grads[k];
+          split = std::make_shared<SplitBackward>(outs, out_grads, Part(record, parts[0]), Part(record, parts[1]));
         });
-        defer->push_back({n, outs, out_grads, parts[1], false});
+        for (size_t i : parts[0]) leaf_grads[i] = record.leaves[i].grad();
+        defer->push_back({n, std::move(split), parts[1], false});
       } else {
         const double ms = TimedCall([&] {
           leaf_grads = torch::autograd::grad(outs, record.leaves, out_grads, /*retain_graph=*/false,

@@ -10,7 +10,7 @@
 
 #include <set>
 
-#include "executor/runtime/split_backward.h"
+#include "planner/graph/split_backward.h"
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/model_file.h"
 #include "planner/graph/run_graph.h"
@@ -202,4 +202,84 @@ TEST_CASE("W finishes each layer's weight gradients before the next layer's, as 
   split.Weights();
   CAPTURE(order);
   CHECK(grouped_by_layer());
+}
+
+// A weight used at every step of a loop (an RNN's) is reached from many
+// intermediates, none alone: W starts from all of them at once and the
+// engine sums what they give it, as B does. Sent to a second backward from
+// the roots instead, W ran the whole recurrence again (the zoo LSTM's
+// I + W 1.9-2.0x its B).
+TEST_CASE("a weight used at every step of a loop: W sums its uses without running I's chain again") {
+  torch::manual_seed(6);
+  constexpr int kSteps = 5;
+  const at::Tensor wx = torch::randn({8, 8}, torch::requires_grad());
+  const at::Tensor wh = torch::randn({8, 8}, torch::requires_grad());
+  const auto loss_of = [&](const at::Tensor& x, int* first_step_runs) {
+    at::Tensor h = torch::zeros({2, 8});
+    for (int t = 0; t < kSteps; ++t) {
+      h = torch::tanh(torch::matmul(h, wh) + torch::matmul(x[t], wx)) * 0.5;
+      if (t == 0 && first_step_runs) {
+        h.register_hook([first_step_runs](const at::Tensor& g) {
+          ++*first_step_runs;
+          return g;
+        });
+      }
+    }
+    return (h * h).sum();
+  };
+  const at::Tensor x0 = torch::randn({kSteps, 2, 8});
+  const at::Tensor x1 = x0.clone().requires_grad_(true);
+  loss_of(x1, nullptr).backward();
+  const at::Tensor want_wx = wx.grad().clone(), want_wh = wh.grad().clone(), want_x = x1.grad().clone();
+  wx.mutable_grad().zero_();
+  wh.mutable_grad().zero_();
+
+  int runs = 0;  // how often the first step's backward ran
+  const at::Tensor x = x0.clone().requires_grad_(true);
+  const at::Tensor loss = loss_of(x, &runs);
+  mp::SplitBackward split({loss}, {torch::ones_like(loss)}, {x}, {wx, wh});
+  CHECK(runs == 1);
+  split.Weights();
+  CHECK(runs == 1);  // W ran nothing of the chain to x
+  CHECK(torch::allclose(x.grad(), want_x));
+  CHECK(torch::allclose(wx.grad(), want_wx, 1e-5, 1e-6));
+  CHECK(torch::allclose(wh.grad(), want_wh, 1e-5, 1e-6));
+}
+
+// A batch norm's input gradient is made of the sums its weight and bias
+// gradients are: I computes those with it (W would make the sums again);
+// a linear layer's weight gradient still waits for W.
+TEST_CASE("I computes a normalisation's weight gradients with its input gradient, W the rest") {
+  torch::manual_seed(7);
+  const at::Tensor w = torch::randn({8, 8}, torch::requires_grad());
+  const at::Tensor gamma = torch::rand({8}).add_(0.5).requires_grad_(true);
+  const at::Tensor beta = torch::randn({8}, torch::requires_grad());
+  const std::vector<at::Tensor> params{w, gamma, beta};
+  const auto loss_of = [&](const at::Tensor& x) {
+    namespace F = torch::nn::functional;
+    const at::Tensor y = F::batch_norm(torch::matmul(x, w), at::Tensor(), at::Tensor(),
+                                       F::BatchNormFuncOptions().weight(gamma).bias(beta).training(true));
+    return (torch::relu(y) * torch::arange(8)).sum();
+  };
+  const at::Tensor x0 = torch::randn({6, 8});
+  const at::Tensor x1 = x0.clone().requires_grad_(true);
+  loss_of(x1).backward();
+  std::vector<at::Tensor> want;
+  for (const at::Tensor& p : params) want.push_back(p.grad().clone());
+  Zero(params);
+  for (const at::Tensor& p : params) p.mutable_grad() = at::Tensor();
+
+  const at::Tensor x = x0.clone().requires_grad_(true);
+  const at::Tensor loss = loss_of(x);
+  mp::SplitBackward split({loss}, {torch::ones_like(loss)}, {x}, params);
+  REQUIRE(gamma.grad().defined());
+  REQUIRE(beta.grad().defined());
+  CHECK(torch::allclose(gamma.grad(), want[1], 1e-5, 1e-6));
+  CHECK(torch::allclose(beta.grad(), want[2], 1e-5, 1e-6));
+  CHECK(!w.grad().defined());
+  split.Weights();
+  for (size_t i = 0; i < params.size(); ++i) {
+    CAPTURE(i);
+    CHECK(torch::allclose(params[i].grad(), want[i], 1e-5, 1e-6));
+  }
 }

@@ -1,6 +1,6 @@
 // SplitBackward: walk the graph, hook the intermediates, run I; W from the
 // kept gradients.
-#include "executor/runtime/split_backward.h"
+#include "planner/graph/split_backward.h"
 
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/engine.h>
@@ -8,8 +8,7 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
-#include <map>
-#include <set>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -20,7 +19,6 @@ namespace ag = torch::autograd;
 struct SplitBackward::Group {
   std::shared_ptr<ag::Node> node;     // the intermediate
   std::vector<uint32_t> outside;      // its edges that lead out of L
-  std::vector<at::Tensor> params;     // reached from it outside L, and from no other intermediate
   std::vector<at::Tensor> grads;      // what reached it during I
 };
 
@@ -35,6 +33,20 @@ struct Keep : ag::FunctionPreHook {
   }
   std::weak_ptr<std::vector<at::Tensor>> into_;
 };
+
+// A node whose input gradient is made of what its weights' gradients are (a
+// normalisation in training: per-channel sums of dy and dy * xhat). Asked
+// for its input gradient alone it costs nearly its whole backward, and W
+// would make the sums again (MobileNetV2's batch norms at 8 samples: I + W
+// 1.75x B), so I computes its weights' gradients with it.
+bool MakesWeightsWithInputs(const ag::Node& node) {
+  const std::string name = node.name();
+  for (const char* kind : {"NativeBatchNormBackward", "CudnnBatchNormBackward", "MiopenBatchNormBackward",
+                           "NativeLayerNormBackward", "NativeGroupNormBackward"}) {
+    if (name.rfind(kind, 0) == 0) return true;
+  }
+  return false;
+}
 
 // W's stand-in for an intermediate: the intermediate's own backward, with
 // edges only to what lies outside L. The engine walks and runs what is
@@ -112,56 +124,56 @@ SplitBackward::SplitBackward(std::vector<at::Tensor> roots, std::vector<at::Tens
       }
     }
   }
-  // The parameters each intermediate reaches outside L.
-  std::map<const at::Tensor*, std::set<ag::Node*>> owners;
-  std::map<ag::Node*, std::vector<const at::Tensor*>> owned;
+  // Parameters whose every use is by such a node of L: I computes their
+  // gradients, and W leaves them alone.
+  std::unordered_map<const ag::Node*, bool> with_inputs;  // accumulator -> every parent makes it with I
   for (ag::Node* node : order) {
-    if (!in_l[node]) continue;
-    std::vector<ag::Node*> walk;
-    std::unordered_set<const ag::Node*> visited;
-    auto push_children_outside_l = [&](const ag::Node* n) {
-      for (const ag::Edge& e : n->next_edges()) {
-        ag::Node* child = e.function.get();
-        if (child && !in_l[child] && visited.insert(child).second) walk.push_back(child);
-      }
-    };
-    push_children_outside_l(node);
-    while (!walk.empty()) {
-      ag::Node* n = walk.back();
-      walk.pop_back();
-      if (auto p = param_of.find(n); p != param_of.end()) {
-        owners[p->second].insert(node);
-        owned[node].push_back(p->second);
-      }
-      push_children_outside_l(n);
+    const bool makes = in_l[node] && MakesWeightsWithInputs(*node);
+    for (const ag::Edge& e : node->next_edges()) {
+      if (!param_of.count(e.function.get())) continue;
+      auto [it, fresh] = with_inputs.emplace(e.function.get(), makes);
+      if (!fresh) it->second = it->second && makes;
     }
   }
-  std::set<const at::Tensor*> grouped;
-  for (auto& [node, list] : owned) {
-    auto group = std::make_shared<Group>();
-    for (const at::Tensor* p : list) {
-      if (owners[p].size() == 1) group->params.push_back(*p), grouped.insert(p);
-    }
-    if (group->params.empty()) continue;
-    group->node = node->shared_from_this();
+  std::vector<at::Tensor> in_i = leaves;  // what I accumulates into .grad
+  for (const auto& [acc, makes] : with_inputs) {
+    if (!makes) continue;
+    in_i.push_back(*param_of.at(acc));
+    param_of.erase(acc);
+  }
+  // Outside L, the nodes that lead to a parameter; `order` has children
+  // first. An intermediate is a node of L with an edge to one of them: W
+  // starts there, and at the roots outside L (what I never ran).
+  std::unordered_set<const ag::Node*> to_param;
+  for (ag::Node* node : order) {
+    if (in_l[node]) continue;
+    bool reaches = param_of.count(node) > 0;
+    for (const ag::Edge& e : node->next_edges()) reaches = reaches || (e.function && to_param.count(e.function.get()));
+    if (reaches) to_param.insert(node);
+  }
+  for (ag::Node* node : order) {
+    if (!in_l[node]) continue;
+    std::vector<uint32_t> outside;
     for (uint32_t j = 0; j < node->next_edges().size(); ++j) {
-      const ag::Node* child = node->next_edges()[j].function.get();
-      if (child && !in_l[child]) group->outside.push_back(j);
+      if (to_param.count(node->next_edges()[j].function.get())) outside.push_back(j);
     }
+    if (outside.empty()) continue;
+    auto group = std::make_shared<Group>();
+    group->node = node->shared_from_this();
+    group->outside = std::move(outside);
     auto kept = std::shared_ptr<std::vector<at::Tensor>>(group, &group->grads);
     group->node->add_pre_hook(std::make_unique<Keep>(kept));
     groups_.push_back(std::move(group));
   }
-  for (const at::Tensor& p : params) {
-    if (!grouped.count(&p)) rest_.push_back(p);
+  for (size_t r = 0; r < roots_.size(); ++r) {
+    const ag::Edge edge = ag::impl::gradient_edge(roots_[r]);
+    if (to_param.count(edge.function.get())) outside_roots_.push_back({edge, seeds_[r]});
+  }
+  for (const auto& [acc, param] : param_of) {
+    if (to_param.count(acc)) to_.push_back(ag::impl::gradient_edge(*param));
   }
   // I.
-  if (leaves.empty()) return;
-  const std::vector<at::Tensor> grads =
-      ag::grad(roots_, leaves, seeds_, /*retain_graph=*/true, /*create_graph=*/false, /*allow_unused=*/true);
-  for (size_t i = 0; i < leaves.size(); ++i) {
-    if (grads[i].defined()) at::Tensor(leaves[i]).mutable_grad() = grads[i];
-  }
+  ag::backward(roots_, seeds_, /*retain_graph=*/true, /*create_graph=*/false, in_i);
 }
 
 // The stand-ins W starts from; each walks its weight side only.
@@ -200,34 +212,34 @@ void SplitBackward::Weights() {
     seeds_.clear();
     return;
   }
-  // One engine call for every group: their stand-ins reach no part of L, so
-  // no group's gradient flows into another's (each parameter in `to` has a
-  // single owner).
+  // One engine call from every stand-in and every root outside L: none of
+  // them reaches L, so nothing of I runs again, and a parameter reached
+  // from several (a weight used at every step of a loop, or tied) gets the
+  // sum, as in B.
   const auto starts = Starts();
-  ag::edge_list from, to;
+  ag::edge_list from;
   ag::variable_list grads;
   for (size_t g = 0; g < groups_.size(); ++g) {
     const auto& group = groups_[g];
-    const size_t before = from.size();
     for (size_t i = 0; i < group->grads.size(); ++i) {
-      if (!group->grads[i].defined()) continue;
+      if (!group->grads[i].defined()) continue;  // nothing reached it there
       from.emplace_back(starts[g], uint32_t(i));
       grads.push_back(group->grads[i]);
     }
-    if (from.size() == before) continue;  // nothing reached it: its parameters get no gradient
-    for (const at::Tensor& p : group->params) to.push_back(ag::impl::gradient_edge(p));
   }
-  if (!from.empty()) {
+  for (const auto& [edge, seed] : outside_roots_) {
+    from.push_back(edge);
+    grads.push_back(seed);
+  }
+  if (!from.empty() && !to_.empty()) {
     // W is the graph's last use: each node it runs may free what it saved
-    // at once, as B's do (kept, every gradient W made went to fresh memory;
-    // the second call below still needs the graph).
-    ag::Engine::get_default_engine().execute(from, grads, /*keep_graph=*/!rest_.empty(), /*create_graph=*/false,
-                                              /*accumulate_grad=*/true, to);
-  }
-  if (!rest_.empty()) {
-    ag::backward(roots_, seeds_, /*retain_graph=*/false, /*create_graph=*/false, rest_);
+    // at once, as B's do.
+    ag::Engine::get_default_engine().execute(from, grads, /*keep_graph=*/false, /*create_graph=*/false,
+                                              /*accumulate_grad=*/true, to_);
   }
   groups_.clear();
+  outside_roots_.clear();
+  to_.clear();
   roots_.clear();
   seeds_.clear();
 }

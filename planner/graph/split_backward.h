@@ -9,39 +9,43 @@
 //   and a hook on it keeps the gradient that reaches it during I.
 // - W runs one engine call from a stand-in for each intermediate: a node
 //   that runs the intermediate's backward on the kept gradient and has
-//   edges only to the intermediate's children outside L. The call asks for
-//   the parameters each intermediate alone reaches, so it computes the
+//   edges only to the intermediate's children outside L that lead to a
+//   parameter; and from the roots outside L, with their seeds (I never ran
+//   them). Nothing outside L leads back into L, so the call computes the
 //   weight gradients (and the cheap nodes between, such as a weight's
-//   transpose) without the input-gradient chain again, and walks nothing
-//   of L: starting the engine at the intermediates themselves walked the
-//   whole stage below each one first, 3,442 nodes per W on a GPT stage of
-//   24 (0.6-0.7 ms of 5), and one call from them all would run L between
-//   them again. Parameters that no intermediate reaches
-//   alone (the stages whose inputs need no gradient, such as the first;
-//   a weight used in two places) take one more backward from the roots,
-//   into those parameters only: correct, and as costly as before.
+//   transpose) without the input-gradient chain again: starting the engine
+//   at the intermediates themselves walked the whole stage below each one
+//   first, 3,442 nodes per W on a GPT stage of 24 (0.6-0.7 ms of 5), and
+//   one call from them all would run L between them again. A parameter
+//   several intermediates reach (a weight used at every step of an RNN,
+//   or tied) gets their sum in that call, as in B: sent to a second
+//   backward from the roots instead, the zoo LSTM's I + W ran 1.9-2.0x
+//   its B.
+// - A normalisation in training (batch, layer and group norm) makes its
+//   input gradient from the per-channel sums its weights' gradients are:
+//   I computes its weights' gradients with it, where W would make the sums
+//   again (MobileNetV2's batch norms at 8 samples: I + W 1.75x their B).
 // - A stage whose inputs take no gradient (the first) has nothing for I:
 //   its W is one plain backward, as B runs it. Asked for its parameters
 //   with the graph kept, the first GPT stage's W ran 1.15x its B.
 #pragma once
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/edge.h>
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
-
-namespace torch::autograd {
-struct Node;
-}
 
 namespace mp {
 
 class SplitBackward {
  public:
-  // I: the backward from `roots` (seeded with `seeds`) into `leaves` only;
-  // each leaf's gradient lands in its .grad. `params`: the stage's
-  // parameters that W will compute gradients for.
+  // I: the backward from `roots` (seeded with `seeds`) into `leaves`; each
+  // leaf's gradient lands in its .grad, as do those of the parameters only
+  // normalisations use (their gradients come with the input's). `params`:
+  // the stage's parameters, whose gradients W computes.
   SplitBackward(std::vector<at::Tensor> roots, std::vector<at::Tensor> seeds, const std::vector<at::Tensor>& leaves,
                 const std::vector<at::Tensor>& params);
   // W: accumulates the parameters' gradients into their .grad and frees
@@ -57,7 +61,8 @@ class SplitBackward {
   std::vector<std::shared_ptr<torch::autograd::Node>> Starts() const;
   std::vector<at::Tensor> roots_, seeds_;
   std::vector<std::shared_ptr<Group>> groups_;  // one per intermediate
-  std::vector<at::Tensor> rest_;                // parameters W reaches from the roots
+  std::vector<std::pair<torch::autograd::Edge, at::Tensor>> outside_roots_;  // roots outside L, seeds
+  std::vector<torch::autograd::Edge> to_;       // the parameters' accumulators W reaches
   bool whole_ = false;                          // no leaves: W is one plain backward
 };
 
