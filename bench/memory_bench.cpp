@@ -1,5 +1,5 @@
 // bench_memory: each device's peak memory as the plan predicts it against
-// what mpexec measures (its memory meter: executor/memory_meter.h), for the
+// what mpexec measures (its memory meter: planner/profile/memory_meter.h), for the
 // fidelity models of the zoo in training on 1 to 4 devices, GPipe, 1F1B,
 // ZB-H1 and ZBV (two stages a device), by category (parameters, gradients, optimizer state, activations). The
 // target of issue 27: every device's peak within 10% of the measurement.

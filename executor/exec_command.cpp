@@ -17,7 +17,7 @@
 #include "executor/device_memory.h"
 #include "executor/distribution.h"
 #include "executor/drift.h"
-#include "executor/memory_meter.h"
+#include "planner/profile/memory_meter.h"
 #include "executor/pipeline.h"
 #include "executor/planned_devices.h"
 #include "executor/reference_training.h"

@@ -19,7 +19,7 @@
 #include "common/error.h"
 #include "common/worker_pool.h"
 #include "executor/heap_sampler.h"
-#include "executor/memory_meter.h"
+#include "planner/profile/memory_meter.h"
 #include "executor/process_group.h"
 #include "executor/runtime/bridges.h"
 #include "executor/runtime/device_worker.h"

@@ -37,6 +37,16 @@ bool ReadsParameter(const OpGraph& graph, const OpNode& node) {
   return false;
 }
 
+// A node whose W keeps the gradient of its output from I: it reads a
+// parameter and is not a normalisation, whose weight gradients I computes
+// with its input's (planner/graph/split_backward.h).
+bool KeepsGradientForW(const OpGraph& graph, const OpNode& node) {
+  for (const char* kind : {"aten::batch_norm", "aten::instance_norm", "aten::layer_norm", "aten::group_norm"}) {
+    if (node.kind == kind) return false;
+  }
+  return ReadsParameter(graph, node);
+}
+
 // Autograd adds each micro-batch's parameter gradients after a step's
 // first into .grad (the first becomes .grad itself): on average (M - 1) / M
 // of an addition of each parameter per micro-batch, M = ceil(batch / m),
@@ -82,6 +92,10 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
     c.input_backward_ms[p] = InputBackwardMs(profile, order[p], microbatch);
     c.weight_backward_ms[p] = WeightBackwardMs(profile, order[p], microbatch);
   }
+  // What autograd keeps of each node's forward until the backward: measured
+  // where the profile has it (NodeCost::kept_*), else the rules of
+  // saved_values.h below.
+  for (int p = 0; p < n; ++p) c.kept_bytes[p] = KeptBytes(profile, order[p], microbatch);
   std::vector<int64_t> grow(n + 2, 0), grad_grow(n + 2, 0), unkept_grow(n + 2, 0);
   for (const OpValue& v : graph.values) {
     if (v.consumers.empty() && v.producer < 0) continue;
@@ -98,9 +112,11 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
     }
     const int born = v.producer >= 0 ? c.position[v.producer] : first;
     if (v.producer >= 0) c.output_bytes[born] += bytes;
-    if (v.producer >= 0 && v.kept_for_backward && !v.alias) c.kept_bytes[born] += bytes;
-    if (v.producer >= 0) c.kept_bytes[born] += int64_t(graph.nodes[v.producer].kept_extra * double(bytes));
-    if (v.producer >= 0 && training && !v.alias && ReadsParameter(graph, graph.nodes[v.producer])) {
+    if (v.producer >= 0 && !profile.nodes[v.producer].kept_measured) {
+      if (v.kept_for_backward && !v.alias) c.kept_bytes[born] += bytes;
+      c.kept_bytes[born] += int64_t(graph.nodes[v.producer].kept_extra * double(bytes));
+    }
+    if (v.producer >= 0 && training && !v.alias && KeepsGradientForW(graph, graph.nodes[v.producer])) {
       c.weight_output_bytes[born] += bytes;
     }
     if (last <= born || bytes <= 0) continue;

@@ -352,6 +352,14 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   for (size_t v = 0; v < num_values; ++v)
     profile.values[v] =
         FitBytes(run_sizes.front(), value_bytes.front()[v], run_sizes.back(), value_bytes.back()[v]);
+  for (size_t n = 0; n < num_nodes; ++n) {
+    const int64_t small = results.front().nodes[n].kept_bytes, large = results.back().nodes[n].kept_bytes;
+    if (small < 0 || large < 0) continue;
+    const ValueBytes kept = FitBytes(run_sizes.front(), small, run_sizes.back(), large);
+    profile.nodes[n].kept_measured = true;
+    profile.nodes[n].kept_per_sample = kept.per_sample;
+    profile.nodes[n].kept_fixed = kept.fixed;
+  }
   size_t next = canonical.graph->inputs().size();
   for (size_t n = 0; n < num_nodes; ++n) {
     for (size_t o = 0; o < canonical.nodes[n]->outputs().size(); ++o) {

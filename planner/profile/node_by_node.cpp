@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <unordered_set>
 #include <utility>
 
 #include "common/error.h"
@@ -37,6 +38,7 @@
 #include "planner/graph/run_graph.h"
 #include "planner/graph/split_backward.h"
 #include "planner/profile/device_sync.h"
+#include "planner/profile/memory_meter.h"
 #include "planner/profile/whole_graph.h"
 
 namespace mp {
@@ -136,6 +138,7 @@ class Engine {
     // to it paid for the fresh pages (MobileNetV2 at 8 samples: its
     // hardtanh_ nodes, which have no W, read I 1.5x their B).
     const bool split = keep ? (pass - warmup) % 2 == 1 : Training();
+    if (pass == 0 && options_.training && options_.device.is_cpu()) MeasureKept();
     if (keep && options_.timed && options_.between_passes) options_.between_passes();
     // Each backward runs on the graph its own pass's forward just built,
     // as a training step does: a backward repeated on one retained graph
@@ -367,6 +370,49 @@ class Engine {
     sample.work = EstimateWork(node->kind().toQualString(), in_dims, out_dims);
     for (const auto& dims : out_dims)
       for (const auto& t : dims) sample.output_bytes += t.Bytes();
+  }
+
+  // Training on CPU, once per size before the first pass: the graph run as
+  // one autograd graph (no leaves between nodes, every value dropped after
+  // its last reader), each node's allocations counted under its id; what
+  // is still alive once only the graph's roots are held is what autograd
+  // keeps until the backward, charged to the node that made it: a relu's
+  // output, a linear's input (to its producer), an LSTM's gates at every
+  // step, the copies matmul makes of 4-d views (and not their base), max
+  // pooling's indices.
+  void MeasureKept() {
+    MemoryMeter& meter = MemoryMeter::Install();
+    LoadInputs(model_inputs_);
+    std::vector<std::shared_ptr<torch::autograd::Node>> roots;
+    {
+      const MemoryMeter::CountingScope counting(&meter);
+      for (size_t n = 0; n < canonical_.nodes.size(); ++n) {
+        const Node* node = canonical_.nodes[n];
+        const MemoryMeter::Tag tag(static_cast<int>(n));
+        if (node->kind() == c10::prim::Constant) {
+          env_[Id(node->output())] = torch::jit::toIValue(node->output()).value();
+          continue;
+        }
+        const NodeProgram& program = *programs_[n];
+        std::vector<IValue> inputs;
+        for (const Value* in : program.Inputs()) inputs.push_back(env_[Id(in)]);
+        std::vector<IValue> outputs = programs_[n]->Run(std::move(inputs));
+        for (size_t o = 0; o < outputs.size(); ++o) env_[Id(node->outputs()[o])] = std::move(outputs[o]);
+        for (const Value* in : program.Inputs())
+          if (last_use_[Id(in)] == static_cast<int>(n)) env_[Id(in)] = IValue();
+      }
+      for (const Value* out : canonical_.graph->outputs()) {
+        for (const at::Tensor& t : FlattenTensors(env_[Id(out)]))
+          if (t.defined() && t.grad_fn()) roots.push_back(t.grad_fn());
+      }
+      env_.assign(ids_.size(), IValue());
+    }
+    const std::unordered_map<int, int64_t> kept = meter.LiveByTag();
+    roots.clear();
+    for (size_t n = 0; n < canonical_.nodes.size(); ++n) {
+      const auto it = kept.find(static_cast<int>(n));
+      result_.nodes[n].kept_bytes = it == kept.end() ? 0 : it->second;
+    }
   }
 
   static void Record(Recorded& record, int id, const IValue& value) {

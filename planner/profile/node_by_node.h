@@ -29,6 +29,10 @@ struct NodeSample {
   NodeWork work;
   int64_t output_bytes = 0;
   int64_t param_bytes = 0;
+  // Training on CPU: the bytes the node's forward allocated that autograd
+  // keeps until the backward (node_by_node.cpp, MeasureKept); -1 where not
+  // counted.
+  int64_t kept_bytes = -1;
 };
 
 struct PassResult {

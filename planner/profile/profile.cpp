@@ -56,6 +56,12 @@ int64_t OutputBytes(const Profile& profile, int node, int64_t microbatch) {
   return cost.output_bytes_fixed + cost.output_bytes_per_sample * microbatch;
 }
 
+int64_t KeptBytes(const Profile& profile, int node, int64_t microbatch) {
+  const auto& cost = profile.nodes.at(node);
+  if (!cost.kept_measured) return 0;
+  return std::max<int64_t>(0, cost.kept_fixed + cost.kept_per_sample * microbatch);
+}
+
 std::vector<double> SharedSlowdownAt(const Profile& profile, int64_t microbatch) {
   const auto& sizes = profile.shared_slowdown_sizes;
   const auto& rows = profile.shared_slowdown_by_size;

@@ -32,6 +32,13 @@ struct NodeCost {
   int64_t output_bytes_per_sample = 0;  // activation bytes per sample of the micro-batch
   int64_t output_bytes_fixed = 0;       // activation bytes independent of the micro-batch
   int64_t param_bytes = 0;           // bytes of the lifted parameters it reads
+  // Training profiles measured on CPU since 2026-11-27: the bytes of what
+  // the node's forward allocates that autograd keeps until the backward
+  // (node_by_node.cpp, MeasureKept), fixed + per_sample * m. Not measured:
+  // the rules of saved_values.h estimate it from the graph.
+  bool kept_measured = false;
+  int64_t kept_per_sample = 0;
+  int64_t kept_fixed = 0;
 };
 
 // Byte size of one OpGraph value as a function of the micro-batch size m:
@@ -157,6 +164,8 @@ double BackwardMs(const Profile& profile, int node, int64_t microbatch);
 double InputBackwardMs(const Profile& profile, int node, int64_t microbatch);
 double WeightBackwardMs(const Profile& profile, int node, int64_t microbatch);
 int64_t OutputBytes(const Profile& profile, int node, int64_t microbatch);
+// NodeCost::kept_* at m (0 where not measured).
+int64_t KeptBytes(const Profile& profile, int node, int64_t microbatch);
 int64_t ValueBytesAt(const Profile& profile, int value, int64_t microbatch);
 
 }  // namespace mp

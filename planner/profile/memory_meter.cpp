@@ -1,4 +1,4 @@
-#include "executor/memory_meter.h"
+#include "planner/profile/memory_meter.h"
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
@@ -11,6 +11,7 @@ namespace mp {
 namespace {
 
 thread_local int g_owner = MemoryMeter::kOutside;
+thread_local int g_tag = -1;
 
 int Slot(int owner) { return owner >= 0 && owner < MemoryMeter::kOwners ? owner : MemoryMeter::kOutside; }
 
@@ -22,6 +23,7 @@ struct Entry {
   c10::DataPtr inner;
   int owner;
   int64_t bytes;
+  int tag;
 };
 
 struct Table {
@@ -66,7 +68,7 @@ class CountingAllocator final : public c10::Allocator {
     const int owner = MemoryMeter::CurrentOwner();
     {
       const std::lock_guard<std::mutex> lock(g_table->mutex);
-      const bool fresh = g_table->entries.try_emplace(data, Entry{std::move(inner), owner, int64_t(n)}).second;
+      const bool fresh = g_table->entries.try_emplace(data, Entry{std::move(inner), owner, int64_t(n), g_tag}).second;
       // An address handed out twice would be a freed block still in the
       // table: its entry would free what is returned now.
       TORCH_INTERNAL_ASSERT(fresh, "memory meter: address allocated twice");
@@ -90,6 +92,18 @@ MemoryMeter::Scope::Scope(int owner) : before_(g_owner) { g_owner = Slot(owner);
 MemoryMeter::Scope::~Scope() { g_owner = before_; }
 
 int MemoryMeter::CurrentOwner() { return g_owner; }
+
+MemoryMeter::Tag::Tag(int tag) : before_(g_tag) { g_tag = tag; }
+MemoryMeter::Tag::~Tag() { g_tag = before_; }
+
+std::unordered_map<int, int64_t> MemoryMeter::LiveByTag() const {
+  std::unordered_map<int, int64_t> live;
+  const std::lock_guard<std::mutex> lock(g_table->mutex);
+  for (const auto& [data, entry] : g_table->entries) {
+    if (entry.tag >= 0) live[entry.tag] += entry.bytes;
+  }
+  return live;
+}
 
 MemoryMeter& MemoryMeter::Install() {
   static std::once_flag once;

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <unordered_map>
 
 namespace mp {
 
@@ -60,6 +61,22 @@ class MemoryMeter {
    private:
     MemoryMeter* meter_;
   };
+
+  // Marks the calling thread's counted allocations with `tag` (>= 0) for
+  // the scope: the profiler tags each node's, to learn what stays alive.
+  class Tag {
+   public:
+    explicit Tag(int tag);
+    ~Tag();
+    Tag(const Tag&) = delete;
+    Tag& operator=(const Tag&) = delete;
+
+   private:
+    int before_;
+  };
+  // The bytes of counted allocations still alive, by the tag they were
+  // made under (untagged ones left out).
+  std::unordered_map<int, int64_t> LiveByTag() const;
 
   int64_t Live(int owner) const;
   // The most `owner` held at once since the last ResetPeaks.
