@@ -102,7 +102,7 @@ SimResult SimulatePartition(const Partition& p) {
     // A recomputing stage's B runs its forward first, and holds what it rebuilds until B ends.
     times.push_back({st.forward_ms, st.backward_ms + st.recompute_ms, st.input_backward_ms, st.weight_backward_ms});
     memory.push_back({st.static_bytes, st.activation_bytes, st.transient_bytes + st.recomputed_bytes,
-                      st.weight_gradient_bytes});
+                      st.weight_gradient_bytes, p.training ? st.param_bytes : 0});
     allreduce.push_back(st.allreduce_ms);
   }
   const int devices = int(p.stages.size()) / p.chunks;

@@ -101,7 +101,7 @@ SimResult SimulatePlan(const Plan& plan) {
     times.push_back({stage.forward_ms, stage.backward_ms + recompute_ms, stage.input_backward_ms,
                      stage.weight_backward_ms});
     memory.push_back({stage.static_bytes, stage.activation_bytes, stage.transient_bytes + stage.recomputed_bytes,
-                      stage.weight_gradient_bytes});
+                      stage.weight_gradient_bytes, plan.training ? stage.param_bytes : 0});
     allreduce.push_back(stage.allreduce_ms);
     if (s + 1 < plan.stages.size()) {
       transfers.push_back({stage.send_ms, plan.stages[s + 1].send_gradients_ms});

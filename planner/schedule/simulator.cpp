@@ -48,6 +48,10 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
   for (int d = 0; d < D; ++d) result.timeline[d].reserve(sch.actions[d].size());
   auto activation = [&](int s) { return memory.empty() ? int64_t(0) : memory[s].activation_bytes; };
   auto kept_for_w = [&](int s) { return memory.empty() ? int64_t(0) : memory[s].weight_gradient_bytes; };
+  auto gradients = [&](int s) {
+    return memory.empty() ? int64_t(0) : std::min(memory[s].gradient_bytes, memory[s].static_bytes);
+  };
+  std::vector<bool> has_gradients(S, false);  // per stage: its first B or W has run
   std::vector<int> between(S, 0), max_between(S, 0);  // per stage: micro-batches past their I, before their W
 
   size_t remaining = 0;
@@ -83,6 +87,11 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
             --in_flight[s];
             held[d] -= activation(s);
             if (a.kind == ActionKind::kBackwardWeight) --between[s], held[d] -= kept_for_w(s);
+            if (!has_gradients[s]) {
+              has_gradients[s] = true;
+              held[d] += gradients(s);
+              result.device_peak_memory_bytes[d] = std::max(result.device_peak_memory_bytes[d], held[d]);
+            }
           }
         } else {
           const int peer = PeerStage(a);
@@ -134,7 +143,7 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
     const StageMemory mem = memory.empty() ? StageMemory{} : memory[s];
     result.peak_memory_bytes[s] = mem.static_bytes + mem.activation_bytes * result.max_in_flight[s] +
                                   mem.weight_gradient_bytes * max_between[s] + mem.transient_bytes;
-    result.device_peak_memory_bytes[sch.DeviceOf(s)] += mem.static_bytes;
+    result.device_peak_memory_bytes[sch.DeviceOf(s)] += mem.static_bytes - gradients(s);  // those: in `held`
     transient[sch.DeviceOf(s)] = std::max(transient[sch.DeviceOf(s)], mem.transient_bytes);
   }
   for (int d = 0; d < D; ++d) result.device_peak_memory_bytes[d] += transient[d];

@@ -47,6 +47,11 @@ struct StageMemory {
   int64_t transient_bytes = 0;   // once: the working memory of the op running (its largest)
   // Split backward (I, W): what I keeps for W per micro-batch, from I until W.
   int64_t weight_gradient_bytes = 0;
+  // Training: the part of static_bytes that is the parameters' gradients.
+  // They are made by the stage's first B (or W) of a step, as mpexec clears
+  // them before each step (optimizer.zero_grad(set_to_none=True)), so a
+  // device's peak before then holds none: GPipe's, after every forward.
+  int64_t gradient_bytes = 0;
 };
 
 struct SimResult {

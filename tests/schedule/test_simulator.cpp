@@ -135,6 +135,28 @@ TEST_CASE("zb-h1: what I keeps for W is held from each micro-batch's I to its W"
   }
 }
 
+// mpexec clears the gradients before each step and the first B of a stage
+// makes them: GPipe's peak, after every forward, holds none of them, and
+// 1F1B's, a micro-batch and the gradients, is what holding them all step
+// long would give. (Charged as static, GPT's GPipe devices were predicted
+// up to 20% high: its gradients are most of a micro-batch's activations.)
+TEST_CASE("a stage's gradients are held from its first backward, not from the step's start") {
+  mp::StageTimes t;
+  t.forward_ms = 1;
+  t.backward_ms = 2;
+  mp::StageMemory memory{100, 10};  // static 100 (parameters, gradients, state), 10 per micro-batch
+  memory.gradient_bytes = 40;
+  const auto gpipe = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kGPipe, 1, 4), {t}, {}, {memory});
+  // 4 micro-batches held after the forwards (40), or 3 and the gradients
+  // after the first B (70): 60 of static besides.
+  CHECK(gpipe.device_peak_memory_bytes[0] == 60 + 70);
+  const auto one_f_one_b = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kOneFOneB, 1, 4), {t}, {}, {memory});
+  CHECK(one_f_one_b.device_peak_memory_bytes[0] == 100 + 10);
+  memory.gradient_bytes = 0;  // all static, as before 2026-11-27
+  CHECK(mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kGPipe, 1, 4), {t}, {}, {memory})
+            .device_peak_memory_bytes[0] == 100 + 40);
+}
+
 TEST_CASE("zbv: with T_F = T_I = T_W the bubble is the fill's K - 1 chunk slots, half of zb-h1's") {
   mp::StageTimes chunk;  // half a device's work: F, I and W one slot each
   chunk.forward_ms = chunk.input_backward_ms = chunk.weight_backward_ms = 1;
