@@ -120,7 +120,7 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
       c.weight_output_bytes[born] += bytes;
     }
     if (last <= born || bytes <= 0) continue;
-    LiveValue live{v.id, born, last, bytes, training && CarriesGradient(graph, v)};
+    LiveValue live{v.id, born, last, bytes, training && CarriesGradient(graph, v), v.kept_for_backward};
     c.live_values.push_back(live);
     grow[born + 1] += bytes;
     grow[last + 1] -= bytes;

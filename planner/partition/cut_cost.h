@@ -29,6 +29,7 @@ struct LiveValue {
   int last_use = 0;  // position of the last reader
   int64_t bytes = 0;
   bool carries_gradient = false;
+  bool kept = false;  // kept for the backward by some reader (saved_values.h)
 };
 
 struct OrderCosts {

@@ -28,6 +28,7 @@
 
 #include "planner/partition/cluster.h"
 #include "planner/partition/cut_cost.h"
+#include "planner/partition/dominance_sum.h"
 #include "planner/schedule/schedule.h"
 
 namespace mp {
@@ -136,6 +137,9 @@ class StageCostModel {
     std::vector<std::vector<int64_t>> peak; // peak[k][p] = max live over [p, p + 2^k)
     std::vector<std::vector<int64_t>> transient;  // likewise, of each op's working memory (training)
     int64_t input_bytes = 0;                // model inputs that cross a cut
+    // Training: the values no reader keeps, by where they are born and last
+    // read, for what a stage receives and sends on unchanged.
+    DominanceSum relays;
   };
 
   const OrderCosts* costs_;
