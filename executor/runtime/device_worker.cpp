@@ -4,6 +4,7 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
+#include <set>
 
 #include "common/error.h"
 #include "planner/graph/rng_scope.h"
@@ -77,11 +78,30 @@ bool DeviceWorker::RecvF(const Action& a, InFlight& mb) {
   if (message->microbatch != a.microbatch) {
     throw InternalError(Concat("received micro-batch ", message->microbatch, ", expected ", a.microbatch));
   }
+  ChargeReceived(*message, mb);
   for (auto& [key, value] : message->values) {
     if (Training()) value = Detached(value, mb.leaves[key]);
     mb.values.emplace(key, std::move(value));
   }
   return true;
+}
+
+void DeviceWorker::ChargeReceived(const Envelope& message, InFlight& mb) const {
+  MemoryMeter* meter = MemoryMeter::Installed();
+  if (!meter || !meter->Counting()) return;
+  const int owner = MemoryMeter::CurrentOwner();
+  std::set<const void*> seen;
+  int64_t bytes = 0;
+  for (const auto& [key, value] : message.values) {
+    for (const at::Tensor& t : FlattenTensors(value)) {
+      if (!t.defined() || !t.has_storage()) continue;
+      const void* data = t.storage().data();
+      // A stage on this same device sent it: already this device's.
+      if (!data || !seen.insert(data).second || meter->OwnerOf(data) == owner) continue;
+      bytes += int64_t(t.storage().nbytes());
+    }
+  }
+  mb.received = std::make_unique<MemoryMeter::Charge>(meter, owner, bytes);
 }
 
 void DeviceWorker::Forward(const Action& a, InFlight& mb) {
@@ -297,6 +317,7 @@ bool DeviceWorker::SendB(const Action& a, InFlight& mb) {
   if (!context_.links.Backward(a.stage - 1).Send(std::move(message))) return false;
   if (SplitsBackward(context_.loaded.plan.schedule)) {
     mb.leaves.clear();  // W needs the roots only
+    mb.received.reset();
   } else {
     Done(a);  // after the send, as above
   }

@@ -37,6 +37,7 @@
 #include "executor/pipeline.h"
 #include "executor/runtime/links.h"
 #include "planner/graph/split_backward.h"
+#include "planner/profile/memory_meter.h"
 
 namespace mp {
 
@@ -85,9 +86,15 @@ class DeviceWorker {
     at::Tensor loss;                                          // where output 0 is made
     std::unique_ptr<SplitBackward> split;                     // from I, for W
     std::map<BoundaryValue, c10::IValue> pristine;            // recomputation: model inputs F writes, as given
+    std::unique_ptr<MemoryMeter::Charge> received;            // what it received, to this device's memory
   };
 
   bool RecvF(const Action& a, InFlight& mb);
+  // While the meter counts: charges what mb received to this device, as a
+  // device holding its own copy would hold it, until its gradients go back
+  // (between threads it is the sender's tensor; the plan charges the
+  // receiver, as a GPU holds it).
+  void ChargeReceived(const Envelope& message, InFlight& mb) const;
   void Forward(const Action& a, InFlight& mb);
   // Runs stage a.stage's graph on micro-batch a.microbatch into mb.values.
   void RunStage(const Action& a, InFlight& mb);

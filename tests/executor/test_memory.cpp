@@ -73,6 +73,36 @@ TEST_CASE("the memory meter charges a tensor to the worker that made it, and its
   CHECK(meter.Peak(3) == before);
 }
 
+// What a worker receives from another in the same process is the sender's
+// tensor; a device (or a process over the wire) holds a copy of its own,
+// which is what the plan charges it. mpexec charges it to the receiver too
+// while it holds it (device_worker.h, ChargeReceived), and tags let the
+// profiler count what each node keeps.
+TEST_CASE("a worker is charged what it holds of another's while counting, and tags say who made what") {
+  MemoryMeter& meter = MemoryMeter::Install();
+  const Counting counting(meter);
+  at::Tensor sent;
+  {
+    const MemoryMeter::Scope owner(1);
+    const MemoryMeter::Tag tag(7);
+    sent = at::empty({256}, at::kFloat);
+  }
+  CHECK(meter.OwnerOf(sent.storage().data()) == 1);
+  CHECK(meter.LiveByTag().at(7) == 1024);
+  const int64_t before = meter.Live(2);
+  {
+    const MemoryMeter::Charge held(&meter, 2, int64_t(sent.storage().nbytes()));
+    CHECK(meter.Live(2) == before + 1024);
+  }
+  CHECK(meter.Live(2) == before);
+  sent.reset();
+  CHECK(meter.LiveByTag().count(7) == 0);
+  meter.SetCounting(false);
+  const MemoryMeter::Charge off(&meter, 2, 4096);  // not counting: nothing charged, nothing taken back
+  CHECK(meter.Live(2) == before);
+  meter.SetCounting(true);
+}
+
 TEST_CASE("memory made while the meter is off is not counted, and raw allocations come back whole either way") {
   MemoryMeter& meter = MemoryMeter::Install();
   c10::Allocator* cpu = c10::GetAllocator(c10::DeviceType::CPU);
