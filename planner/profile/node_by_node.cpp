@@ -30,7 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <unordered_set>
+#include <unordered_map>
 #include <utility>
 
 #include "common/error.h"
@@ -396,7 +396,7 @@ class Engine {
         const NodeProgram& program = *programs_[n];
         std::vector<IValue> inputs;
         for (const Value* in : program.Inputs()) inputs.push_back(env_[Id(in)]);
-        std::vector<IValue> outputs = programs_[n]->Run(std::move(inputs));
+        std::vector<IValue> outputs = program.Run(std::move(inputs));
         for (size_t o = 0; o < outputs.size(); ++o) env_[Id(node->outputs()[o])] = std::move(outputs[o]);
         for (const Value* in : program.Inputs())
           if (last_use_[Id(in)] == static_cast<int>(n)) env_[Id(in)] = IValue();
