@@ -125,6 +125,12 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
                  "plan for devices that are not here: a bundled profile (a100-80gb, h100-sxm, v100, t4, ...) "
                  "or a YAML file");
   app.add_option("--memory", memory, "memory limit per device, e.g. 40GiB, 512MiB (default: the device's)");
+  double headroom_percent = kDefaultMemoryHeadroom * 100;
+  app.add_option("--memory-headroom", headroom_percent,
+                 "percent of each device's memory the plan leaves free for what the memory model may miss "
+                 "(allocator rounding and fragmentation, the runtime's buffers)")
+      ->check(CLI::Range(0.0, 90.0))
+      ->default_str("5");
   app.add_option("--partitioner", request.partitioner, "dp (optimal), uniform, params, block, or layers (--split)")
       ->check(CLI::IsMember({"dp", "uniform", "params", "block", "layers"}))
       ->default_str("dp");
@@ -192,6 +198,7 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
     request.microbatches = AutoOrCount(microbatches, "--microbatches");
     if (schedule != "auto") request.schedule = ParseScheduleKind(schedule);
     if (!memory.empty()) request.memory_bytes = ParseByteSize(memory, "--memory");
+    request.memory_headroom = headroom_percent / 100;
     const PlanCommandResult result = RunPlanCommand(request);
     if (json) {
       out << PlanResultJson(result).dump() << "\n";

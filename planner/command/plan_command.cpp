@@ -130,7 +130,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
     throw InputError("--partitioner layers needs --split 'layer1,layer2|layer3,layer4,fc'");
   }
   PlanDevices devices = MakePlanDevices(request.gpus, request.profile.device_profile, request.profile.device,
-                                        request.memory_bytes);
+                                        request.memory_bytes, request.memory_headroom);
   // Hashed before it is loaded: the plan names the bytes that were profiled.
   CheckModelFile(request.profile.model_path);
   const std::string model_sha256 = Sha256File(request.profile.model_path);

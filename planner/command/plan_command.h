@@ -16,6 +16,11 @@
 
 namespace mp {
 
+// What plans leave free of each device's memory by default: the memory
+// model's error on the zoo (docs/BENCHMARKS.md, "The memory sweep") is
+// within a few percent where a plan fills its limit.
+constexpr double kDefaultMemoryHeadroom = 0.05;
+
 struct PlanCommandRequest {
   ProfileRequest profile;              // model path, inputs, mode, batch, profile source and files
   int gpus = 1;
@@ -27,6 +32,7 @@ struct PlanCommandRequest {
   std::string partitioner = "dp";      // dp | uniform | params | block | layers
   std::string split;                   // --split: compared with, or used by partitioner layers
   int64_t memory_bytes = 0;            // per device; 0: the device's own
+  double memory_headroom = kDefaultMemoryHeadroom;  // --memory-headroom, as a fraction
   double optimizer_states = 2;         // --optimizer: state tensors per parameter (adam 2, momentum 1, sgd 0)
   Recompute recompute = Recompute::kAuto;  // --recompute: never | auto | always
   double tie_tolerance = kDefaultTieTolerance;  // --tie-tolerance, as a fraction

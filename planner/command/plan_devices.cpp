@@ -27,8 +27,11 @@ void CheckGpus(int gpus) {
 }
 
 PlanDevices MakePlanDevices(int gpus, const std::string& device_profile, const std::string& local_device,
-                            int64_t memory_bytes) {
+                            int64_t memory_bytes, double memory_headroom) {
   CheckGpus(gpus);
+  if (!(memory_headroom >= 0 && memory_headroom <= 0.9)) {
+    throw InputError(Concat("--memory-headroom must be from 0 to 90 (percent), got ", memory_headroom * 100));
+  }
   PlanDevices out;
   Device device;
   Link link;
@@ -51,6 +54,7 @@ PlanDevices MakePlanDevices(int gpus, const std::string& device_profile, const s
     described.type = "cpu";
   }
   if (memory_bytes > 0) device.memory_bytes = memory_bytes;
+  if (device.memory_bytes != kUnlimitedMemory) device.memory_headroom = memory_headroom;
   out.cluster = UniformCluster(gpus, device, link);
   for (int i = 0; i < gpus; ++i) {
     PlanDevice d = described;
@@ -58,6 +62,7 @@ PlanDevices MakePlanDevices(int gpus, const std::string& device_profile, const s
     d.index = i;
     d.name = device.name;
     d.memory_bytes = device.memory_bytes == kUnlimitedMemory ? 0 : device.memory_bytes;
+    d.memory_headroom = device.memory_headroom;
     d.speed = device.speed;
     out.devices.push_back(d);
   }

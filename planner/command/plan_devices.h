@@ -20,11 +20,11 @@ struct PlanDevices {
 
 // memory_bytes 0: the device's own memory (a device profile's, or this
 // machine's RAM divided among the CPU workers; unlimited for a local CUDA
-// device). Throws InputError for gpus < 1 or an unknown device profile.
+// device). Plans leave memory_headroom (a fraction) of it free. Throws InputError for gpus < 1 or an unknown device profile.
 // Throws InputError "--gpus must be at least 1, got N" below 1.
 void CheckGpus(int gpus);
 
 PlanDevices MakePlanDevices(int gpus, const std::string& device_profile, const std::string& local_device,
-                            int64_t memory_bytes);
+                            int64_t memory_bytes, double memory_headroom);
 
 }  // namespace mp

@@ -23,6 +23,10 @@ std::string Difference(const Plan& was, const Plan& now) {
       return Concat("device ", d, " was planned as ", a.type, " ", a.name, " with ", a.memory_bytes,
                     " bytes, now ", b.type, " ", b.name, " with ", b.memory_bytes);
     }
+    if (a.memory_headroom != b.memory_headroom) {
+      return Concat("device ", d, " was planned with ", a.memory_headroom * 100, "% memory headroom, now ",
+                    b.memory_headroom * 100, "%");
+    }
   }
   const PlanProfile &p = was.profile, &q = now.profile;
   if (p.source != q.source || p.device != q.device || p.threads != q.threads) {

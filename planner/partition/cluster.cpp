@@ -47,10 +47,15 @@ double AllReduceMs(int64_t bytes, int replicas, const Link& link) {
   return 2.0 * (replicas - 1) * TransferMs(chunk, link);
 }
 
+int64_t UsableMemoryBytes(const Device& device) {
+  if (device.memory_bytes == kUnlimitedMemory || device.memory_headroom <= 0) return device.memory_bytes;
+  return int64_t(double(device.memory_bytes) * (1 - device.memory_headroom));
+}
+
 bool IsHomogeneous(const Cluster& cluster) {
   for (const Device& d : cluster.devices) {
     const Device& f = cluster.devices.front();
-    if (d.memory_bytes != f.memory_bytes || d.speed != f.speed) return false;
+    if (d.memory_bytes != f.memory_bytes || d.memory_headroom != f.memory_headroom || d.speed != f.speed) return false;
   }
   for (const Link& l : cluster.links) {
     const Link& f = cluster.links.front();
@@ -66,6 +71,10 @@ void ValidateCluster(const Cluster& cluster) {
     if (d.memory_bytes <= 0) {
       throw InputError(Concat("cluster: devices[", i, "] (", d.name, "): memory ", d.memory_bytes,
                               " bytes; expected > 0"));
+    }
+    if (!(d.memory_headroom >= 0 && d.memory_headroom < 1)) {
+      throw InputError(Concat("cluster: devices[", i, "] (", d.name, "): memory headroom ", d.memory_headroom,
+                              "; expected in [0, 1)"));
     }
     if (!(d.speed > 0)) {
       throw InputError(Concat("cluster: devices[", i, "] (", d.name, "): speed ", d.speed, "; expected > 0"));

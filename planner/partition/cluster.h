@@ -16,7 +16,13 @@ struct Device {
   std::string name = "device";
   int64_t memory_bytes = kUnlimitedMemory;
   double speed = 1.0;  // time multiplier relative to the profiled device
+  // The share of memory_bytes plans leave free for what the memory model
+  // may miss (mpplan --memory-headroom): stages fit UsableMemoryBytes.
+  double memory_headroom = 0;
 };
+
+// What a plan may fill of the device: memory_bytes less its headroom.
+int64_t UsableMemoryBytes(const Device& device);
 
 struct Link {
   double bandwidth_bytes_per_s = 0;  // 0: infinitely fast

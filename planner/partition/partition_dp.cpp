@@ -21,6 +21,7 @@
 #include "planner/partition/partition_dp.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "common/byte_size.h"
@@ -187,17 +188,23 @@ DpSolution PartitionDp(const StageCostModel& model) {
   }
   DpSolution solution = BottleneckDp(model).Solve(K);
   if (solution.feasible) return solution;
+  // In the user's terms: each device's --memory, before its headroom and
+  // its division among interleaved chunks.
   bool same = true;
   std::string limits;
   for (int s = 0; s < K; ++s) {
-    same = same && model.Spec(s).memory_bytes == model.Spec(0).memory_bytes;
-    limits += Concat(s ? ", " : "", FormatBytes(model.Spec(s).memory_bytes));
+    same = same && model.Spec(s).device_memory_bytes == model.Spec(0).device_memory_bytes;
+    limits += Concat(s ? ", " : "", FormatBytes(model.Spec(s).device_memory_bytes));
   }
+  const StageSpec& first = model.Spec(0);
   const int64_t smallest = SmallestMemoryLimit(model);
+  const double to_device = double(first.device_memory_bytes) / double(std::max<int64_t>(1, first.memory_bytes));
+  const std::string headroom =
+      first.memory_headroom > 0 ? Concat(" (less its ", first.memory_headroom * 100, "% headroom)") : "";
   throw PlanError(Concat("no partition into ", K, " stages fits ",
-                         same ? FormatBytes(model.Spec(0).memory_bytes) + " per device"
-                              : "the devices' memory (" + limits + ")",
-                         "; the smallest limit that fits is ", FormatBytes(smallest),
+                         same ? FormatBytes(first.device_memory_bytes) + " per device" + headroom
+                              : "the devices' memory (" + limits + ")" + headroom,
+                         "; the smallest limit that fits is ", FormatBytes(int64_t(std::ceil(smallest * to_device))),
                          same ? "" : " per device"));
 }
 

@@ -132,7 +132,7 @@ std::string MemoryProblem(const Partition& p) {
   for (const Stage& st : p.stages) {
     if (!st.fits) {
       return Concat(p.method, ": stage ", st.index, " needs ", FormatBytes(st.peak_memory_bytes), "; device ",
-                    st.device, " has ", FormatBytes(st.memory_limit_bytes));
+                    st.device, " has ", FormatBytes(st.memory_limit_bytes), " for it");
     }
   }
   return "";

@@ -37,7 +37,10 @@ std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule,
   for (int s = 0; s < stages; ++s) {
     const Device& device = cluster.devices[placement[s]];
     specs[s].speed = device.speed;
-    specs[s].memory_bytes = device.memory_bytes == kUnlimitedMemory ? kUnlimitedMemory : device.memory_bytes / chunks;
+    const int64_t usable = UsableMemoryBytes(device);
+    specs[s].memory_bytes = usable == kUnlimitedMemory ? kUnlimitedMemory : usable / chunks;
+    specs[s].device_memory_bytes = device.memory_bytes;
+    specs[s].memory_headroom = device.memory_headroom;
     specs[s].in_flight = in_flight[s];
     if (s > 0) specs[s].in_link = LinkBetween(cluster, placement[s - 1], placement[s]);
     if (s < stages - 1) specs[s].out_link = LinkBetween(cluster, placement[s], placement[s + 1]);

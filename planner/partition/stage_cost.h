@@ -43,7 +43,9 @@ Recompute ParseRecompute(const std::string& text);  // InputError naming the tex
 
 struct StageSpec {
   double speed = 1.0;
-  int64_t memory_bytes = kUnlimitedMemory;
+  int64_t memory_bytes = kUnlimitedMemory;  // what the stage may fill: its share of the device's usable memory
+  int64_t device_memory_bytes = kUnlimitedMemory;  // its device's limit, before headroom and chunks (for messages)
+  double memory_headroom = 0;                      // its device's (Device::memory_headroom)
   int in_flight = 1;  // micro-batches whose activations the stage holds
   Link in_link;       // from the previous stage
   Link out_link;      // to the next stage

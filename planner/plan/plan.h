@@ -34,6 +34,7 @@ struct PlanDevice {
   std::string name;               // H100-SXM, cpu
   int64_t memory_bytes = 0;       // the limit the plan was made under; 0: none
   double speed = 1;               // time multiplier relative to the profiled device
+  double memory_headroom = 0;     // the share of memory_bytes the plan left free (mpplan --memory-headroom)
 };
 
 // The link between stage s and s + 1 (plans store one per boundary).

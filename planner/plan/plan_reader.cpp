@@ -421,7 +421,7 @@ void ReadDevices(const YamlCursor& root, Plan& plan) {
   if (n == 0) devices.Fail("a plan needs at least one device");
   for (int i = 0; i < n; ++i) {
     const YamlCursor c = devices[i];
-    c.ExpectMap({"id", "type", "index", "name"}, {"memory_bytes", "speed"});
+    c.ExpectMap({"id", "type", "index", "name"}, {"memory_bytes", "memory_headroom", "speed"});
     PlanDevice d;
     d.id = c["id"].IntIn(0, kMaxInt);
     if (d.id != i) c["id"].Fail(Concat("device ids must count up from 0: expected ", i, ", found ", d.id));
@@ -432,6 +432,10 @@ void ReadDevices(const YamlCursor& root, Plan& plan) {
     if (c.Has("memory_bytes")) {
       d.memory_bytes = c["memory_bytes"].Int();
       if (d.memory_bytes < 0) c["memory_bytes"].Fail("expected 0 (no limit) or a positive byte count");
+    }
+    if (c.Has("memory_headroom")) {
+      d.memory_headroom = c["memory_headroom"].Number();
+      if (!(d.memory_headroom >= 0 && d.memory_headroom < 1)) c["memory_headroom"].Fail("expected a fraction in [0, 1)");
     }
     if (c.Has("speed")) {
       d.speed = c["speed"].Number();

@@ -179,6 +179,7 @@ std::string PlanToYaml(const Plan& p) {
     KeyValue(out, "index", d.index);
     KeyValue(out, "name", d.name);
     KeyValue(out, "memory_bytes", d.memory_bytes);
+    if (d.memory_headroom > 0) KeyValue(out, "memory_headroom", d.memory_headroom);
     KeyValue(out, "speed", d.speed);
     out << YAML::EndMap;
   }

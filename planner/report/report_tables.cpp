@@ -261,6 +261,27 @@ ReportTable DeviceTable(const Plan& plan) {
   return t;
 }
 
+namespace {
+
+// The largest device peak against its limit, and the headroom kept under it.
+std::string MemoryText(const Plan& plan) {
+  if (plan.devices.empty() || plan.devices.front().memory_bytes <= 0) return "";
+  int64_t peak = 0;
+  for (int64_t p : plan.predicted.device_peak_memory_bytes) peak = std::max(peak, p);
+  for (const PlanStage& s : plan.stages) {
+    if (plan.predicted.device_peak_memory_bytes.empty()) peak = std::max(peak, s.peak_memory_bytes);
+  }
+  const PlanDevice& d = plan.devices.front();
+  std::string text = "largest device peak " + FormatBytes(peak) + " of " + FormatBytes(d.memory_bytes);
+  if (d.memory_headroom > 0) {
+    text += " (planned to at most " + FormatPercent(1 - d.memory_headroom) + ": --memory-headroom " +
+            FormatPercent(d.memory_headroom) + ")";
+  }
+  return text;
+}
+
+}  // namespace
+
 ReportTable StageTable(const Plan& plan) {
   ReportTable t;
   t.header = {"stage", "device", "layers", "params", "sent/mb", "fwd ms", "bwd ms", "busy", "peak memory"};
@@ -384,6 +405,7 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
   }
   lines.push_back({"partitioner", partitioner});
   if (std::string text = RecomputeText(plan); !text.empty()) lines.push_back({"recompute", text});
+  if (std::string text = MemoryText(plan); !text.empty()) lines.push_back({"memory", text});
 
   const PlanCandidate* other = chosen ? RunnerUp(plan, chosen) : nullptr;
   // Under throughput per device, how much more device time a step of the

@@ -189,6 +189,16 @@ TEST_CASE("infeasible memory names the smallest limit that fits") {
       mp::PartitionDp(mixed),
       doctest::Contains("the devices' memory (512 MiB, 768 MiB); the smallest limit that fits is 1.12 GiB per device"),
       mp::PlanError);
+  // With 5% headroom the stages fit 95% of 512 MiB, and the smallest
+  // limit is what leaves 1.12 GiB after it: 1.125 / 0.95 GiB.
+  cluster.devices.assign(2, {"gpu", 512ll << 20, 1.0});
+  for (mp::Device& d : cluster.devices) d.memory_headroom = 0.05;
+  mp::StageCostModel roomy(costs, mp::StageSpecs(cluster, mp::ScheduleKind::kGPipe, 2, 4), 2.0);
+  CHECK(roomy.Spec(0).memory_bytes == int64_t(0.95 * double(512ll << 20)));
+  CHECK_THROWS_WITH_AS(mp::PartitionDp(roomy),
+                       "no partition into 2 stages fits 512 MiB per device (less its 5% headroom); the smallest "
+                       "limit that fits is 1.18 GiB",
+                       mp::PlanError);
   CHECK(mp::FormatBytes(1406461788) == "1.31 GiB");
   CHECK(mp::FormatBytes(100) == "100 B");
 }

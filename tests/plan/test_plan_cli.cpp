@@ -395,8 +395,10 @@ TEST_CASE("under a tight --memory, auto recomputes the stages that need it and s
   int recomputing = 0;
   for (const mp::PlanStage& s : plan.stages) {
     recomputing += s.recompute;
-    CHECK(s.peak_memory_bytes <= peak / 2);
+    CHECK(s.peak_memory_bytes <= 0.95 * double(peak / 2 / 1024 * 1024));  // the default 5% headroom left free
   }
+  for (const mp::PlanDevice& d : plan.devices) CHECK(d.memory_headroom == doctest::Approx(0.05));
+  CHECK(run.out.find("(planned to at most 95.0%: --memory-headroom 5.0%)") != std::string::npos);
   CHECK(recomputing >= 1);
   CHECK(plan.predicted.step_ms > mp::ReadPlan(free).predicted.step_ms);  // the forwards again
 }
@@ -415,6 +417,7 @@ TEST_CASE("bad flags get one line naming the flag, and a non-zero exit") {
   one_line(Mpplan(model + kQuick + out + " --stages many"), "mpplan: --stages: 'many' is not auto or a positive count");
   one_line(Mpplan(model + kQuick + out + " --microbatches 0"), "mpplan: --microbatches: '0' is not auto");
   one_line(Mpplan(model + kQuick + out + " --memory 12XB"), "mpplan: --memory: '12XB' is not a size");
+  one_line(Mpplan(model + kQuick + out + " --memory-headroom 95"), "mpplan: --memory-headroom: Value 95 not in range");
   one_line(Mpplan(model + kQuick + out + " --memory 1KiB"), "mpplan: ");
   one_line(Mpplan(model + " --quiet --device-profile tpu-v9" + out), "mpplan: unknown device profile 'tpu-v9'");
   one_line(Mpplan(model + kQuick + out + " --partitioner layers"), "mpplan: --partitioner layers needs --split");
