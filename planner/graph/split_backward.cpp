@@ -2,6 +2,7 @@
 // kept gradients.
 #include "planner/graph/split_backward.h"
 
+#include <algorithm>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
@@ -203,6 +204,26 @@ int64_t SplitBackward::WalkedNodes() const {
     }
   }
   return walked;
+}
+
+int64_t SplitBackward::HeldBytes() const {
+  // Per storage, its views' bytes up to its own: a cat's backward hands each
+  // input a slice of one gradient, and a node given its slice holds that
+  // (Branchy's Inception branches were charged the whole cat 4 times); an
+  // LSTM's gates' gradient reaches W whole and in slices, held once.
+  std::unordered_set<const void*> seen;
+  std::unordered_map<const void*, std::pair<int64_t, int64_t>> storages;  // views' bytes, its own
+  for (const auto& group : groups_) {
+    for (const at::Tensor& grad : group->grads) {
+      if (!grad.defined() || !grad.has_storage() || !seen.insert(grad.unsafeGetTensorImpl()).second) continue;
+      auto& [views, own] = storages[grad.storage().unsafeGetStorageImpl()];
+      views += int64_t(grad.numel()) * int64_t(grad.element_size());
+      own = int64_t(grad.storage().nbytes());
+    }
+  }
+  int64_t bytes = 0;
+  for (const auto& [storage, sizes] : storages) bytes += std::min(sizes.first, sizes.second);
+  return bytes;
 }
 
 void SplitBackward::Weights() {

@@ -96,6 +96,10 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
   // where the profile has it (NodeCost::kept_*), else the rules of
   // saved_values.h below.
   for (int p = 0; p < n; ++p) c.kept_bytes[p] = KeptBytes(profile, order[p], microbatch);
+  // What I keeps for W of each node: measured in the profiler's split passes
+  // (NodeCost::weight_kept), else the gradient of its outputs where it reads
+  // a weight, below. An LSTM keeps its gates' gradients at every step.
+  for (int p = 0; p < n; ++p) c.weight_output_bytes[p] = WeightKeptBytes(profile, order[p], microbatch);
   std::vector<int64_t> grow(n + 2, 0), grad_grow(n + 2, 0), unkept_grow(n + 2, 0);
   for (const OpValue& v : graph.values) {
     if (v.consumers.empty() && v.producer < 0) continue;
@@ -112,11 +116,12 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
     }
     const int born = v.producer >= 0 ? c.position[v.producer] : first;
     if (v.producer >= 0) c.output_bytes[born] += bytes;
-    if (v.producer >= 0 && !profile.nodes[v.producer].kept_measured) {
+    if (v.producer >= 0 && !profile.nodes[v.producer].kept) {
       if (v.kept_for_backward && !v.alias) c.kept_bytes[born] += bytes;
       c.kept_bytes[born] += int64_t(graph.nodes[v.producer].kept_extra * double(bytes));
     }
-    if (v.producer >= 0 && training && !v.alias && KeepsGradientForW(graph, graph.nodes[v.producer])) {
+    if (v.producer >= 0 && training && !v.alias && !profile.nodes[v.producer].weight_kept &&
+        KeepsGradientForW(graph, graph.nodes[v.producer])) {
       c.weight_output_bytes[born] += bytes;
     }
     if (last <= born || bytes <= 0) continue;

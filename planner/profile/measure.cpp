@@ -13,6 +13,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "common/cpu_affinity.h"
 #include "common/error.h"
@@ -352,13 +353,15 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   for (size_t v = 0; v < num_values; ++v)
     profile.values[v] =
         FitBytes(run_sizes.front(), value_bytes.front()[v], run_sizes.back(), value_bytes.back()[v]);
+  // Bytes counted at the smallest and largest size, as a line in m.
+  const auto fit = [&](size_t n, int64_t NodeSample::*bytes) -> std::optional<ValueBytes> {
+    const int64_t small = results.front().nodes[n].*bytes, large = results.back().nodes[n].*bytes;
+    if (small < 0 || large < 0) return std::nullopt;
+    return FitBytes(run_sizes.front(), small, run_sizes.back(), large);
+  };
   for (size_t n = 0; n < num_nodes; ++n) {
-    const int64_t small = results.front().nodes[n].kept_bytes, large = results.back().nodes[n].kept_bytes;
-    if (small < 0 || large < 0) continue;
-    const ValueBytes kept = FitBytes(run_sizes.front(), small, run_sizes.back(), large);
-    profile.nodes[n].kept_measured = true;
-    profile.nodes[n].kept_per_sample = kept.per_sample;
-    profile.nodes[n].kept_fixed = kept.fixed;
+    profile.nodes[n].kept = fit(n, &NodeSample::kept_bytes);
+    profile.nodes[n].weight_kept = fit(n, &NodeSample::weight_kept_bytes);
   }
   size_t next = canonical.graph->inputs().size();
   for (size_t n = 0; n < num_nodes; ++n) {

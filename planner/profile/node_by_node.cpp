@@ -136,8 +136,9 @@ class Engine {
     // A warm-up pass splits: a split pass holds every node's graph until the
     // Ws run, more memory than a plain one, and the first to grow the heap
     // to it paid for the fresh pages (MobileNetV2 at 8 samples: its
-    // hardtanh_ nodes, which have no W, read I 1.5x their B).
-    const bool split = keep ? (pass - warmup) % 2 == 1 : Training();
+    // hardtanh_ nodes, which have no W, read I 1.5x their B). An untimed
+    // pass (sizes only) splits too: what I keeps for W is counted there.
+    const bool split = keep && options_.timed ? (pass - warmup) % 2 == 1 : Training();
     if (pass == 0 && options_.training && options_.device.is_cpu()) MeasureKept();
     if (keep && options_.timed && options_.between_passes) options_.between_passes();
     // Each backward runs on the graph its own pass's forward just built,
@@ -170,6 +171,7 @@ class Engine {
       std::vector<DeferredW> deferred;  // split passes: W after every node's I
       for (int i = static_cast<int>(n) - 1; i >= 0; --i) {
         if (split && WeightOnly(i)) {
+          result_.nodes[i].weight_kept_bytes = 0;  // all W: nothing kept for it
           deferred.push_back({i, nullptr, {}, true});
         } else {
           times[i] = Backward(i, split ? &deferred : nullptr);
@@ -185,7 +187,7 @@ class Engine {
       }
       for (size_t i = 0; i < n; ++i) {
         const BackwardTimes& t = times[i];
-        if (keep && !t.split) backward_[i].push_back(t.input_ms + t.weight_ms);
+        if (keep && (!t.split || !options_.timed)) backward_[i].push_back(t.input_ms + t.weight_ms);
         if (split) {
           input_backward_[i].push_back(t.input_ms);
           weight_backward_[i].push_back(t.weight_ms);
@@ -531,6 +533,7 @@ class Engine {
   // only I (the graph kept) and leaves W in `defer`.
   BackwardTimes Backward(int n, std::vector<DeferredW>* defer) {
     const Recorded& record = records_[n];
+    if (defer) result_.nodes[n].weight_kept_bytes = 0;
     std::vector<at::Tensor> outs, out_grads;
     std::vector<std::pair<at::Tensor, at::Tensor>> direct;  // output is an input leaf
     for (size_t i = 0; i < record.outputs.size(); ++i) {
@@ -566,6 +569,7 @@ class Engine {
         times.input_ms = TimedCall([&] {
           split = std::make_shared<SplitBackward>(outs, out_grads, Part(record, parts[0]), Part(record, parts[1]));
         });
+        result_.nodes[n].weight_kept_bytes = split->HeldBytes();
         for (size_t i : parts[0]) leaf_grads[i] = record.leaves[i].grad();
         defer->push_back({n, std::move(split), parts[1], false});
       } else {

@@ -33,6 +33,10 @@ struct NodeSample {
   // keeps until the backward (node_by_node.cpp, MeasureKept); -1 where not
   // counted.
   int64_t kept_bytes = -1;
+  // Training, in the split passes: the gradients I kept for W
+  // (SplitBackward::HeldBytes; 0 where the node does not split); -1 where
+  // no split pass ran.
+  int64_t weight_kept_bytes = -1;
 };
 
 struct PassResult {

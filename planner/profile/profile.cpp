@@ -56,10 +56,20 @@ int64_t OutputBytes(const Profile& profile, int node, int64_t microbatch) {
   return cost.output_bytes_fixed + cost.output_bytes_per_sample * microbatch;
 }
 
+namespace {
+
+int64_t BytesAt(const std::optional<ValueBytes>& bytes, int64_t microbatch) {
+  return bytes ? std::max<int64_t>(0, bytes->fixed + bytes->per_sample * microbatch) : 0;
+}
+
+}  // namespace
+
 int64_t KeptBytes(const Profile& profile, int node, int64_t microbatch) {
-  const auto& cost = profile.nodes.at(node);
-  if (!cost.kept_measured) return 0;
-  return std::max<int64_t>(0, cost.kept_fixed + cost.kept_per_sample * microbatch);
+  return BytesAt(profile.nodes.at(node).kept, microbatch);
+}
+
+int64_t WeightKeptBytes(const Profile& profile, int node, int64_t microbatch) {
+  return BytesAt(profile.nodes.at(node).weight_kept, microbatch);
 }
 
 std::vector<double> SharedSlowdownAt(const Profile& profile, int64_t microbatch) {

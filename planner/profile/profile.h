@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,14 @@
 #include "planner/profile/band.h"
 
 namespace mp {
+
+// Byte size of one OpGraph value as a function of the micro-batch size m:
+// bytes(m) = fixed + per_sample * m (exact for tensors whose batch
+// dimension is the micro-batch; lists and tuples sum their tensors).
+struct ValueBytes {
+  int64_t per_sample = 0;
+  int64_t fixed = 0;
+};
 
 // One canonical node. Every per-size vector has one entry per
 // Profile::microbatch_sizes, in the same order.
@@ -36,18 +45,14 @@ struct NodeCost {
   // the node's forward allocates that autograd keeps until the backward
   // (node_by_node.cpp, MeasureKept), fixed + per_sample * m. Not measured:
   // the rules of saved_values.h estimate it from the graph.
-  bool kept_measured = false;
-  int64_t kept_per_sample = 0;
-  int64_t kept_fixed = 0;
+  std::optional<ValueBytes> kept;
+  // Training profiles since 2026-11-28: the gradients its I keeps for its W
+  // in the profiler's split passes (SplitBackward::HeldBytes): 0 for a node
+  // without both parts. Not measured: its outputs' bytes where it reads a
+  // weight (cut_cost.cpp).
+  std::optional<ValueBytes> weight_kept;
 };
 
-// Byte size of one OpGraph value as a function of the micro-batch size m:
-// bytes(m) = fixed + per_sample * m (exact for tensors whose batch
-// dimension is the micro-batch; lists and tuples sum their tensors).
-struct ValueBytes {
-  int64_t per_sample = 0;
-  int64_t fixed = 0;
-};
 
 struct Profile {
   std::string fingerprint;           // of the canonical graph that was profiled
@@ -164,8 +169,9 @@ double BackwardMs(const Profile& profile, int node, int64_t microbatch);
 double InputBackwardMs(const Profile& profile, int node, int64_t microbatch);
 double WeightBackwardMs(const Profile& profile, int node, int64_t microbatch);
 int64_t OutputBytes(const Profile& profile, int node, int64_t microbatch);
-// NodeCost::kept_* at m (0 where not measured).
+// NodeCost::kept and weight_kept at m (0 where not measured).
 int64_t KeptBytes(const Profile& profile, int node, int64_t microbatch);
+int64_t WeightKeptBytes(const Profile& profile, int node, int64_t microbatch);
 int64_t ValueBytesAt(const Profile& profile, int value, int64_t microbatch);
 
 }  // namespace mp

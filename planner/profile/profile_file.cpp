@@ -63,7 +63,7 @@ NodeCost ReadNode(const YamlCursor& c, size_t id, size_t sizes, bool training) {
   // pays (its W's engine walk, docs/profile.md); read and ignored.
   c.ExpectMap({"id", "kind", "layer", "forward_ms", "backward_ms", "spread", "flops", "bytes_moved", "output_bytes",
                "param_bytes"},
-              {"input_backward_ms", "weight_backward_ms", "autograd_nodes", "kept_bytes"});
+              {"input_backward_ms", "weight_backward_ms", "autograd_nodes", "kept_bytes", "weight_kept_bytes"});
   NodeCost n;
   n.id = int(c["id"].Int());
   if (n.id != int(id)) c["id"].Fail(Concat("expected ", id, ", found ", n.id));
@@ -90,12 +90,8 @@ NodeCost ReadNode(const YamlCursor& c, size_t id, size_t sizes, bool training) {
   n.output_bytes_per_sample = out.per_sample;
   n.output_bytes_fixed = out.fixed;
   n.param_bytes = c["param_bytes"].Int();
-  if (c.Has("kept_bytes")) {  // measured since 2026-11-27
-    const ValueBytes kept = ReadBytes(c["kept_bytes"]);
-    n.kept_measured = true;
-    n.kept_per_sample = kept.per_sample;
-    n.kept_fixed = kept.fixed;
-  }
+  if (c.Has("kept_bytes")) n.kept = ReadBytes(c["kept_bytes"]);  // measured since 2026-11-27
+  if (c.Has("weight_kept_bytes")) n.weight_kept = ReadBytes(c["weight_kept_bytes"]);  // since 2026-11-28
   return n;
 }
 
@@ -228,9 +224,10 @@ std::string ProfileToYaml(const Profile& p) {
     out << YAML::Key << "output_bytes" << YAML::Value;
     EmitFlowSeq(out, std::vector<int64_t>{n.output_bytes_per_sample, n.output_bytes_fixed});
     out << YAML::Key << "param_bytes" << YAML::Value << n.param_bytes;
-    if (n.kept_measured) {
-      out << YAML::Key << "kept_bytes" << YAML::Value;
-      EmitFlowSeq(out, std::vector<int64_t>{n.kept_per_sample, n.kept_fixed});
+    for (const auto& [key, bytes] : {std::pair{"kept_bytes", &n.kept}, std::pair{"weight_kept_bytes", &n.weight_kept}}) {
+      if (!*bytes) continue;
+      out << YAML::Key << key << YAML::Value;
+      EmitFlowSeq(out, std::vector<int64_t>{(*bytes)->per_sample, (*bytes)->fixed});
     }
     out << YAML::EndMap;
   }

@@ -218,23 +218,35 @@ TEST_CASE("a training profile splits each node's backward into I and W") {
 // output and a linear nothing (its input is the relu's output before it);
 // aten::lstm keeps its gates at every time step, several times its
 // outputs, which no graph value shows (the rules of saved_values.h
-// predicted the LSTM's activations 2-3x too low).
-TEST_CASE("a training profile measures what autograd keeps of each node, charged to the node that made it") {
+// predicted the LSTM's activations 2-3x too low). Likewise what I keeps for
+// W in the split passes.
+TEST_CASE("a training profile measures what autograd keeps of each node, charged to the node that made it, "
+          "and what I keeps for W") {
   {
     Model m = Load("mlp.script.pt", true, 8);
     const mp::Profile p = mp::MeasureProfile(m.canonical, m.inputs, Quick(true));
-    int relus = 0;
+    int relus = 0, linears = 0;
     for (const mp::NodeCost& n : p.nodes) {
       CAPTURE(n.kind);
-      REQUIRE(n.kept_measured);
+      REQUIRE(n.kept);
+      REQUIRE(n.weight_kept);
       if (n.kind == "aten::relu") {
         ++relus;
         for (int64_t mb : p.microbatch_sizes) CHECK(mp::KeptBytes(p, n.id, mb) == mp::OutputBytes(p, n.id, mb));
       } else {
         CHECK(mp::KeptBytes(p, n.id, p.batch) == 0);
       }
+      // I keeps a linear's output gradient for its W, nothing of a relu, and
+      // nothing of the first linear, whose input (the model's) takes no
+      // gradient: its whole backward is W.
+      const bool split = n.kind == "aten::linear" && n.id != 0;
+      linears += split;
+      for (int64_t mb : p.microbatch_sizes) {
+        CHECK(mp::WeightKeptBytes(p, n.id, mb) == (split ? mp::OutputBytes(p, n.id, mb) : 0));
+      }
     }
     CHECK(relus > 2);
+    CHECK(linears > 2);
   }
   Model m = Load("lstm.script.pt", true);
   const mp::Profile p = mp::MeasureProfile(m.canonical, m.inputs, Quick(true));
@@ -243,11 +255,14 @@ TEST_CASE("a training profile measures what autograd keeps of each node, charged
     if (n.kind != "aten::lstm") continue;
     found = true;
     CHECK(mp::KeptBytes(p, n.id, p.batch) > 4 * mp::OutputBytes(p, n.id, p.batch));
+    // I keeps the gradient of its gates at every step for W: the
+    // outputs' gradients alone (the plan's guess before) were 2x short.
+    CHECK(mp::WeightKeptBytes(p, n.id, p.batch) > 2 * mp::OutputBytes(p, n.id, p.batch));
   }
   CHECK(found);
   mp::MeasureOptions inference = Quick(false);
   const mp::Profile infer = mp::MeasureProfile(m.canonical, m.inputs, inference);
-  for (const mp::NodeCost& n : infer.nodes) CHECK(!n.kept_measured);  // nothing is kept without a backward
+  for (const mp::NodeCost& n : infer.nodes) CHECK(!n.kept);  // nothing is kept without a backward
 }
 
 TEST_CASE("a measured profile records the pass scale and what adding into .grad costs") {

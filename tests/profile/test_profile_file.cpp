@@ -65,9 +65,8 @@ mp::Profile Sample() {
     n.output_bytes_fixed = i;
     n.param_bytes = i == 1 ? 65536 : 0;
     if (i == 2) {  // a node whose kept bytes were counted
-      n.kept_measured = true;
-      n.kept_per_sample = 2048;
-      n.kept_fixed = 64;
+      n.kept = mp::ValueBytes{2048, 64};
+      n.weight_kept = mp::ValueBytes{512, 0};
     }
     p.nodes.push_back(n);
   }
@@ -125,12 +124,14 @@ TEST_CASE("a profile round-trips through YAML") {
     CHECK(q.nodes[i].flops == p.nodes[i].flops);
     CHECK(q.nodes[i].output_bytes_fixed == p.nodes[i].output_bytes_fixed);
     CHECK(q.nodes[i].param_bytes == p.nodes[i].param_bytes);
-    CHECK(q.nodes[i].kept_measured == p.nodes[i].kept_measured);
-    CHECK(q.nodes[i].kept_per_sample == p.nodes[i].kept_per_sample);
-    CHECK(q.nodes[i].kept_fixed == p.nodes[i].kept_fixed);
+    CHECK(q.nodes[i].kept.has_value() == p.nodes[i].kept.has_value());
+    CHECK(q.nodes[i].weight_kept.has_value() == p.nodes[i].weight_kept.has_value());
+    if (p.nodes[i].kept) CHECK(q.nodes[i].kept->per_sample == p.nodes[i].kept->per_sample);
+    if (p.nodes[i].kept) CHECK(q.nodes[i].kept->fixed == p.nodes[i].kept->fixed);
   }
   CHECK(mp::KeptBytes(q, 2, 4) == 64 + 4 * 2048);
   CHECK(mp::KeptBytes(q, 0, 4) == 0);  // not measured: the rules estimate it
+  CHECK(mp::WeightKeptBytes(q, 2, 4) == 4 * 512);
   REQUIRE(q.values.size() == p.values.size());
   CHECK(q.values[3].per_sample == 512);
   CHECK(q.values[3].fixed == 1);
