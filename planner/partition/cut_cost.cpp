@@ -150,6 +150,11 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
     c.cut_grad_bytes[i] = (i == 0 || i == n) ? 0 : grad;
     c.cut_unkept_bytes[i] = (i == 0 || i == n) ? 0 : unkept;
   }
+  if (training && !graph.outputs.empty()) {
+    const OpValue& out = graph.values[graph.outputs.front()];
+    const bool floating = out.dtype.find("float") != std::string::npos;  // a tensor the loss reads (not a tuple)
+    if (floating && !out.kept_for_backward) c.loss_kept_bytes = ValueBytesAt(profile, out.id, microbatch);
+  }
   if (training) AddAccumulation(profile, c);
   return c;
 }

@@ -55,6 +55,10 @@ struct OrderCosts {
   // what it sends until its backward all the same (the gradients' roots).
   std::vector<int64_t> cut_unkept_bytes;
   std::vector<LiveValue> live_values;      // values that cross at least one cut
+  // Training: what mpexec's loss keeps of the graph's output 0 until the
+  // last stage's backward (mse its input, cross entropy its log-softmax of
+  // the same size), where the output's producer does not keep it already.
+  int64_t loss_kept_bytes = 0;
 
   int Positions() const { return int(order.size()); }
   bool Useful(int p) const { return forward_ms[p] + backward_ms[p] > 0; }

@@ -106,6 +106,11 @@ StageCostModel::StageCostModel(const OrderCosts& costs, std::vector<StageSpec> s
       if (!v.kept) unkept.push_back({v.born, v.last_use, v.bytes});
     }
     sums->relays = DominanceSum(n_, std::move(unkept));
+    std::vector<DominanceSum::Point> with_gradients;
+    for (const LiveValue& v : costs.live_values) {
+      if (v.carries_gradient) with_gradients.push_back({v.born, v.last_use, v.bytes});
+    }
+    sums->relayed_gradients = DominanceSum(n_, std::move(with_gradients));
   }
   sums_ = std::move(sums);
 }
@@ -117,7 +122,11 @@ bool StageCostModel::MemoryCanBind(int s) const {
   // A recomputing stage holds less per micro-batch, and one micro-batch's more.
   const int64_t activations = costs_->training ? 2 * (sums_->outputs[n_] + sums_->input_bytes) : PeakLive(0, n_);
   const int held = stages_[s].in_flight + (stages_[s].recompute == Recompute::kNever ? 0 : 1);
-  return StaticBytes(0, n_) + held * activations + TransientBytes(0, n_) > stages_[s].memory_bytes;
+  // Any stage's transient: its largest op's, and at most every value as a
+  // gradient it relays.
+  const int64_t transient = RangeMax(sums_->transient, 0, n_) +
+                            (costs_->training ? sums_->outputs[n_] + sums_->input_bytes : 0);
+  return StaticBytes(0, n_) + held * activations + transient > stages_[s].memory_bytes;
 }
 
 StageCostModel StageCostModel::WithStages(std::vector<StageSpec> stages) const {
@@ -160,7 +169,14 @@ int64_t StageCostModel::RangeMax(const std::vector<std::vector<int64_t>>& table,
 
 int64_t StageCostModel::PeakLive(int a, int e) const { return RangeMax(sums_->peak, a, e); }
 
-int64_t StageCostModel::TransientBytes(int a, int e) const { return RangeMax(sums_->transient, a, e); }
+int64_t StageCostModel::TransientBytes(int a, int e) const {
+  // With the gradients of what it relays: they arrive with its B, before its
+  // own activations are freed, and stay until sent (Branchy's middle stages,
+  // which relay 3-4 MiB of skips a micro-batch, measured that much over
+  // their plan). Those of what it only reads come at the end of its B, its
+  // activations by then freed (charging them too put last stages 15% over).
+  return RangeMax(sums_->transient, a, e) + (costs_->training ? sums_->relayed_gradients.Sum(a, e) : 0);
+}
 
 int64_t StageCostModel::StaticBytes(int a, int e) const {
   return int64_t(static_factor_ * double(sums_->params[e] - sums_->params[a]));
@@ -171,9 +187,11 @@ int64_t StageCostModel::ActivationBytes(int a, int e) const {
   // What autograd keeps of the stage's own values, what it received (kept
   // as the backward's leaves) and what it sends (kept as its roots); a
   // value it receives and sends on unchanged (a relayed skip) is one tensor,
-  // held once (Branchy's middle stages were predicted up to 50% high).
+  // held once (Branchy's middle stages were predicted up to 50% high); the
+  // last stage, what the loss keeps of the output (GPT's logits: its last
+  // stage under GPipe was 12% over, a micro-batch's logits each in flight).
   return sums_->kept[e] - sums_->kept[a] + costs_->cut_bytes[a] + costs_->cut_unkept_bytes[e] -
-         sums_->relays.Sum(a, e);
+         sums_->relays.Sum(a, e) + (e == n_ ? costs_->loss_kept_bytes : 0);
 }
 
 int64_t StageCostModel::WeightGradientBytes(int a, int e) const {

@@ -91,8 +91,9 @@ class StageCostModel {
   int64_t StaticBytes(int a, int e) const;
   int64_t ActivationBytes(int a, int e) const;
   // Training: the largest working memory of one op of [a, e) at its
-  // backward, held once whatever is in flight; 0 in inference (the live
-  // peak of ActivationBytes covers it).
+  // backward, plus the gradients of what the stage relays (held through its
+  // backward until sent), once whatever is in flight; 0 in inference (the
+  // live peak of ActivationBytes covers it).
   int64_t TransientBytes(int a, int e) const;
   // Training: the output bytes of [a, e)'s weight-consuming nodes, the
   // gradients a split backward's I keeps for W per micro-batch; 0 where no
@@ -142,6 +143,9 @@ class StageCostModel {
     // Training: the values no reader keeps, by where they are born and last
     // read, for what a stage receives and sends on unchanged.
     DominanceSum relays;
+    // Likewise the values that carry a gradient: what a stage relays in its
+    // backward.
+    DominanceSum relayed_gradients;
   };
 
   const OrderCosts* costs_;

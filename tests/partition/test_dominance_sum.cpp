@@ -37,7 +37,7 @@ TEST_CASE("dominance sums equal brute force on random points, repeated coordinat
 // reader keeps it (relu keeps its own output, add nothing). A stage of n3
 // alone receives it and sends it on unchanged: one tensor, held once, not
 // as received and again as sent (Branchy's U-Net skips, up to 50% high).
-TEST_CASE("a value a stage receives and sends on unchanged is held once") {
+TEST_CASE("a value a stage receives and sends on unchanged is held once, and its gradient through the backward") {
   mp::testing::GraphBuilder b;
   const auto kind = [&](int value, const char* k) { b.graph.nodes[b.graph.values[value].producer].kind = k; };
   const int x = b.Input(100);
@@ -63,4 +63,11 @@ TEST_CASE("a value a stage receives and sends on unchanged is held once") {
   CHECK(model.ActivationBytes(1, 2) == 8 * (200 + 100));
   // The stage that makes h1 sends it: held as a root, once.
   CHECK(model.ActivationBytes(0, 1) == 8 * 100);
+  // In their backward, the stages that relay h1 hold its gradient from its
+  // arrival until they send it on; the last stage reads it and the first
+  // makes it, and hold none beyond their largest op's working memory.
+  CHECK(model.TransientBytes(1, 2) == 2 * 8 * 200 + 8 * 100);  // n2's working memory and h1's gradient
+  CHECK(model.TransientBytes(2, 3) == 2 * 8 * 300 + 8 * 100);
+  CHECK(model.TransientBytes(3, 4) == 2 * 8 * 300);
+  CHECK(model.TransientBytes(0, 1) == 2 * 8 * 100);
 }
