@@ -20,7 +20,9 @@ struct PlanDevices {
 
 // memory_bytes 0: the device's own memory (a device profile's, or this
 // machine's RAM divided among the CPU workers; unlimited for a local CUDA
-// device). Plans leave memory_headroom (a fraction) of it free. Throws InputError for gpus < 1 or an unknown device profile.
+// device). Plans leave memory_headroom (a fraction, at most 0.9) of it
+// free. Throws InputError for gpus < 1, an unknown device profile or a
+// headroom out of range.
 // Throws InputError "--gpus must be at least 1, got N" below 1.
 void CheckGpus(int gpus);
 

@@ -435,7 +435,9 @@ void ReadDevices(const YamlCursor& root, Plan& plan) {
     }
     if (c.Has("memory_headroom")) {
       d.memory_headroom = c["memory_headroom"].Number();
-      if (!(d.memory_headroom >= 0 && d.memory_headroom < 1)) c["memory_headroom"].Fail("expected a fraction in [0, 1)");
+      if (!(d.memory_headroom >= 0 && d.memory_headroom < 1)) {
+        c["memory_headroom"].Fail("expected a fraction in [0, 1)");
+      }
     }
     if (c.Has("speed")) {
       d.speed = c["speed"].Number();

@@ -224,7 +224,9 @@ std::string ProfileToYaml(const Profile& p) {
     out << YAML::Key << "output_bytes" << YAML::Value;
     EmitFlowSeq(out, std::vector<int64_t>{n.output_bytes_per_sample, n.output_bytes_fixed});
     out << YAML::Key << "param_bytes" << YAML::Value << n.param_bytes;
-    for (const auto& [key, bytes] : {std::pair{"kept_bytes", &n.kept}, std::pair{"weight_kept_bytes", &n.weight_kept}}) {
+    const std::pair<const char*, const std::optional<ValueBytes>*> measured[] = {
+        {"kept_bytes", &n.kept}, {"weight_kept_bytes", &n.weight_kept}};
+    for (const auto& [key, bytes] : measured) {
       if (!*bytes) continue;
       out << YAML::Key << key << YAML::Value;
       EmitFlowSeq(out, std::vector<int64_t>{(*bytes)->per_sample, (*bytes)->fixed});

@@ -334,6 +334,10 @@ TEST_CASE("validation errors name the key path") {
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["device"] = 7; }),
                "stages[1].device: device 7 is out of range (the plan has 3 devices)");
   }
+  SUBCASE("a memory headroom that is not a fraction") {
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["devices"][1]["memory_headroom"] = 5; }),
+               "devices[1].memory_headroom: expected a fraction in [0, 1)");
+  }
   SUBCASE("micro-batch count out of range") {
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["microbatches"] = 0; }),
                "microbatches: expected 1 to the batch (8), found 0");
