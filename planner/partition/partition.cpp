@@ -3,6 +3,8 @@
 // cross), per-stage times and memory, and the simulator's inputs.
 #include "planner/partition/partition.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace mp {
@@ -105,9 +107,15 @@ SimResult SimulatePartition(const Partition& p) {
                       st.weight_gradient_bytes, p.training ? st.param_bytes : 0});
     allreduce.push_back(st.allreduce_ms);
   }
-  const int devices = int(p.stages.size()) / p.chunks;
-  return SimulateStep(BuildSchedule(p.schedule, devices, p.microbatches, p.chunks), times, p.transfers, memory,
-                      allreduce, p.slowdown, p.step_overhead_ms);
+  return SimulateStep(PartitionSchedule(p), times, p.transfers, memory, allreduce, p.slowdown, p.step_overhead_ms);
+}
+
+Schedule PartitionSchedule(const Partition& p) {
+  Schedule schedule = BuildSchedule(p.schedule, int(p.stages.size()) / p.chunks, p.microbatches, p.chunks);
+  std::vector<bool> whole(p.stages.size(), false);
+  for (size_t s = 0; s < p.stages.size(); ++s) whole[s] = p.stages[s].whole_backward;
+  if (std::find(whole.begin(), whole.end(), true) == whole.end()) return schedule;
+  return WithWholeBackward(std::move(schedule), whole);
 }
 
 std::vector<int> BoundsFromStages(const std::vector<int>& stage_of_position) {

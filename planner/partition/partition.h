@@ -47,6 +47,9 @@ struct Stage {
   int64_t recomputed_bytes = 0;
   int64_t transient_bytes = 0;     // once: its largest op's working memory (StageCostModel::TransientBytes)
   int64_t weight_gradient_bytes = 0;  // zb-h1, zbv: kept from I until W per micro-batch (0 otherwise)
+  // A split schedule's stage that runs B instead of I then W, where the
+  // split costs more than its W fills (search.cpp, ChooseWholeBackward).
+  bool whole_backward = false;
   int in_flight = 1;               // micro-batches held at once under the schedule
   int64_t peak_memory_bytes = 0;   // static + in_flight * activation + transient (+ recomputed)
   int64_t memory_limit_bytes = kUnlimitedMemory;
@@ -87,6 +90,10 @@ void ListCutTensors(Partition& partition, const OrderCosts& costs);
 
 // Simulates one step of the partition under its schedule.
 SimResult SimulatePartition(const Partition& partition);
+
+// The action lists the partition runs: its schedule's, with B for I and no
+// W on its whole_backward stages.
+Schedule PartitionSchedule(const Partition& partition);
 
 // The bounds of an assignment given as the stage of each position (which
 // must be nondecreasing from 0 with no gaps); throws InternalError otherwise.

@@ -151,7 +151,8 @@ double StepLowerBound(const Partition& p) {
     const Stage& st = p.stages[s];
     // Split schedules run I and W, which can add up to less than B; a
     // recomputing stage's B runs its forward first.
-    const double backward = w_last ? st.input_backward_ms + st.weight_backward_ms : st.backward_ms + st.recompute_ms;
+    const double backward = w_last && !st.whole_backward ? st.input_backward_ms + st.weight_backward_ms
+                                                         : st.backward_ms + st.recompute_ms;
     const double work = p.microbatches * (st.forward_ms + backward);
     bound = std::max(bound, forward_fill + work + (w_last ? 0 : backward_fill));
     device_work[st.device] += work;
@@ -201,6 +202,15 @@ std::vector<Partition> KnownCuts(const StageCostModel& model, const OpGraph& gra
 constexpr int kRefineRounds = 64;
 constexpr size_t kRefineStages = 16;
 
+// Stage s of a split schedule runs B for each I and no W; B keeps nothing
+// for a W.
+void RunWhole(Partition& p, size_t s) {
+  Stage& st = p.stages[s];
+  st.whole_backward = true;
+  st.peak_memory_bytes -= int64_t(st.in_flight) * st.weight_gradient_bytes;
+  st.weight_gradient_bytes = 0;
+}
+
 bool RefineCut(const StageCostModel& model, Partition& p, SimResult& sim) {
   if (p.stages.size() < 2 || p.stages.size() > kRefineStages) return false;
   bool moved = false;
@@ -223,6 +233,9 @@ bool RefineCut(const StageCostModel& model, Partition& p, SimResult& sim) {
         std::vector<int> bounds = p.bounds;
         bounds[i] = to;
         Partition other = MakePartition(model, bounds, p.method, p.schedule, p.microbatches, false, p.chunks);
+        for (size_t s = 0; s < p.stages.size(); ++s) {
+          if (p.stages[s].whole_backward) RunWhole(other, s);
+        }
         const double limit = best ? best_sim.step_ms : sim.step_ms;
         if (!other.fits || StepLowerBound(other) >= limit) continue;
         SimResult other_sim = SimulatePartition(other);
@@ -259,6 +272,32 @@ struct Candidate {
 };
 
 // What the alternative's row says of the partition it kept.
+// A zero-bubble schedule splits every stage's backward, and W fills the
+// bubbles; but where a stage's I + W costs more than its B (a stage whose
+// B is under a millisecond or two pays a fixed 0.02-0.3 ms: a second
+// engine call, each weight node entered twice; bench_split), the split may
+// not pay for itself. Each such stage in turn runs B instead (and no W)
+// where the step then simulates faster. On the chosen plan only, as
+// RefineCut (which then keeps these stages' choice): it changes no plan's
+// rank by more than that gain.
+bool ChooseWholeBackward(Partition& p, SimResult& sim) {
+  if (!SplitsBackward(p.schedule)) return false;
+  bool changed = false;
+  for (size_t s = 0; s < p.stages.size(); ++s) {
+    const Stage& st = p.stages[s];
+    if (st.input_backward_ms + st.weight_backward_ms <= st.backward_ms) continue;
+    Partition other = p;
+    RunWhole(other, s);
+    SimResult other_sim = SimulatePartition(other);
+    if (other_sim.step_ms < sim.step_ms * (1 - 1e-9)) {
+      p = std::move(other);
+      sim = std::move(other_sim);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
 void Describe(PlanCandidate& alt, const Partition& kept) {
   alt.bottleneck_ms = kept.bottleneck_ms;
   alt.peak_memory_bytes = 0;
@@ -621,7 +660,10 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   // So the ties (and, where the previous shape is kept, the fresh choice)
   // are marked by their unrefined steps, and the chosen one may end up
   // faster than that by the gain.
-  if (request.method == "dp" && request.known_cuts && RefineCut(*chosen.model, chosen.partition, chosen.sim)) {
+  bool changed = ChooseWholeBackward(chosen.partition, chosen.sim);
+  changed = (request.method == "dp" && request.known_cuts && RefineCut(*chosen.model, chosen.partition, chosen.sim)) ||
+            changed;
+  if (changed) {
     PlanCandidate& alt = result.alternatives[chosen.index];
     Describe(alt, chosen.partition);
     alt.step_ms = chosen.sim.step_ms;
@@ -632,9 +674,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   result.chosen = chosen.index;
   result.predicted = std::move(chosen.sim);
   result.partition = std::move(chosen.partition);
-  result.schedule = BuildSchedule(result.partition.schedule,
-                                  int(result.partition.stages.size()) / result.partition.chunks,
-                                  result.partition.microbatches, result.partition.chunks);
+  result.schedule = PartitionSchedule(result.partition);
   return result;
 }
 

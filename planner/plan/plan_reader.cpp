@@ -486,16 +486,18 @@ void CheckCoverage(const YamlCursor& root, const Plan& plan) {
 }
 
 // Each stage runs every micro-batch's forward (and backward, whole or as I
-// and W) exactly once; checked per stage before the whole schedule is
+// and W; a split schedule's stage may run B where the planner found the
+// split does not pay) exactly once; checked per stage before the whole schedule is
 // replayed, so the error names the stage's list, and so the replay is only
 // ever asked of sizes the document itself spells out.
 void CheckComputeCounts(const YamlCursor& root, const Plan& plan) {
   const size_t K = plan.stages.size();
-  std::vector<int> forwards(K, 0), backwards(K, 0), weights(K, 0);
+  std::vector<int> forwards(K, 0), backwards(K, 0), inputs(K, 0), weights(K, 0);
   for (const PlanProgram& program : plan.programs) {
     for (const Action& a : program.actions) {
       forwards[a.stage] += a.kind == ActionKind::kForward;
       backwards[a.stage] += IsBackward(a.kind);
+      inputs[a.stage] += a.kind == ActionKind::kBackwardInput;
       weights[a.stage] += a.kind == ActionKind::kBackwardWeight;
     }
   }
@@ -503,11 +505,11 @@ void CheckComputeCounts(const YamlCursor& root, const Plan& plan) {
   for (const PlanStage& stage : plan.stages) {
     const int s = stage.id;
     const bool split = SplitsBackward(plan.schedule);
-    if (forwards[s] != plan.microbatches || backwards[s] != want_backwards || weights[s] != (split ? backwards[s] : 0)) {
+    if (forwards[s] != plan.microbatches || backwards[s] != want_backwards || weights[s] != (split ? inputs[s] : 0)) {
       const YamlCursor list = IsV1(plan) ? root["stages"][s]["actions"] : root["programs"][stage.program]["actions"];
       list.Fail(Concat("stage ", s, ": expected ", plan.microbatches, " forwards and ", want_backwards,
-                       split ? " I and as many W" : " backwards", " (one per micro-batch), found ", forwards[s],
-                       " and ", backwards[s], split ? Concat(" and ", weights[s]) : ""));
+                       split ? " I (or B) and a W for each I" : " backwards", " (one per micro-batch), found ",
+                       forwards[s], " and ", backwards[s], split ? Concat(" and ", weights[s], " W") : ""));
     }
   }
 }

@@ -240,7 +240,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
     for (const CutTensor& c : st.sends) ps.sends.push_back(MakeTensor(graph, profile, c, plan.microbatch_size));
     ps.forward_ms = st.forward_ms;
     ps.backward_ms = st.backward_ms;
-    if (SplitsBackward(partition.schedule)) {
+    if (SplitsBackward(partition.schedule) && !st.whole_backward) {  // else it runs B
       ps.input_backward_ms = st.input_backward_ms;
       ps.weight_backward_ms = st.weight_backward_ms;
     }

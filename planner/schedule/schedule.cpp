@@ -280,6 +280,21 @@ Schedule BuildSchedule(ScheduleKind kind, int devices, int microbatches, int chu
   return schedule;
 }
 
+Schedule WithWholeBackward(Schedule schedule, const std::vector<bool>& whole) {
+  const auto is_whole = [&](int stage) { return stage >= 0 && stage < int(whole.size()) && whole[stage]; };
+  for (std::vector<Action>& list : schedule.actions) {
+    std::vector<Action> out;
+    out.reserve(list.size());
+    for (Action a : list) {
+      if (is_whole(a.stage) && a.kind == ActionKind::kBackwardWeight) continue;
+      if (is_whole(a.stage) && a.kind == ActionKind::kBackwardInput) a.kind = ActionKind::kBackward;
+      out.push_back(a);
+    }
+    list = std::move(out);
+  }
+  return schedule;
+}
+
 std::vector<Action> ComputeActions(const std::vector<Action>& list) {
   std::vector<Action> out;
   for (const Action& a : list) {

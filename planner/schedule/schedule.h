@@ -60,6 +60,11 @@ struct Schedule {
 // kind that cannot take these numbers (ScheduleRuledOut).
 Schedule BuildSchedule(ScheduleKind kind, int devices, int microbatches, int chunks = 1);
 
+// A split schedule where the stages `whole[s]` run B in place of each I and
+// drop their W: a stage whose I + W costs more than its B and whose W
+// fills no bubble worth it (the planner's choice, search.cpp).
+Schedule WithWholeBackward(Schedule schedule, const std::vector<bool>& whole);
+
 // Why `kind` cannot run K devices x v chunks x M micro-batches, or "" when
 // it can (the search's reason for ruling it out): devices or micro-batches
 // below 1; interleaved-1f1b with v < 2, one device or M not a multiple of

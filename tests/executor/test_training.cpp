@@ -129,6 +129,24 @@ TEST_CASE("interleaved-1f1b, zb-h1 and zbv train half the zoo at 4 devices (the 
   TrainZooModelsBeyond1F1BAt(4);
 }
 
+TEST_CASE("zb-h1 and zbv with some stages running B for I and no W train as one device does") {
+  // The planner runs B on a split schedule's stage where I + W costs more
+  // than it fills (search.cpp, ChooseWholeBackward): the plan's lists mix
+  // B with I and W, on one device's two stages too (zbv).
+  for (const auto& [file, schedule] : {std::pair{"gpt.script.pt", "zb-h1"}, std::pair{"mlp.script.pt", "zbv"}}) {
+    CAPTURE(file);
+    mp::Plan plan = mp::ReadPlan(TrainPlan(file, 2, schedule, "", 4));
+    std::vector<bool> whole(plan.stages.size(), false);
+    whole[1] = true;
+    const mp::Schedule mixed = mp::WithWholeBackward(mp::PlanSchedule(plan), whole);
+    for (size_t d = 0; d < plan.programs.size(); ++d) plan.programs[d].actions = mixed.actions[d];
+    const std::string path = TempPath(std::string(file) + ".whole-backward.plan.yaml");
+    mp::WriteFileAtomically(path, mp::PlanToYaml(plan));
+    const auto j = mp::test::VerifiedTraining(path + " --steps 2 --lr 0.01 --momentum 0.9");
+    CHECK(j["verify"] == true);
+  }
+}
+
 TEST_CASE("with every stage recomputing, or every other, the zoo trains as one device does (dropout, BatchNorm)") {
   std::vector<std::string> files;
   for (const std::string& file : mp::test::ZooFiles()) {

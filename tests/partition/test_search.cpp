@@ -636,3 +636,32 @@ TEST_CASE("devices are not spent for nothing: a plan on more devices must beat t
   request.device_tolerance = 1;
   CHECK_THROWS_AS(mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(4, {}), request), InputError);
 }
+
+TEST_CASE("zb-h1: a stage whose I + W costs more than its B runs B where the step simulates faster") {
+  // Measured I and W as long as B each (an LSTM's I is most of its B, and
+  // its W dispatches every step's weight ops again): the split moves
+  // nothing off the critical path and adds a W per micro-batch. The search
+  // keeps zb-h1 (asked for) and runs B on the stages where that is faster;
+  // the plan's lists say B for them and W for none.
+  auto b = EvenChain(8, 16);
+  for (mp::NodeCost& n : b.profile.nodes) n.input_backward_ms = n.weight_backward_ms = n.backward_ms;
+  mp::PlanRequest request;
+  request.stages = 2;
+  request.microbatches = 4;
+  request.schedule = ScheduleKind::kZeroBubbleH1;
+  const auto cluster = mp::UniformCluster(2, {}, {1e8, 0.01});
+  const auto result = mp::SearchPlan(b.graph, b.profile, cluster, request);
+  const mp::Stage& last = result.partition.stages[1];
+  REQUIRE(last.input_backward_ms + last.weight_backward_ms > last.backward_ms);
+  CHECK(last.whole_backward);
+  CHECK(last.weight_gradient_bytes == 0);
+  CHECK_FALSE(result.partition.stages[0].whole_backward);  // the first stage's W is its B already
+  CHECK(mp::FormatActions(mp::ComputeActions(result.schedule.actions[1])) == "1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3");
+  mp::Partition split = result.partition;
+  split.stages[1].whole_backward = false;
+  CHECK(result.predicted.step_ms < mp::SimulatePartition(split).step_ms);
+  // Where I + W is B, every stage splits.
+  auto even = EvenChain(8, 16);
+  const auto plain = mp::SearchPlan(even.graph, even.profile, cluster, request);
+  for (const mp::Stage& st : plain.partition.stages) CHECK_FALSE(st.whole_backward);
+}

@@ -332,8 +332,14 @@ TEST_CASE("no cut a boundary move away from the chosen one simulates faster") {
       const mp::StageCostModel model(
           costs, mp::StageSpecs(cluster, schedule, int(p.stages.size()), p.microbatches, p.chunks),
           request.optimizer_state_factor);
-      // The plan's own cut simulates to its prediction here.
-      const mp::Partition same = mp::MakePartition(model, p.bounds, "dp", schedule, p.microbatches, false, p.chunks);
+      // The plan's own cut simulates to its prediction here, with the stages
+      // it runs B on in a split schedule (ChooseWholeBackward) running B.
+      const auto whole = [&](mp::Partition q) {
+        for (size_t s = 0; s < q.stages.size(); ++s) q.stages[s].whole_backward = p.stages[s].whole_backward;
+        return q;
+      };
+      const mp::Partition same =
+          whole(mp::MakePartition(model, p.bounds, "dp", schedule, p.microbatches, false, p.chunks));
       CHECK(mp::SimulatePartition(same).step_ms == doctest::Approx(plan.predicted.step_ms).epsilon(1e-12));
       for (size_t i = 1; i + 1 < p.bounds.size(); ++i) {
         for (int step : {-1, 1}) {
@@ -344,7 +350,7 @@ TEST_CASE("no cut a boundary move away from the chosen one simulates faster") {
             continue;
           }
           const mp::Partition other =
-              mp::MakePartition(model, bounds, "dp", schedule, p.microbatches, false, p.chunks);
+              whole(mp::MakePartition(model, bounds, "dp", schedule, p.microbatches, false, p.chunks));
           CAPTURE(i);
           CAPTURE(step);
           CHECK(mp::SimulatePartition(other).step_ms >= plan.predicted.step_ms * (1 - 1e-9));

@@ -88,6 +88,20 @@ TEST_CASE("zb-h1: 1f1b's order with I for B, stage s deferring its W by s I's") 
   for (int held : mp::MicrobatchesInFlight(s)) CHECK(held <= 3);
 }
 
+TEST_CASE("zb-h1 with one stage whole: its I become B, its W go, the others' lists are untouched") {
+  const auto split = mp::BuildSchedule(ScheduleKind::kZeroBubbleH1, 3, 4);
+  const auto s = mp::WithWholeBackward(split, {false, true, false});
+  CHECK(Computes(s, 0) == Computes(split, 0));
+  CHECK(Computes(s, 1) == "1F0 1F1 1B0 1F2 1B1 1F3 1B2 1B3");
+  CHECK(Computes(s, 2) == Computes(split, 2));
+  // B sends the input gradients where I did.
+  CHECK(mp::FormatActions(s.actions[1]).find("1RECV_B0 1B0 1SEND_B0") != std::string::npos);
+  mp::ValidateSchedule(s);
+  // zbv: a device's two stages, one whole.
+  mp::ValidateSchedule(mp::WithWholeBackward(mp::BuildSchedule(ScheduleKind::kZeroBubbleV, 2, 4, 2),
+                                             {false, false, true, false}));
+}
+
 TEST_CASE("zbv: two stages per device in a V, I first, then F (the second chunk's first), then W") {
   auto s = mp::BuildSchedule(ScheduleKind::kZeroBubbleV, 2, 2, 2);
   CHECK(s.stages == 4);
