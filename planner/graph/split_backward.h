@@ -55,9 +55,9 @@ class SplitBackward {
   // reachable from where it starts (the engine walks them to find what
   // leads to the parameters asked for). For tests.
   int64_t WalkedNodes() const;
-  // The bytes of the gradients I kept for W, until Weights frees them (each
-  // storage once): what a micro-batch holds from its I to its W beyond its
-  // activations.
+  // The bytes of the gradients I kept for W, until Weights frees them (a
+  // storage's views, up to its own size): what a micro-batch holds from its
+  // I to its W beyond its activations.
   int64_t HeldBytes() const;
 
  private:

@@ -9,11 +9,11 @@
 #include "planner/partition/search.h"
 
 #include <algorithm>
-#include <tuple>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "common/byte_size.h"
 #include "common/error.h"
@@ -271,7 +271,6 @@ struct Candidate {
   std::optional<StageCostModel> model;
 };
 
-// What the alternative's row says of the partition it kept.
 // A zero-bubble schedule splits every stage's backward, and W fills the
 // bubbles; but where a stage's I + W costs more than its B (a stage whose
 // B is under a millisecond or two pays a fixed 0.02-0.3 ms: a second
@@ -298,6 +297,7 @@ bool ChooseWholeBackward(Partition& p, SimResult& sim) {
   return changed;
 }
 
+// What the alternative's row says of the partition it kept.
 void Describe(PlanCandidate& alt, const Partition& kept) {
   alt.bottleneck_ms = kept.bottleneck_ms;
   alt.peak_memory_bytes = 0;
