@@ -18,14 +18,14 @@ struct PlanDevices {
   std::vector<PlanDevice> devices;  // the same devices as the executor addresses them
 };
 
+// Throws InputError "--gpus must be at least 1, got N" below 1.
+void CheckGpus(int gpus);
+
 // memory_bytes 0: the device's own memory (a device profile's, or this
 // machine's RAM divided among the CPU workers; unlimited for a local CUDA
 // device). Plans leave memory_headroom (a fraction, at most 0.9) of it
 // free. Throws InputError for gpus < 1, an unknown device profile or a
 // headroom out of range.
-// Throws InputError "--gpus must be at least 1, got N" below 1.
-void CheckGpus(int gpus);
-
 PlanDevices MakePlanDevices(int gpus, const std::string& device_profile, const std::string& local_device,
                             int64_t memory_bytes, double memory_headroom);
 

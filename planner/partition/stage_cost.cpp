@@ -101,15 +101,13 @@ StageCostModel::StageCostModel(const OrderCosts& costs, std::vector<StageSpec> s
     if (!v.carries_gradient) sums->input_bytes += v.bytes;
   }
   if (costs.training) {
-    std::vector<DominanceSum::Point> unkept;
+    std::vector<DominanceSum::Point> unkept, with_gradients;
     for (const LiveValue& v : costs.live_values) {
-      if (!v.kept) unkept.push_back({v.born, v.last_use, v.bytes});
+      const DominanceSum::Point point{v.born, v.last_use, v.bytes};
+      if (!v.kept) unkept.push_back(point);
+      if (v.carries_gradient) with_gradients.push_back(point);
     }
     sums->relays = DominanceSum(n_, std::move(unkept));
-    std::vector<DominanceSum::Point> with_gradients;
-    for (const LiveValue& v : costs.live_values) {
-      if (v.carries_gradient) with_gradients.push_back({v.born, v.last_use, v.bytes});
-    }
     sums->relayed_gradients = DominanceSum(n_, std::move(with_gradients));
   }
   sums_ = std::move(sums);

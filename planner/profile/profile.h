@@ -53,7 +53,6 @@ struct NodeCost {
   std::optional<ValueBytes> weight_kept;
 };
 
-
 struct Profile {
   std::string fingerprint;           // of the canonical graph that was profiled
   std::vector<TensorSpec> inputs;    // the full-batch input spec

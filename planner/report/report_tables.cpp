@@ -266,10 +266,10 @@ namespace {
 // The largest device peak against its limit, and the headroom kept under it.
 std::string MemoryText(const Plan& plan) {
   if (plan.devices.empty() || plan.devices.front().memory_bytes <= 0) return "";
-  int64_t peak = 0;
+  int64_t peak = 0;  // the simulated device peaks; older plans: the stages'
   for (int64_t p : plan.predicted.device_peak_memory_bytes) peak = std::max(peak, p);
-  for (const PlanStage& s : plan.stages) {
-    if (plan.predicted.device_peak_memory_bytes.empty()) peak = std::max(peak, s.peak_memory_bytes);
+  if (plan.predicted.device_peak_memory_bytes.empty()) {
+    for (const PlanStage& s : plan.stages) peak = std::max(peak, s.peak_memory_bytes);
   }
   const PlanDevice& d = plan.devices.front();
   std::string text = "largest device peak " + FormatBytes(peak) + " of " + FormatBytes(d.memory_bytes);
