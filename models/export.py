@@ -355,6 +355,34 @@ ZOO = {
     "mobilenet": (mobilenet, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
 }
 
+class WordLM(nn.Module):
+    """pytorch/examples' word_language_model as its README trains it
+    (RNNModel('LSTM', ...): 200 wide, 2 layers, dropout 0.2 around the LSTM
+    and inside it between layers, tied encoder and decoder weights), written
+    as that example is: sequence first, the batch in dim 1. A smaller
+    vocabulary (its Wikitext-2 has 33,278 words), and no final view(-1,
+    ntoken): a view across sequence and batch has no batch dim to split."""
+
+    def __init__(self, ntoken: int = 2000, ninp: int = 200, nhid: int = 200, nlayers: int = 2,
+                 dropout: float = 0.2):
+        super().__init__()
+        self.ntoken = ntoken
+        self.drop = nn.Dropout(dropout)
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.rnn = nn.LSTM(ninp, nhid, nlayers, dropout=dropout)
+        self.decoder = nn.Linear(nhid, ntoken)
+        self.decoder.weight = self.encoder.weight  # --tied
+        nn.init.uniform_(self.encoder.weight, -0.1, 0.1)
+        nn.init.zeros_(self.decoder.bias)
+
+    def forward(self, input, h0, c0) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+        emb = self.drop(self.encoder(input))
+        output, hidden = self.rnn(emb, (h0, c0))
+        output = self.drop(output)
+        decoded = self.decoder(output)
+        return F.log_softmax(decoded, dim=-1), hidden
+
+
 def mobilenet_v2():
     from torchvision.models import mobilenet_v2 as make
     return make(num_classes=10)
@@ -384,6 +412,10 @@ HELDOUT = {
     "resnet18": (resnet18, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
     "shufflenet": (shufflenet, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
     "squeezenet": (squeezenet, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
+    # bptt 35, batch 20, as the example trains
+    "word_lm": (WordLM, [spec("input", "int64", [35, 20], batch_dim=1, value_range=(0, 2000)),
+                         spec("h0", "float32", [2, 20, 200], 1), spec("c0", "float32", [2, 20, 200], 1)],
+                ("script",)),
 }
 
 # fixtures/NAME.pt: a TorchScript module with only this source.

@@ -5,8 +5,10 @@
 //   3. ConstantPropagation folds `if self.training` and friends, then
 //      ConstantPooling and EliminateDeadCode leave one node per real op,
 //      and parameters nothing reads any more are dropped;
-//   4. SeedRandomOps: every random op draws from its own generator, keyed
-//      at run time by (seed, step, micro-batch), never from the global one;
+//   4. SplitRnnLayers: a multi-layer LSTM / GRU / RNN with dropout becomes
+//      a call per layer with an aten::dropout between, then SeedRandomOps:
+//      every random op draws from its own generator, keyed at run time by
+//      (seed, step, micro-batch), never from the global one;
 //   5. number the top-level nodes (graph order is a topological order),
 //      name each node's layer, hash the printed IR.
 #include "planner/graph/canonical_graph.h"
@@ -23,6 +25,7 @@
 #include "planner/graph/fingerprint.h"
 #include "planner/graph/layer_name.h"
 #include "planner/graph/seed_random_ops.h"
+#include "planner/graph/split_rnn_layers.h"
 
 namespace mp {
 
@@ -103,6 +106,7 @@ CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& 
       canonical.params.erase(canonical.params.begin() + (i - canonical.num_model_inputs));
     }
   }
+  SplitRnnLayers(*graph);
   canonical.random_ops = SeedRandomOps(*graph);
   IndexNodes(canonical);
   if (DumpRequested("canonical")) std::cerr << "MP_DUMP canonical (" << canonical.nodes.size() << " nodes):\n" << *graph;

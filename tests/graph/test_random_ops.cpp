@@ -10,6 +10,7 @@
 #include "planner/graph/rng_scope.h"
 #include "planner/graph/run_graph.h"
 #include "planner/graph/seed_random_ops.h"
+#include "planner/graph/split_rnn_layers.h"
 
 namespace {
 
@@ -204,4 +205,116 @@ graph(%n : int):
   }
   CHECK(at::equal(a, b));
   CHECK(at::equal(std::get<0>(a.sort()), at::arange(50)));
+}
+
+namespace {
+
+// A 2-layer bidirectional LSTM (initial states in a list) and a 3-layer GRU
+// without biases (its state a tensor), both with dropout %p in training.
+const char* kRecurrent = R"IR(
+graph(%x : Tensor, %h : Tensor, %c : Tensor, %g : Tensor, %p : float,
+      %a0 : Tensor, %a1 : Tensor, %a2 : Tensor, %a3 : Tensor, %a4 : Tensor, %a5 : Tensor, %a6 : Tensor, %a7 : Tensor,
+      %a8 : Tensor, %a9 : Tensor, %a10 : Tensor, %a11 : Tensor, %a12 : Tensor, %a13 : Tensor, %a14 : Tensor,
+      %a15 : Tensor, %b0 : Tensor, %b1 : Tensor, %b2 : Tensor, %b3 : Tensor, %b4 : Tensor, %b5 : Tensor):
+  %t : bool = prim::Constant[value=1]()
+  %f : bool = prim::Constant[value=0]()
+  %two : int = prim::Constant[value=2]()
+  %three : int = prim::Constant[value=3]()
+  %hx : Tensor[] = prim::ListConstruct(%h, %c)
+  %aw : Tensor[] = prim::ListConstruct(%a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7, %a8, %a9, %a10, %a11, %a12, %a13, %a14, %a15)
+  %y : Tensor, %hy : Tensor, %cy : Tensor = aten::lstm(%x, %hx, %aw, %t, %two, %p, %t, %t, %f)
+  %bw : Tensor[] = prim::ListConstruct(%b0, %b1, %b2, %b3, %b4, %b5)
+  %z : Tensor, %gy : Tensor = aten::gru(%y, %g, %bw, %f, %three, %p, %t, %f, %f)
+  return (%y, %hy, %cy, %z, %gy)
+)IR";
+
+std::vector<c10::IValue> RecurrentInputs(double p) {
+  at::manual_seed(3);
+  const int64_t T = 5, B = 2, I = 3, H = 4;
+  std::vector<c10::IValue> in = {at::randn({T, B, I}), at::randn({4, B, H}), at::randn({4, B, H}), at::randn({3, B, H}),
+                                 p};
+  for (int64_t layer = 0; layer < 2; ++layer) {  // LSTM: per layer, per direction w_ih, w_hh, b_ih, b_hh
+    for (int d = 0; d < 2; ++d) {
+      for (const auto& shape : std::vector<std::vector<int64_t>>{{4 * H, layer == 0 ? I : 2 * H}, {4 * H, H}, {4 * H}, {4 * H}}) {
+        in.push_back(at::randn(shape) * 0.5);
+      }
+    }
+  }
+  for (int64_t layer = 0; layer < 3; ++layer) {  // GRU: w_ih, w_hh
+    in.push_back(at::randn({3 * H, layer == 0 ? 2 * H : H}) * 0.5);
+    in.push_back(at::randn({3 * H, H}) * 0.5);
+  }
+  return in;
+}
+
+std::vector<at::Tensor> Tensors(const std::vector<c10::IValue>& values) {
+  std::vector<at::Tensor> out;
+  for (const auto& v : values) out.push_back(v.toTensor());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a multi-layer LSTM or GRU with dropout runs as a call per layer: masks of its own, the same values without") {
+  auto whole = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(kRecurrent, whole.get());
+  auto split = whole->copy();
+  CHECK(mp::SplitRnnLayers(*split) == 2);
+  CHECK(Count(split->block(), "aten::lstm") == 2);
+  CHECK(Count(split->block(), "aten::gru") == 3);
+  CHECK(Count(split->block(), "aten::dropout") == 3);  // between the layers only
+  // Without dropout the layers compute what the whole ops compute, final
+  // states of every layer and direction included.
+  const auto expected = Tensors(mp::GraphRunner(whole).Run(RecurrentInputs(0.0)));
+  const auto got = Tensors(mp::GraphRunner(split).Run(RecurrentInputs(0.0)));
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    CHECK(at::equal(got[i], expected[i]));
+  }
+  // With it, each dropout draws from a generator of its own: the same key
+  // draws the same masks.
+  CHECK(mp::SeedRandomOps(*split) == 3);
+  const mp::GraphRunner runner(split);
+  std::vector<at::Tensor> a, b;
+  {
+    const mp::RngScope scope({1, 0, 0});
+    a = Tensors(runner.Run(RecurrentInputs(0.5)));
+  }
+  {
+    const mp::RngScope scope({1, 0, 0});
+    b = Tensors(runner.Run(RecurrentInputs(0.5)));
+  }
+  CHECK(Same(a, b));
+  // The first layer's states come before any dropout, the second's after.
+  CHECK(at::equal(a[1].narrow(0, 0, 2), expected[1].narrow(0, 0, 2)));
+  CHECK_FALSE(at::equal(a[1].narrow(0, 2, 2), expected[1].narrow(0, 2, 2)));
+  CHECK_FALSE(at::equal(a[0], expected[0]));
+  CHECK_FALSE(at::equal(a[3], expected[3]));
+}
+
+TEST_CASE("a recurrent op whose dropout draws nothing is left whole; a computed layer count is named") {
+  const std::string head = R"IR(
+graph(%x : Tensor, %h : Tensor, %w0 : Tensor, %w1 : Tensor, %w2 : Tensor, %w3 : Tensor, %n : int):
+  %t : bool = prim::Constant[value=1]()
+  %f : bool = prim::Constant[value=0]()
+  %zero : float = prim::Constant[value=0.]()
+  %p : float = prim::Constant[value=0.5]()
+  %two : int = prim::Constant[value=2]()
+  %w : Tensor[] = prim::ListConstruct(%w0, %w1, %w2, %w3)
+  %y : Tensor, %hy : Tensor = aten::rnn_tanh(%x, %h, %w, %f, %two, %zero, %t, %f, %f)
+  %z : Tensor, %zy : Tensor = aten::rnn_tanh(%x, %h, %w, %f, %two, %p, %f, %f, %f)
+)IR";
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(head + "  return (%y, %z)\n", graph.get());
+  CHECK(mp::SplitRnnLayers(*graph) == 0);
+  CHECK(Count(graph->block(), "aten::rnn_tanh") == 2);
+  graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(head + "  %v : Tensor, %vy : Tensor = aten::rnn_relu(%x, %h, %w, %f, %n, %p, %t, %f, %f)\n"
+                             "  return (%y, %z, %v)\n",
+                      graph.get());
+  CHECK_THROWS_WITH_AS(mp::SplitRnnLayers(*graph),
+                       "the model's aten::rnn_relu takes `num_layers` from a computed value; mpexec needs a constant "
+                       "there to draw its dropout between layers",
+                       mp::InputError);
 }
