@@ -23,6 +23,7 @@
 #include "executor/reference_training.h"
 #include "executor/tensor_file.h"
 #include "executor/verify.h"
+#include "executor/wire.h"
 #include "planner/graph/run_graph.h"
 
 namespace mp {
@@ -289,6 +290,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
     dist = Distribute(stage_program, plan.replicas, rank_env->rank, rank_env->world_size);
     group = std::make_unique<ProcessGroup>(*rank_env, std::chrono::milliseconds(int64_t(request.timeout_s) * 1000));
     dist.group = group.get();
+    dist.streams = std::make_shared<WireStreams>(*group);
     if (training) stage_groups = MakeStageGroups(dist);  // inference all-reduces nothing
   }
 

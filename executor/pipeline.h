@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "executor/loaded_plan.h"
@@ -19,6 +20,7 @@
 namespace mp {
 
 class ProcessGroup;
+class WireStreams;
 class WorkerPool;
 
 // Stages spread over processes (mpexec under torchrun or --launch-local):
@@ -28,6 +30,7 @@ class WorkerPool;
 // [r * world / R, (r + 1) * world / R), each fed its share of the batch.
 struct Distribution {
   ProcessGroup* group = nullptr;  // every rank
+  std::shared_ptr<WireStreams> streams;  // on `group`: the boundaries' channels (executor/wire.h)
   std::vector<int> owner;         // per stage: the rank that runs it in this rank's replica
   int replica = 0;
   int replicas = 1;

@@ -1,18 +1,24 @@
-// SendMessage / ReceiveMessage. Two sends on one tag: three sizes (int64[3]:
-// body bytes, metadata entries, all bytes), then one byte buffer holding
+// SendMessage / ReceiveMessage, and WireStream. A message's bytes:
 // - the body, tuple(microbatch, tuple(values), tuple(tuple(grad or None)),
 //   indices of uninitialized values), pickled by torch::jit::pickle with a
 //   tensor table, so it holds indices instead of tensor data;
 // - per table tensor its dtype, requires_grad, rank and sizes (int64, from
 //   the next multiple of 8);
 // - every table tensor's bytes, one after another.
-// The copies into and out of the buffer are memcpy speed. Two sends instead
-// of one per part and tensor measured the same (docs/BENCHMARKS.md).
+// SendMessage sends its sizes (int64[3]: body bytes, metadata entries, all
+// bytes), then those bytes: two transfers on one tag. A WireStream sends
+// one transfer of its capacity: a header (int64[4]: kMessage, body bytes,
+// metadata entries, message bytes), the message, then whatever the buffer
+// held; a message larger than the capacity is preceded by a header of
+// kGrow and the new capacity, in a transfer of the old one. The copies into
+// and out of the buffer are memcpy speed. Two sends instead of one per part
+// and tensor measured the same (docs/BENCHMARKS.md).
 #include "executor/wire.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/error.h"
@@ -22,9 +28,18 @@ namespace {
 
 int64_t RoundUp8(int64_t n) { return (n + 7) / 8 * 8; }
 
-}  // namespace
+// A message laid out for the wire, before its bytes are copied.
+struct Packed {
+  std::vector<char> pickled;
+  std::vector<int64_t> metas;     // per table tensor: dtype, requires_grad, rank, sizes
+  std::vector<at::Tensor> data;   // contiguous CPU tensors
+  int64_t data_bytes = 0;
+  int64_t MetasAt() const { return RoundUp8(int64_t(pickled.size())); }
+  int64_t DataAt() const { return MetasAt() + int64_t(metas.size() * sizeof(int64_t)); }
+  int64_t Bytes() const { return DataAt() + data_bytes; }
+};
 
-void SendMessage(ProcessGroup& group, int dst, int tag, const WireMessage& message) {
+Packed Pack(const WireMessage& message) {
   std::vector<c10::IValue> grads;
   for (const auto& per_value : message.grads) {
     std::vector<c10::IValue> items;
@@ -41,44 +56,36 @@ void SendMessage(ProcessGroup& group, int dst, int tag, const WireMessage& messa
   const c10::IValue body = c10::ivalue::Tuple::create({message.microbatch, c10::ivalue::Tuple::create(std::move(values)),
                                                        c10::ivalue::Tuple::create(std::move(grads)),
                                                        c10::IValue(uninitialized)});
+  Packed packed;
   std::vector<at::Tensor> table;
-  const std::vector<char> pickled = torch::jit::pickle(body, &table);
+  packed.pickled = torch::jit::pickle(body, &table);
   // Per tensor: dtype, requires_grad, dimensions, then the sizes.
-  std::vector<int64_t> metas;
-  std::vector<at::Tensor> data;
-  int64_t data_bytes = 0;
   for (const at::Tensor& t : table) {
     if (t.layout() != at::kStrided) throw InputError("only dense tensors can go between processes");
-    metas.insert(metas.end(), {int64_t(t.scalar_type()), int64_t(t.requires_grad()), t.dim()});
-    metas.insert(metas.end(), t.sizes().begin(), t.sizes().end());
-    data.push_back(t.detach().to(at::kCPU).contiguous());
-    data_bytes += int64_t(data.back().nbytes());
+    packed.metas.insert(packed.metas.end(), {int64_t(t.scalar_type()), int64_t(t.requires_grad()), t.dim()});
+    packed.metas.insert(packed.metas.end(), t.sizes().begin(), t.sizes().end());
+    packed.data.push_back(t.detach().to(at::kCPU).contiguous());
+    packed.data_bytes += int64_t(packed.data.back().nbytes());
   }
-  const int64_t metas_at = RoundUp8(int64_t(pickled.size()));
-  const int64_t data_at = metas_at + int64_t(metas.size() * sizeof(int64_t));
-  at::Tensor buffer = at::empty({data_at + data_bytes}, at::kByte);
-  char* out = static_cast<char*>(buffer.data_ptr());
-  std::memcpy(out, pickled.data(), pickled.size());
-  if (!metas.empty()) std::memcpy(out + metas_at, metas.data(), metas.size() * sizeof(int64_t));
-  int64_t offset = data_at;
-  for (const at::Tensor& t : data) {
+  return packed;
+}
+
+// Copies the message's Bytes() to `out`.
+void Write(const Packed& packed, char* out) {
+  std::memcpy(out, packed.pickled.data(), packed.pickled.size());
+  if (!packed.metas.empty()) std::memcpy(out + packed.MetasAt(), packed.metas.data(), packed.metas.size() * sizeof(int64_t));
+  int64_t offset = packed.DataAt();
+  for (const at::Tensor& t : packed.data) {
     if (t.nbytes() > 0) std::memcpy(out + offset, t.data_ptr(), t.nbytes());
     offset += int64_t(t.nbytes());
   }
-  group.Send(dst, tag, at::tensor({int64_t(pickled.size()), int64_t(metas.size()), buffer.numel()}, at::kLong));
-  if (buffer.numel() > 0) group.Send(dst, tag, buffer);
 }
 
-WireMessage ReceiveMessage(ProcessGroup& group, int src, int tag) {
-  at::Tensor sizes = at::empty({3}, at::kLong);
-  group.Receive(src, tag, sizes);
-  const int64_t body_bytes = sizes[0].item<int64_t>(), meta_count = sizes[1].item<int64_t>();
-  at::Tensor buffer = at::empty({sizes[2].item<int64_t>()}, at::kByte);
-  if (buffer.numel() > 0) group.Receive(src, tag, buffer);
-  const char* in = static_cast<const char*>(buffer.data_ptr());
+// The message in the `bytes` at `in`, whose body and metadata Pack sized.
+WireMessage Read(const char* in, int64_t bytes, int64_t body_bytes, int64_t meta_count, int src) {
   const int64_t metas_at = RoundUp8(body_bytes);
   int64_t offset = metas_at + meta_count * int64_t(sizeof(int64_t));
-  if (body_bytes < 0 || meta_count < 0 || offset > buffer.numel()) {
+  if (body_bytes < 0 || meta_count < 0 || offset > bytes) {
     throw InternalError(Concat("a message from rank ", src, " that does not add up"));
   }
   std::vector<int64_t> metas(static_cast<size_t>(meta_count));
@@ -90,7 +97,7 @@ WireMessage ReceiveMessage(ProcessGroup& group, int src, int tag) {
     const std::vector<int64_t> shape(metas.begin() + m + 3, metas.begin() + m + 3 + metas[m + 2]);
     m += 3 + shape.size();
     at::Tensor t = at::empty(shape, dtype);
-    if (offset + int64_t(t.nbytes()) > buffer.numel()) {
+    if (offset + int64_t(t.nbytes()) > bytes) {
       throw InternalError(Concat("a message from rank ", src, " that does not add up"));
     }
     if (t.nbytes() > 0) std::memcpy(t.data_ptr(), in + offset, t.nbytes());
@@ -109,6 +116,75 @@ WireMessage ReceiveMessage(ProcessGroup& group, int src, int tag) {
     for (const c10::IValue& g : per_value.toTupleRef().elements()) grads.push_back(g.isNone() ? at::Tensor() : g.toTensor());
   }
   return message;
+}
+
+// A WireStream transfer's first bytes: what it holds, and sizes.
+enum : int64_t { kMessage = 1, kGrow = 2 };
+constexpr int64_t kHeaderWords = 4;  // kind, then body bytes, metadata entries, message bytes (kGrow: the new capacity)
+constexpr int64_t kHeaderBytes = kHeaderWords * int64_t(sizeof(int64_t));
+
+}  // namespace
+
+void SendMessage(ProcessGroup& group, int dst, int tag, const WireMessage& message) {
+  const Packed packed = Pack(message);
+  at::Tensor buffer = at::empty({packed.Bytes()}, at::kByte);
+  Write(packed, static_cast<char*>(buffer.data_ptr()));
+  group.Send(dst, tag, at::tensor({int64_t(packed.pickled.size()), int64_t(packed.metas.size()), buffer.numel()}, at::kLong));
+  if (buffer.numel() > 0) group.Send(dst, tag, buffer);
+}
+
+WireMessage ReceiveMessage(ProcessGroup& group, int src, int tag) {
+  at::Tensor sizes = at::empty({3}, at::kLong);
+  group.Receive(src, tag, sizes);
+  at::Tensor buffer = at::empty({sizes[2].item<int64_t>()}, at::kByte);
+  if (buffer.numel() > 0) group.Receive(src, tag, buffer);
+  return Read(static_cast<const char*>(buffer.data_ptr()), buffer.numel(), sizes[0].item<int64_t>(),
+              sizes[1].item<int64_t>(), src);
+}
+
+WireStream::WireStream(ProcessGroup& group, int peer, int tag)
+    : group_(group), peer_(peer), tag_(tag), buffer_(at::empty({kHeaderBytes}, at::kByte)) {}
+
+void WireStream::Send(const WireMessage& message) {
+  const Packed packed = Pack(message);
+  const int64_t bytes = kHeaderBytes + packed.Bytes();
+  if (bytes > buffer_.numel()) {  // the peer expects the old size: tell it the new one there
+    int64_t* header = static_cast<int64_t*>(buffer_.data_ptr());
+    std::fill(header, header + kHeaderWords, 0);
+    header[0] = kGrow;
+    header[1] = bytes;
+    group_.Send(peer_, tag_, buffer_);
+    buffer_ = at::empty({bytes}, at::kByte);
+  }
+  int64_t* header = static_cast<int64_t*>(buffer_.data_ptr());
+  header[0] = kMessage;
+  header[1] = int64_t(packed.pickled.size());
+  header[2] = int64_t(packed.metas.size());
+  header[3] = packed.Bytes();
+  Write(packed, static_cast<char*>(buffer_.data_ptr()) + kHeaderBytes);
+  group_.Send(peer_, tag_, buffer_);  // the rest of a larger buffer goes as it is
+}
+
+WireMessage WireStream::Receive() {
+  group_.Receive(peer_, tag_, buffer_);
+  const int64_t* header = static_cast<int64_t*>(buffer_.data_ptr());
+  if (header[0] == kGrow) {
+    if (header[1] <= buffer_.numel()) throw InternalError(Concat("a message from rank ", peer_, " that does not add up"));
+    buffer_ = at::empty({header[1]}, at::kByte);
+    group_.Receive(peer_, tag_, buffer_);
+    header = static_cast<const int64_t*>(buffer_.data_ptr());
+  }
+  if (header[0] != kMessage || header[3] > buffer_.numel() - kHeaderBytes) {
+    throw InternalError(Concat("a message from rank ", peer_, " that does not add up"));
+  }
+  return Read(static_cast<const char*>(buffer_.data_ptr()) + kHeaderBytes, header[3], header[1], header[2], peer_);
+}
+
+WireStream& WireStreams::At(int peer, int tag) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& stream = streams_[{peer, tag}];
+  if (!stream) stream = std::make_unique<WireStream>(group_, peer, tag);
+  return *stream;
 }
 
 }  // namespace mp

@@ -3,7 +3,6 @@
 #include "executor/runtime/bridges.h"
 
 #include "common/error.h"
-#include "executor/process_group.h"
 #include "executor/runtime/wire_tags.h"
 #include "executor/wire.h"
 
@@ -33,27 +32,27 @@ Envelope FromWire(WireMessage message, const std::vector<BoundaryValue>& keys) {
 }
 
 // `stage` is the local stage a failure is reported for.
-void SendBridge(Channel<Envelope>& channel, ProcessGroup& group, int peer, int tag,
-                const std::vector<BoundaryValue>& keys, int microbatches, int stage, Failure& failure) {
+void SendBridge(Channel<Envelope>& channel, WireStream& stream, const std::vector<BoundaryValue>& keys,
+                int microbatches, int stage, Failure& failure) {
   int current = -1;
   try {
     for (int n = 0; n < microbatches; ++n) {
       std::optional<Envelope> envelope = channel.Receive();
       if (!envelope) return;
       current = envelope->microbatch;
-      SendMessage(group, peer, tag, ToWire(std::move(*envelope), keys));
+      stream.Send(ToWire(std::move(*envelope), keys));
     }
   } catch (...) {
     failure.Record(stage, current, std::current_exception());
   }
 }
 
-void ReceiveBridge(Channel<Envelope>& channel, ProcessGroup& group, int peer, int tag,
-                   const std::vector<BoundaryValue>& keys, int microbatches, int stage, Failure& failure) {
+void ReceiveBridge(Channel<Envelope>& channel, WireStream& stream, const std::vector<BoundaryValue>& keys,
+                   int microbatches, int stage, Failure& failure) {
   int current = -1;
   try {
     for (int n = 0; n < microbatches; ++n) {
-      Envelope envelope = FromWire(ReceiveMessage(group, peer, tag), keys);
+      Envelope envelope = FromWire(stream.Receive(), keys);
       current = envelope.microbatch;
       if (!channel.Send(std::move(envelope))) return;
     }
@@ -68,8 +67,7 @@ std::vector<std::function<void()>> BridgeJobs(Links& links, const Distribution& 
                                               const std::vector<std::vector<BoundaryValue>>& boundary,
                                               int microbatches, bool training, Failure& failure) {
   std::vector<std::function<void()>> jobs;
-  ProcessGroup& group = *dist.group;
-  const int rank = group.rank();
+  const int rank = dist.group->rank();
   for (int b = 0; b < int(boundary.size()); ++b) {
     const int here = dist.owner.at(b), there = dist.owner.at(b + 1);
     if (here == there || (here != rank && there != rank)) continue;
@@ -77,24 +75,15 @@ std::vector<std::function<void()>> BridgeJobs(Links& links, const Distribution& 
     Channel<Envelope>* forward = &links.Forward(b);
     Channel<Envelope>* backward = &links.Backward(b);
     const int M = microbatches;
+    const int peer = here == rank ? there : here;
+    WireStream* ahead = &dist.streams->At(peer, ForwardTag(b));
+    WireStream* back = &dist.streams->At(peer, BackwardTag(b));
     if (here == rank) {
-      jobs.push_back([=, &group, &keys, &failure] {
-        SendBridge(*forward, group, there, ForwardTag(b), keys, M, b, failure);
-      });
-      if (training) {
-        jobs.push_back([=, &group, &keys, &failure] {
-          ReceiveBridge(*backward, group, there, BackwardTag(b), keys, M, b, failure);
-        });
-      }
+      jobs.push_back([=, &keys, &failure] { SendBridge(*forward, *ahead, keys, M, b, failure); });
+      if (training) jobs.push_back([=, &keys, &failure] { ReceiveBridge(*backward, *back, keys, M, b, failure); });
     } else {
-      jobs.push_back([=, &group, &keys, &failure] {
-        ReceiveBridge(*forward, group, here, ForwardTag(b), keys, M, b + 1, failure);
-      });
-      if (training) {
-        jobs.push_back([=, &group, &keys, &failure] {
-          SendBridge(*backward, group, here, BackwardTag(b), keys, M, b + 1, failure);
-        });
-      }
+      jobs.push_back([=, &keys, &failure] { ReceiveBridge(*forward, *ahead, keys, M, b + 1, failure); });
+      if (training) jobs.push_back([=, &keys, &failure] { SendBridge(*backward, *back, keys, M, b + 1, failure); });
     }
   }
   return jobs;
