@@ -16,23 +16,45 @@ namespace mp {
 namespace {
 
 
+int64_t ReadyNs(const PipelineRun& run, size_t s) {
+  return s < run.allreduce_ready_ns.size() ? run.allreduce_ready_ns[s] : 0;
+}
+
 c10::IValue Pack(const PipelineRun& run, const Distribution& dist, int rank) {
-  std::vector<c10::IValue> stages;
+  std::vector<c10::IValue> stages, ready;
   for (size_t s = 0; s < run.busy_ms.size(); ++s) {
-    if (dist.owner.at(s) != rank || dist.replica != 0) continue;  // replica 0 speaks for the stages
+    if (dist.owner.at(s) != rank) continue;
+    if (dist.replica != 0) {  // replica 0 speaks for the stages; the others say when they were ready
+      if (ReadyNs(run, s) != 0) ready.push_back(c10::ivalue::Tuple::create({int64_t(s), ReadyNs(run, s)}));
+      continue;
+    }
     std::vector<c10::IValue> events;
     for (const TimedAction& e : run.events[s]) {
       events.push_back(c10::ivalue::Tuple::create(
           {int64_t(e.action.kind), int64_t(e.action.microbatch), c10::ivalue::Tuple::create({e.start_ms, e.end_ms})}));
     }
     const double allreduce = s < run.allreduce_ms.size() ? run.allreduce_ms[s] : 0.0;
-    stages.push_back(c10::ivalue::Tuple::create({int64_t(s), c10::ivalue::Tuple::create({run.busy_ms[s], allreduce}),
-                                                 c10::ivalue::Tuple::create(events)}));
+    stages.push_back(c10::ivalue::Tuple::create(
+        {int64_t(s), c10::ivalue::Tuple::create({run.busy_ms[s], allreduce, ReadyNs(run, s)}),
+         c10::ivalue::Tuple::create(events)}));
   }
   // Tuples of at most 3: GCC 12 misreads IValue's inline tuple storage past that (-Warray-bounds).
-  return c10::ivalue::Tuple::create({c10::ivalue::Tuple::create({run.start_ns, run.step_ms}),
-                                     c10::ivalue::Tuple::create({run.loss, run.peak_heap_bytes}),
-                                     c10::ivalue::Tuple::create(stages)});
+  return c10::ivalue::Tuple::create(
+      {c10::ivalue::Tuple::create({run.start_ns, run.step_ms}),
+       c10::ivalue::Tuple::create({run.loss, run.peak_heap_bytes, c10::ivalue::Tuple::create(ready)}),
+       c10::ivalue::Tuple::create(stages)});
+}
+
+// A replica's stage was ready at `ready_ns`: replica 0's all-reduce began
+// no earlier, and what it measured before is its wait for that replica's
+// backward, the step's imbalance and not the transfer the plan predicts
+// (GPT's all-reduce read 2-5x its prediction with the wait in it).
+void LaterReady(PipelineRun& run, size_t s, int64_t ready_ns) {
+  if (s >= run.allreduce_ready_ns.size() || run.allreduce_ready_ns[s] == 0 || ready_ns <= run.allreduce_ready_ns[s]) {
+    return;
+  }
+  run.allreduce_ms[s] = std::max(0.0, run.allreduce_ms[s] - double(ready_ns - run.allreduce_ready_ns[s]) / 1e6);
+  run.allreduce_ready_ns[s] = ready_ns;
 }
 
 // Adds a rank's step to rank 0's: its stages' figures, on one clock. The
@@ -54,13 +76,22 @@ void Merge(const c10::IValue& packed, PipelineRun& run) {
   run.step_ms = std::max(run.step_ms, offset_ms + times[1].toDouble());
   run.loss += sums[0].toDouble();
   run.peak_heap_bytes = std::max(run.peak_heap_bytes, sums[1].toInt());
+  run.allreduce_ms.resize(run.busy_ms.size());
+  run.allreduce_ready_ns.resize(run.busy_ms.size());
+  // Other replicas' readiness: rank 0 merges the ranks in order, so replica
+  // 0's figures for the stage (its ranks come first) are in by now.
+  std::vector<std::pair<size_t, int64_t>> ready;
+  for (const c10::IValue& stage : sums[2].toTupleRef().elements()) {
+    const auto& st = stage.toTupleRef().elements();
+    ready.push_back({size_t(st[0].toInt()), st[1].toInt()});
+  }
   for (const c10::IValue& stage : t[2].toTupleRef().elements()) {
     const auto& st = stage.toTupleRef().elements();
     const size_t s = size_t(st[0].toInt());
     const auto& times = st[1].toTupleRef().elements();
     run.busy_ms.at(s) = times[0].toDouble();
-    run.allreduce_ms.resize(run.busy_ms.size());
     run.allreduce_ms.at(s) = times[1].toDouble();
+    run.allreduce_ready_ns.at(s) = times[2].toInt();
     run.events.at(s).clear();
     for (const c10::IValue& event : st[2].toTupleRef().elements()) {
       const auto& e = event.toTupleRef().elements();
@@ -69,6 +100,7 @@ void Merge(const c10::IValue& packed, PipelineRun& run) {
                                span[0].toDouble() + offset_ms, span[1].toDouble() + offset_ms});
     }
   }
+  for (const auto& [s, ready_ns] : ready) LaterReady(run, s, ready_ns);
 }
 
 }  // namespace

@@ -176,7 +176,13 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
     run.outputs = GatherOutputs(loaded, dist, std::move(results.made));
     return run;
   }
-  run.allreduce_ms = SyncGradients(loaded, dist);
+  run.allreduce_ms.assign(K, 0);
+  run.allreduce_ready_ns.assign(K, 0);
+  const std::vector<AllReduceSpan> spans = SyncGradients(loaded, dist);
+  for (size_t s = 0; s < spans.size(); ++s) {
+    run.allreduce_ready_ns[s] = spans[s].ready_ns;
+    run.allreduce_ms[s] = double(spans[s].end_ns - spans[s].ready_ns) / 1e6;
+  }
   if (dist && dist->replicas > 1) run.step_ms = MsSince(start);  // the plan's step ends after it too
   if (training->sgd) StepOptimizer(loaded, dist, *training->sgd);
   for (const auto& stage_losses : results.losses) {

@@ -78,7 +78,12 @@ struct PipelineRun {
   double step_ms = 0;                // wall time of the step
   int64_t start_ns = 0;              // when it started: steady clock, common to a host's processes
   std::vector<double> busy_ms;       // per stage: time in its forwards and backwards
-  std::vector<double> allreduce_ms;  // per stage: its gradient all-reduce among replicas (0 without)
+  // Per stage: its gradient all-reduce among replicas (0 without), from
+  // when the last replica was ready to its end; each rank alone knows its
+  // own readiness (`allreduce_ready_ns`), so before GatherRuns this counts
+  // from there, the wait for the other replicas' backward included.
+  std::vector<double> allreduce_ms;
+  std::vector<int64_t> allreduce_ready_ns;  // steady clock; 0 where none ran
   std::vector<std::vector<TimedAction>> events;  // per stage, in the order run
   int64_t peak_heap_bytes = -1;      // CPU heap in use at its highest (HeapSampler); -1: not sampled or unknown
   // Per program (device) of the plan: the most its worker's tensors added

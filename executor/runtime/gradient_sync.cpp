@@ -54,20 +54,9 @@ void SumGradients(ProcessGroup& group, const std::vector<LiftedTensor>& params, 
   }
 }
 
-// When the last of `group`'s ranks was ready (`ready` here), on the clock
-// steady_clock keeps for every process of this host (CLOCK_MONOTONIC): one
-// slot per rank, summed. After the all-reduce, so that it delays nothing.
-std::chrono::steady_clock::time_point LastReady(ProcessGroup& group, std::chrono::steady_clock::time_point ready) {
-  at::Tensor when = at::zeros({group.size()}, at::kDouble);
-  when[group.rank()] = double(ready.time_since_epoch().count());
-  group.AllReduceSum(when);
-  const auto last = std::chrono::steady_clock::duration(int64_t(when.max().item<double>()));
-  return std::max(ready, std::chrono::steady_clock::time_point(last));
-}
-
 }  // namespace
 
-std::vector<double> SyncGradients(const LoadedPlan& loaded, const Distribution* dist) {
+std::vector<AllReduceSpan> SyncGradients(const LoadedPlan& loaded, const Distribution* dist) {
   const CanonicalGraph& canonical = loaded.canonical;
   const StageLayout& layout = loaded.layout;
   at::NoGradGuard no_grad;
@@ -76,8 +65,8 @@ std::vector<double> SyncGradients(const LoadedPlan& loaded, const Distribution* 
     at::Tensor& grad = canonical.params[i].tensor.mutable_grad();
     grad = grad.defined() ? grad + alias.grad() : alias.grad().clone();
   }
-  std::vector<double> allreduce_ms(loaded.stages.size(), 0);
-  if (!dist) return allreduce_ms;
+  std::vector<AllReduceSpan> spans(loaded.stages.size());
+  if (!dist) return spans;
   const int rank = dist->group->rank();
   const auto ranks_using = RanksUsing(loaded, dist);
   // Tied parameters over every rank: with replicas that sums every
@@ -101,14 +90,10 @@ std::vector<double> SyncGradients(const LoadedPlan& loaded, const Distribution* 
                  Concat("stage ", s, ": adding up its gradients over the ", dist->replicas, " replicas"));
     const auto end = std::chrono::steady_clock::now();
     if (own.empty()) continue;
-    // The all-reduce itself, from when the last replica was ready: before
-    // that this rank waits for the others' backward, which is the step's
-    // imbalance and not the transfer the plan predicts (GPT's all-reduce
-    // read 2-5x its prediction with the wait in it).
-    const auto last = LastReady(*group, begin);
-    allreduce_ms[s] = std::max(0.0, std::chrono::duration<double, std::milli>(end - last).count());
+    spans[s] = {std::chrono::duration_cast<std::chrono::nanoseconds>(begin.time_since_epoch()).count(),
+                std::chrono::duration_cast<std::chrono::nanoseconds>(end.time_since_epoch()).count()};
   }
-  return allreduce_ms;
+  return spans;
 }
 
 void StepOptimizer(const LoadedPlan& loaded, const Distribution* dist, Sgd& sgd) {

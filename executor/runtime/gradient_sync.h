@@ -4,6 +4,7 @@
 // it was (BatchNorm's running statistics excepted: the forward updates them).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "executor/loaded_plan.h"
@@ -15,9 +16,14 @@ namespace mp {
 // Distribution, a parameter read by stages of several ranks gets the sum of
 // their gradients on every one, and each of this rank's stages sums its
 // gradients over its replicas (the loss is normalised by the whole batch,
-// so the sum is the whole batch's gradient). Returns each stage's
-// all-reduce time in ms (0 where none ran).
-std::vector<double> SyncGradients(const LoadedPlan& loaded, const Distribution* dist);
+// so the sum is the whole batch's gradient). Returns, per stage, when this
+// rank's copy was ready to all-reduce and when the all-reduce ended (zeros
+// where none ran): the all-reduce itself starts when the last replica is
+// ready, which GatherRuns learns from the other ranks' runs.
+struct AllReduceSpan {
+  int64_t ready_ns = 0, end_ns = 0;  // steady clock, common to a host's processes
+};
+std::vector<AllReduceSpan> SyncGradients(const LoadedPlan& loaded, const Distribution* dist);
 
 // SGD on every parameter this rank's stages read, once.
 void StepOptimizer(const LoadedPlan& loaded, const Distribution* dist, Sgd& sgd);

@@ -29,11 +29,11 @@ bool GatherReplica(const Distribution& dist, Made& made, int leader) {
           }
         }
       }
-      SendMessage(*dist.group, leader, kOutputsTag, message);
+      dist.streams->At(leader, kOutputsTag).Send(message);
       return false;
     }
     for (int r = leader + 1; r < leader + dist.ranks_per_replica; ++r) {
-      for (const c10::IValue& item : ReceiveMessage(*dist.group, r, kOutputsTag).values) {
+      for (const c10::IValue& item : dist.streams->At(r, kOutputsTag).Receive().values) {
         const auto& t = item.toTupleRef().elements();
         made.at(t[0].toInt()).at(t[1].toInt()).emplace(size_t(t[2].toInt()), t[3]);
       }
@@ -78,12 +78,12 @@ std::vector<c10::IValue> GatherOutputs(const LoadedPlan& loaded, const Distribut
     if (dist->group->rank() != 0) {
       WireMessage message;
       message.values = std::move(outputs);
-      SendMessage(*dist->group, 0, kReplicaOutputsTag, message);
+      dist->streams->At(0, kReplicaOutputsTag).Send(message);
       return {};
     }
     std::vector<std::vector<c10::IValue>> replicas = {std::move(outputs)};
     for (int r = 1; r < dist->replicas; ++r) {
-      replicas.push_back(ReceiveMessage(*dist->group, r * dist->ranks_per_replica, kReplicaOutputsTag).values);
+      replicas.push_back(dist->streams->At(r * dist->ranks_per_replica, kReplicaOutputsTag).Receive().values);
     }
     return JoinMicrobatches(replicas, loaded.output_layout.batch_dims);
   } catch (const InputError&) {
