@@ -115,8 +115,10 @@ void CheckOutputFiles(const ExecCommandRequest& request, bool training, const st
   }
 }
 
-// Each stage's busy time in the median step against the plan's.
-nlohmann::json StagesJson(const Plan& plan, const PipelineRun& run, double predicted, const PlannedDevices& planned) {
+// Each stage's busy time in the median step against the plan's, and its
+// all-reduce (`allreduce_ms`, the median over the steps).
+nlohmann::json StagesJson(const Plan& plan, const PipelineRun& run, const std::vector<double>& allreduce_ms,
+                          double predicted, const PlannedDevices& planned) {
   nlohmann::json stages = nlohmann::json::array();
   for (size_t s = 0; s < run.busy_ms.size(); ++s) {
     const double predicted_busy = plan.stages[s].busy_fraction * predicted;
@@ -128,7 +130,7 @@ nlohmann::json StagesJson(const Plan& plan, const PipelineRun& run, double predi
                       {"predicted_busy_fraction", plan.stages[s].busy_fraction},
                       {"predicted_peak_memory_bytes", plan.stages[s].peak_memory_bytes}});
     if (plan.replicas > 1 && plan.training) {
-      stages.back()["allreduce_ms"] = s < run.allreduce_ms.size() ? run.allreduce_ms[s] : 0.0;
+      stages.back()["allreduce_ms"] = s < allreduce_ms.size() ? allreduce_ms[s] : 0.0;
       stages.back()["predicted_allreduce_ms"] = plan.stages[s].allreduce_ms;
     }
   }
@@ -142,6 +144,10 @@ struct TimedSteps {
   std::vector<double> steps_ms;     // their times
   std::vector<double> losses;       // every step's, warm-up included
   size_t median = 0;                // into runs: the median step by wall time
+  // Per stage: the median of its all-reduce over the timed steps. The
+  // median step's own was noisy: the ConvNet's small one read 0.6 to 6.1 ms
+  // over 20 steps, and the bench took 2.6 for it one time.
+  std::vector<double> allreduce_ms;
   int64_t peak_heap_bytes = -1;     // of the steps that sampled it (RunExecCommand)
   std::vector<int64_t> device_step_peak_bytes;  // per device, likewise (PipelineRun's)
 
@@ -167,6 +173,12 @@ TimedSteps Summarise(std::vector<PipelineRun> all, int warmup) {
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.runs[a].step_ms < t.runs[b].step_ms; });
   t.median = order[order.size() / 2];
+  for (size_t s = 0; s < t.runs[t.median].allreduce_ms.size(); ++s) {
+    std::vector<double> each;
+    for (const PipelineRun& run : t.runs) each.push_back(s < run.allreduce_ms.size() ? run.allreduce_ms[s] : 0.0);
+    std::nth_element(each.begin(), each.begin() + std::ptrdiff_t(each.size() / 2), each.end());
+    t.allreduce_ms.push_back(each[each.size() / 2]);
+  }
   return t;
 }
 
@@ -329,7 +341,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
       CompareDeviceMemory(loaded, timed.device_step_peak_bytes, training ? &exec.optimizer() : nullptr);
   nlohmann::json out = {{"plan", request.plan},
                         {"mode", training ? "train" : "infer"},
-                        {"stages", StagesJson(plan, run, predicted, planned)},
+                        {"stages", StagesJson(plan, run, timed.allreduce_ms, predicted, planned)},
                         {"microbatches", plan.microbatches},
                         {"microbatch_size", plan.microbatch_size},
                         {"batch", plan.batch},
