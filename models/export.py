@@ -404,9 +404,10 @@ def squeezenet():
 
 
 # heldout/NAME.script.pt: torchvision classifiers at small inputs that the
-# fidelity benchmark (bench_exec) plans and runs as a user would; nothing
-# was tuned on them. Kept out of the folder the tests sweep, for CI time;
-# one test trains each over 2 stages (tests/executor/test_training.cpp).
+# fidelity benchmark (bench_exec) plans and runs as a user would, and
+# pytorch/examples' word language model; nothing was tuned on them. Kept
+# out of the folder the tests sweep, for CI time; one test trains each over
+# 2 stages (tests/executor/test_training.cpp).
 HELDOUT = {
     "mobilenet_v2": (mobilenet_v2, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
     "resnet18": (resnet18, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),

@@ -293,7 +293,7 @@ TEST_CASE("a multi-layer LSTM or GRU with dropout runs as a call per layer: mask
   CHECK_FALSE(at::equal(a[3], expected[3]));
 }
 
-TEST_CASE("a recurrent op whose dropout draws nothing is left whole; a computed layer count is named") {
+TEST_CASE("a recurrent op whose dropout draws nothing is left whole, and a computed layer count is named") {
   const std::string head = R"IR(
 graph(%x : Tensor, %h : Tensor, %w0 : Tensor, %w1 : Tensor, %w2 : Tensor, %w3 : Tensor, %n : int):
   %t : bool = prim::Constant[value=1]()
