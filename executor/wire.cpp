@@ -73,7 +73,9 @@ Packed Pack(const WireMessage& message) {
 // Copies the message's Bytes() to `out`.
 void Write(const Packed& packed, char* out) {
   std::memcpy(out, packed.pickled.data(), packed.pickled.size());
-  if (!packed.metas.empty()) std::memcpy(out + packed.MetasAt(), packed.metas.data(), packed.metas.size() * sizeof(int64_t));
+  if (!packed.metas.empty()) {
+    std::memcpy(out + packed.MetasAt(), packed.metas.data(), packed.metas.size() * sizeof(int64_t));
+  }
   int64_t offset = packed.DataAt();
   for (const at::Tensor& t : packed.data) {
     // LibTorch's copy, not a memcpy of ours: it gathers a strided tensor in
@@ -117,7 +119,9 @@ WireMessage Read(const char* in, int64_t bytes, int64_t body_bytes, int64_t meta
   for (int64_t i : items.at(3).toIntVector()) message.values.at(size_t(i)) = c10::IValue::uninitialized();
   for (const c10::IValue& per_value : items.at(2).toTupleRef().elements()) {
     std::vector<at::Tensor>& grads = message.grads.emplace_back();
-    for (const c10::IValue& g : per_value.toTupleRef().elements()) grads.push_back(g.isNone() ? at::Tensor() : g.toTensor());
+    for (const c10::IValue& g : per_value.toTupleRef().elements()) {
+      grads.push_back(g.isNone() ? at::Tensor() : g.toTensor());
+    }
   }
   return message;
 }
@@ -133,7 +137,8 @@ void SendMessage(ProcessGroup& group, int dst, int tag, const WireMessage& messa
   const Packed packed = Pack(message);
   at::Tensor buffer = at::empty({packed.Bytes()}, at::kByte);
   Write(packed, static_cast<char*>(buffer.data_ptr()));
-  group.Send(dst, tag, at::tensor({int64_t(packed.pickled.size()), int64_t(packed.metas.size()), buffer.numel()}, at::kLong));
+  const std::vector<int64_t> sizes = {int64_t(packed.pickled.size()), int64_t(packed.metas.size()), buffer.numel()};
+  group.Send(dst, tag, at::tensor(sizes, at::kLong));
   if (buffer.numel() > 0) group.Send(dst, tag, buffer);
 }
 
@@ -173,7 +178,9 @@ WireMessage WireStream::Receive() {
   group_.Receive(peer_, tag_, buffer_);
   const int64_t* header = static_cast<int64_t*>(buffer_.data_ptr());
   if (header[0] == kGrow) {
-    if (header[1] <= buffer_.numel()) throw InternalError(Concat("a message from rank ", peer_, " that does not add up"));
+    if (header[1] <= buffer_.numel()) {
+      throw InternalError(Concat("a message from rank ", peer_, " that does not add up"));
+    }
     buffer_ = at::empty({header[1]}, at::kByte);
     group_.Receive(peer_, tag_, buffer_);
     header = static_cast<const int64_t*>(buffer_.data_ptr());

@@ -106,9 +106,13 @@ void Split(Graph& graph, Node* node) {
     for (size_t o = 0; o < node->outputs().size(); ++o) call->output(o)->setType(node->output(o)->type());
     call->copyMetadata(node);
     graph.insertNode(call);
-    if (!call->maybeSchema()) throw InternalError(Concat("a layer of ", node->kind().toQualString(), " matches no operator"));
+    if (!call->maybeSchema()) {
+      throw InternalError(Concat("a layer of ", node->kind().toQualString(), " matches no operator"));
+    }
     current = call->output(0);
-    if (l + 1 < layers) current = Insert(graph, "aten::dropout", {current, node->input(p_at), node->input(train_at)}, node);
+    if (l + 1 < layers) {
+      current = Insert(graph, "aten::dropout", {current, node->input(p_at), node->input(train_at)}, node);
+    }
     for (size_t s = 0; s < states.size(); ++s) finals[s].push_back(call->output(s + 1));
   }
   node->output(0)->replaceAllUsesWith(current);

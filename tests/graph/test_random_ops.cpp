@@ -221,7 +221,8 @@ graph(%x : Tensor, %h : Tensor, %c : Tensor, %g : Tensor, %p : float,
   %two : int = prim::Constant[value=2]()
   %three : int = prim::Constant[value=3]()
   %hx : Tensor[] = prim::ListConstruct(%h, %c)
-  %aw : Tensor[] = prim::ListConstruct(%a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7, %a8, %a9, %a10, %a11, %a12, %a13, %a14, %a15)
+  %aw : Tensor[] = prim::ListConstruct(%a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7,
+                                       %a8, %a9, %a10, %a11, %a12, %a13, %a14, %a15)
   %y : Tensor, %hy : Tensor, %cy : Tensor = aten::lstm(%x, %hx, %aw, %t, %two, %p, %t, %t, %f)
   %bw : Tensor[] = prim::ListConstruct(%b0, %b1, %b2, %b3, %b4, %b5)
   %z : Tensor, %gy : Tensor = aten::gru(%y, %g, %bw, %f, %three, %p, %t, %f, %f)
@@ -235,7 +236,8 @@ std::vector<c10::IValue> RecurrentInputs(double p) {
                                  p};
   for (int64_t layer = 0; layer < 2; ++layer) {  // LSTM: per layer, per direction w_ih, w_hh, b_ih, b_hh
     for (int d = 0; d < 2; ++d) {
-      for (const auto& shape : std::vector<std::vector<int64_t>>{{4 * H, layer == 0 ? I : 2 * H}, {4 * H, H}, {4 * H}, {4 * H}}) {
+      const std::vector<std::vector<int64_t>> shapes = {{4 * H, layer == 0 ? I : 2 * H}, {4 * H, H}, {4 * H}, {4 * H}};
+      for (const auto& shape : shapes) {
         in.push_back(at::randn(shape) * 0.5);
       }
     }
@@ -255,7 +257,7 @@ std::vector<at::Tensor> Tensors(const std::vector<c10::IValue>& values) {
 
 }  // namespace
 
-TEST_CASE("a multi-layer LSTM or GRU with dropout runs as a call per layer: masks of its own, the same values without") {
+TEST_CASE("a multi-layer LSTM or GRU with dropout runs a call per layer: masks of its own, the same values without") {
   auto whole = std::make_shared<torch::jit::Graph>();
   torch::jit::parseIR(kRecurrent, whole.get());
   auto split = whole->copy();
