@@ -78,12 +78,11 @@ void Merge(const c10::IValue& packed, PipelineRun& run) {
   run.peak_heap_bytes = std::max(run.peak_heap_bytes, sums[1].toInt());
   run.allreduce_ms.resize(run.busy_ms.size());
   run.allreduce_ready_ns.resize(run.busy_ms.size());
-  // Other replicas' readiness: rank 0 merges the ranks in order, so replica
-  // 0's figures for the stage (its ranks come first) are in by now.
-  std::vector<std::pair<size_t, int64_t>> ready;
+  // Another replica's readiness (its rank sends no stages): rank 0 merges
+  // the ranks in order, so replica 0's figures for the stage are in by now.
   for (const c10::IValue& stage : sums[2].toTupleRef().elements()) {
     const auto& st = stage.toTupleRef().elements();
-    ready.push_back({size_t(st[0].toInt()), st[1].toInt()});
+    LaterReady(run, size_t(st[0].toInt()), st[1].toInt());
   }
   for (const c10::IValue& stage : t[2].toTupleRef().elements()) {
     const auto& st = stage.toTupleRef().elements();
@@ -100,7 +99,6 @@ void Merge(const c10::IValue& packed, PipelineRun& run) {
                                span[0].toDouble() + offset_ms, span[1].toDouble() + offset_ms});
     }
   }
-  for (const auto& [s, ready_ns] : ready) LaterReady(run, s, ready_ns);
 }
 
 }  // namespace

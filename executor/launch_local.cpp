@@ -39,20 +39,6 @@ using Clock = std::chrono::steady_clock;
 volatile std::sig_atomic_t g_stop = 0;
 void OnStop(int signal) { g_stop = signal; }
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw Error(Concat("--launch-local: no socket for the rendezvous: ", std::strerror(errno)));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-                  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
-  close(fd);
-  if (!ok) throw Error(Concat("--launch-local: no free port for the rendezvous: ", std::strerror(errno)));
-  return ntohs(address.sin_port);
-}
-
 struct Rank {
   pid_t pid = -1;
   int fds[2] = {-1, -1};       // its stdout, stderr
@@ -299,6 +285,20 @@ int Conclude(const std::vector<Rank>& ranks, const std::vector<int>& failed, con
 }
 
 }  // namespace
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw Error(Concat("--launch-local: no socket for the rendezvous: ", std::strerror(errno)));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+  close(fd);
+  if (!ok) throw Error(Concat("--launch-local: no free port for the rendezvous: ", std::strerror(errno)));
+  return ntohs(address.sin_port);
+}
 
 std::optional<std::string> LauncherFolder() {
   const char* folder = std::getenv(kFolderVariable);

@@ -204,20 +204,6 @@ bool ConstantFalse(const Node* node, const char* name) {
   return value && value->isBool() && !value->toBool();
 }
 
-// LibTorch 2.x marks ops with a dropout argument (aten::lstm, gru, rnn_*,
-// scaled_dot_product_attention) nondeterministic; they draw nothing when
-// that probability is a constant 0 or `train` is a constant false.
-bool DrawsNothing(const Node* node) {
-  if (ConstantFalse(node, "train")) return true;
-  for (const char* name : {"dropout", "dropout_p"}) {
-    const auto index = node->schema().argumentIndexWithName(name);
-    if (!index) continue;
-    const auto value = torch::jit::toIValue(node->input(*index));
-    return value && value->isDouble() && value->toDouble() == 0;
-  }
-  return false;
-}
-
 const std::set<std::string>& Twins() {
   static const std::set<std::string> twins = {
       "aten::dropout",          "aten::dropout_",          "aten::feature_dropout",
@@ -278,6 +264,17 @@ void Seed(Graph& graph, Node* node, int op) {
 }
 
 }  // namespace
+
+bool DrawsNothing(const Node* node) {
+  if (ConstantFalse(node, "train")) return true;
+  for (const char* name : {"dropout", "dropout_p"}) {
+    const auto index = node->schema().argumentIndexWithName(name);
+    if (!index) continue;
+    const auto value = torch::jit::toIValue(node->input(*index));
+    return value && value->isDouble() && value->toDouble() == 0;
+  }
+  return false;
+}
 
 int SeedRandomOps(Graph& graph) {
   std::vector<Node*> random;

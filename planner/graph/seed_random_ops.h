@@ -23,4 +23,9 @@ namespace mp {
 // naming it.
 int SeedRandomOps(torch::jit::Graph& graph);
 
+// Whether an op with a dropout argument (aten::lstm, gru, rnn_*,
+// scaled_dot_product_attention, which LibTorch 2.x marks nondeterministic)
+// draws nothing: that probability a constant 0, or `train` a constant false.
+bool DrawsNothing(const torch::jit::Node* node);
+
 }  // namespace mp

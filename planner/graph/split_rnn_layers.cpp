@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "planner/graph/seed_random_ops.h"
 
 namespace mp {
 namespace {
@@ -30,15 +31,6 @@ size_t Arg(const Node* node, const char* name) {
   const auto index = node->schema().argumentIndexWithName(name);
   if (!index) throw InternalError(Concat(node->kind().toQualString(), " without its `", name, "` argument"));
   return *index;
-}
-
-// Whether the op draws dropout masks: a dropout that may be above 0 with
-// `train` that may be true.
-bool MayDraw(const Node* node) {
-  const auto train = torch::jit::toIValue(node->input(Arg(node, "train")));
-  if (train && train->isBool() && !train->toBool()) return false;
-  const auto p = torch::jit::toIValue(node->input(Arg(node, "dropout")));
-  return !(p && p->isDouble() && p->toDouble() == 0);
 }
 
 int64_t ConstantInt(const Node* node, const char* name) {
@@ -126,7 +118,7 @@ void Split(Graph& graph, Node* node) {
 void Collect(torch::jit::Block* block, std::vector<Node*>& out) {
   for (Node* node : block->nodes()) {
     for (torch::jit::Block* inner : node->blocks()) Collect(inner, out);
-    if (IsRecurrent(node) && MayDraw(node)) out.push_back(node);
+    if (IsRecurrent(node) && !DrawsNothing(node)) out.push_back(node);
   }
 }
 

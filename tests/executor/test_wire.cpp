@@ -5,31 +5,15 @@
 // sizes-first SendMessage on the same group beside it.
 #include "tests/doctest_torch.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <exception>
 #include <thread>
 
+#include "executor/launch_local.h"
 #include "executor/process_group.h"
 #include "executor/wire.h"
 
 namespace {
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
-  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
-  close(fd);
-  return ntohs(address.sin_port);
-}
 
 // Micro-batch `n`'s message: `floats` values in a tensor that takes a
 // gradient, an int, an uninitialized value and, backwards, gradients with
@@ -66,7 +50,7 @@ TEST_CASE("a stream's messages arrive whole and in order while its capacity grow
   // larger transfer), larger still, then the first size: on two tags at
   // once, one each way.
   const std::vector<int64_t> sizes = {3, 40000, 10, 0, 250000, 3};
-  const int port = FreePort();
+  const int port = mp::FreePort();
   std::exception_ptr failed[2];
   auto rank = [&](int r) {
     try {
