@@ -86,7 +86,7 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
     std::vector<std::string> plans;
     for (size_t l = 0; l < layouts.size(); ++l) {
       plans.push_back(out + "/" + file + ".layout" + std::to_string(l) + ".plan.yaml");
-      Run(mpplan + " " + models + "/" + c.model + " --quiet --threads 1 --gpus 2 " + layouts[l].second + " " +
+      Run(mpplan + " " + models + "/" + c.model + " --quiet --threads 1 --gpus 2 --processes " + layouts[l].second + " " +
               c.flags + " --previous none -o " + plans[l],
           plans[l] + ".out");
     }

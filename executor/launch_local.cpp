@@ -6,13 +6,10 @@
 // process would, however many ranks there are.
 #include "executor/launch_local.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +24,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "executor/process_group.h"
 
 extern char** environ;
 
@@ -285,20 +283,6 @@ int Conclude(const std::vector<Rank>& ranks, const std::vector<int>& failed, con
 }
 
 }  // namespace
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw Error(Concat("--launch-local: no socket for the rendezvous: ", std::strerror(errno)));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-                  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
-  close(fd);
-  if (!ok) throw Error(Concat("--launch-local: no free port for the rendezvous: ", std::strerror(errno)));
-  return ntohs(address.sin_port);
-}
 
 std::optional<std::string> LauncherFolder() {
   const char* folder = std::getenv(kFolderVariable);

@@ -30,9 +30,6 @@ struct LaunchRequest {
 // signal), 130 after Ctrl-C.
 int LaunchLocal(const LaunchRequest& request, std::ostream& out, std::ostream& err);
 
-// A TCP port on 127.0.0.1 that nothing listens on now (the rendezvous's).
-int FreePort();
-
 // Inside a rank the launcher started: the folder it reads results from.
 std::optional<std::string> LauncherFolder();
 

@@ -6,7 +6,9 @@
 // (MP_HAVE_GLOO): without them this file builds and says so at run time.
 #include "executor/process_group.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <cctype>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -75,6 +78,20 @@ std::string JoinInts(const std::vector<int>& values) {
 }
 
 }  // namespace
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw Error(Concat("no socket for a rendezvous on 127.0.0.1: ", std::strerror(errno)));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+  close(fd);
+  if (!ok) throw Error(Concat("no free port for a rendezvous on 127.0.0.1: ", std::strerror(errno)));
+  return ntohs(address.sin_port);
+}
 
 std::optional<RankEnv> RankEnvFromEnvironment() {
   const char* world = std::getenv("WORLD_SIZE");

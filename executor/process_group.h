@@ -27,6 +27,10 @@ struct RankEnv {
 // Throws InputError naming the variable that is missing or not a number.
 std::optional<RankEnv> RankEnvFromEnvironment();
 
+// A TCP port on 127.0.0.1 that nothing listens on now (for a rendezvous
+// of ranks on this machine: mpexec --launch-local, the link probe).
+int FreePort();
+
 // Whether this build can run stages as processes: false where LibTorch came
 // without Gloo's headers (a pip LibTorch), and mpexec refuses WORLD_SIZE.
 bool ProcessGroupsAvailable();

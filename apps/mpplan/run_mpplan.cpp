@@ -70,6 +70,10 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
                  "1f1b with R > 1; a plan with replicas runs over processes, mpexec --launch-local)")
       ->default_str("1");
   app.add_option("--stages", stages, "pipeline stages: auto (1 to --gpus / --replicas) or a count")->default_str("auto");
+  app.add_flag("--processes", request.processes,
+               "CPU workers: plan for every device as its own process (mpexec --launch-local with one rank per "
+               "device, or torchrun), charging messages between stages what a probe measures over Gloo on "
+               "loopback; without it, stages are threads of one process (a replica's all-reduce is always probed)");
   app.add_option("--microbatches", microbatches, "micro-batches per step: auto or a count")->default_str("auto");
   double tie_percent = 100 * kDefaultTieTolerance;
   app.add_option("--tie-tolerance", tie_percent,

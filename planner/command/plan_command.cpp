@@ -10,6 +10,8 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/sha256.h"
+#include "executor/link_probe.h"
+#include "executor/process_group.h"
 #include "planner/command/plan_devices.h"
 #include "planner/command/previous_plan.h"
 #include "planner/command/search_measured.h"
@@ -31,12 +33,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Processes of one machine all-reduce over Gloo on TCP loopback: a per-hop
-// latency and bandwidth from bench_distributed's replica runs on this
-// 2-core machine (docs/BENCHMARKS.md: MLP 18.4 and GPT 7.8 ms measured
-// against 17.0 and 7.6 predicted, from the last replica's readiness; a
-// small all-reduce, the ConvNet's, 2.0 against 0.4), good enough to weigh
-// replicas against stages, not a measurement of the machine at hand.
+// Processes of one machine all-reduce over Gloo on TCP loopback: where the
+// link probe could not run (a profile read without it, a build without
+// Gloo), a per-hop latency and bandwidth from bench_distributed's replica
+// runs on a 2-core machine (docs/BENCHMARKS.md, eleventh session), good
+// enough to weigh replicas against stages, not a measurement of the
+// machine at hand.
 constexpr Link kLoopback{1e9, 0.1};
 
 // The model's path as the plan records it: relative to the plan's directory.
@@ -128,6 +130,12 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
                               "1f1b and interleaved-1f1b"));
     }
   }
+  if (request.processes && !request.profile.device_profile.empty()) {
+    throw InputError("--processes: for CPU workers on this machine; a device profile's links are its own");
+  }
+  if (request.processes && !ProcessGroupsAvailable()) {
+    throw InputError("--processes: this build has no Gloo, so mpexec runs every stage in one process");
+  }
   if (request.partitioner == "layers" && request.split.empty()) {
     throw InputError("--partitioner layers needs --split 'layer1,layer2|layer3,layer4,fc'");
   }
@@ -139,6 +147,14 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
 
   ProfileRequest profile_request = request.profile;
   profile_request.stages = request.gpus;
+  const bool cpu_here = request.profile.device_profile.empty() && devices.devices.front().type == "cpu";
+  if (cpu_here && (request.processes || request.replicas != 1) && ProcessGroupsAvailable()) {
+    profile_request.measure_links = [](Profile& profile) {
+      const ProbedLinks links = ProbeProcessLinks();
+      profile.process_link = {links.message.latency_ms, links.message.bytes_per_s};
+      profile.allreduce_link = {links.allreduce.latency_ms, links.allreduce.bytes_per_s};
+    };
+  }
   if (!request.split.empty()) {
     const auto groups = ParseLayerSplit(request.split);
     profile_request.check_graph = [groups](const OpGraph& graph) {
@@ -151,22 +167,27 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   result.load_ms = profiled.load_s * 1000;
   result.profile_ms = total_ms - result.load_ms;
 
-  if (request.profile.device_profile.empty() && devices.devices.front().type == "cpu") {
-    // CPU workers share this machine, and pass each other tensors by
-    // reference: a message costs the measured hand-off, whatever its size.
+  const Profile::ProbedLink& process_link = profiled.profile.process_link;
+  const Profile::ProbedLink& allreduce_link = profiled.profile.allreduce_link;
+  if (cpu_here) {
+    // CPU workers share this machine. As threads of one process they pass
+    // each other tensors by reference: a message costs the measured
+    // hand-off, whatever its size. As processes (--processes), what the
+    // link probe measured over Gloo.
     devices.cluster.shared_slowdown = profiled.profile.shared_slowdown;
     devices.cluster.step_overhead_ms = profiled.profile.step_overhead_ms;
-    for (Link& link : devices.cluster.links) link.latency_ms = profiled.profile.handoff_ms;
+    for (Link& link : devices.cluster.links) {
+      link = request.processes && process_link.Measured() ? Link{process_link.bytes_per_s, process_link.latency_ms}
+                                                          : Link{0, profiled.profile.handoff_ms};
+    }
   }
   // Each copy of the pipeline gets its own block of devices; they meet in
   // the gradient all-reduce over the devices' link, or, for CPU workers
-  // (processes, over loopback), kLoopback. Stage links on CPU stay the
-  // in-process hand-off: a replica's stages may share a process
-  // (--launch-local R) or not, so a pipeline over processes costs more
-  // than planned (BENCHMARKS.md).
-  const Link replica_link = devices.devices.front().type == "cpu" && request.profile.device_profile.empty()
-                                ? kLoopback
-                                : LinkAt(devices.cluster, 0);
+  // (processes, over loopback), what the link probe measured (kLoopback
+  // where it could not run).
+  const Link replica_link = !cpu_here                   ? LinkAt(devices.cluster, 0)
+                            : allreduce_link.Measured() ? Link{allreduce_link.bytes_per_s, allreduce_link.latency_ms}
+                                                        : kLoopback;
   PlanRequest plan_request;
   plan_request.training = request.profile.training;
   plan_request.batch = profiled.profile.batch;

@@ -26,6 +26,7 @@ struct PlanCommandRequest {
   int gpus = 1;
   int replicas = 1;                    // data-parallel copies of the pipeline: stages <= gpus / replicas; 0: auto
   int stages = 0;                      // 0: auto (1..gpus)
+  bool processes = false;              // --processes: each device a process (CPU: messages over Gloo)
   int microbatches = 0;                // 0: auto
   std::optional<ScheduleKind> schedule;  // unset: auto
   int chunks = 0;                      // interleaved-1f1b: stages per device; 0: 2

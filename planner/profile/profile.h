@@ -103,6 +103,17 @@ struct Profile {
   // the next, queued and its sleeping receiver woken (see handoff.h). The
   // planner's latency for links between CPU workers. 0 when not measured.
   double handoff_ms = 0;
+  // Measured on CPU for plans whose ranks are processes (mpplan
+  // --processes, or --replicas other than 1): a boundary message between
+  // stages in two processes, and a hop of the all-reduce between replicas,
+  // over Gloo on loopback, as latency + bytes / bandwidth (the executor's
+  // link_probe.h). Zero when not measured.
+  struct ProbedLink {
+    double latency_ms = 0;
+    double bytes_per_s = 0;  // 0: no measurable cost per byte
+    bool Measured() const { return latency_ms > 0 || bytes_per_s > 0; }
+  };
+  ProbedLink process_link, allreduce_link;
   // Measured on CPU: mpexec's fixed cost per step, [k - 1] with k workers
   // (see step_overhead.h). Empty when not measured.
   std::vector<double> step_overhead_ms;

@@ -132,6 +132,9 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
     }
   }
 
+  if (request.measure_links && request.device_profile.empty() && !result.profile.process_link.Measured()) {
+    request.measure_links(result.profile);
+  }
   if (!request.profile_out.empty()) result.profile = SaveProfile(request, result.profile);
   return result;
 }

@@ -32,6 +32,11 @@ struct ProfileRequest {
   // Called with the sized graph before any profiling, so a request that
   // depends on the graph (a layer split) fails in seconds, not minutes.
   std::function<void(const OpGraph&)> check_graph;
+  // Measures the links between processes (Profile::process_link and
+  // allreduce_link) into a profile measured or read here without them;
+  // set by mpplan, whose executor library holds the probe. Unset: not
+  // measured.
+  std::function<void(Profile&)> measure_links;
 };
 
 struct ProfiledModel {

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "common/error.h"
 #include "common/yaml_cursor.h"
@@ -178,6 +179,13 @@ std::string ProfileToYaml(const Profile& p) {
     EmitFlowSeq(out, p.worker_speed);
   }
   if (p.handoff_ms > 0) out << YAML::Key << "handoff_ms" << YAML::Value << p.handoff_ms;
+  for (const auto& [key, link] : {std::pair{"process_link", &p.process_link}, {"allreduce_link", &p.allreduce_link}}) {
+    if (!link->Measured()) continue;
+    out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "latency_ms" << YAML::Value << link->latency_ms;
+    out << YAML::Key << "bytes_per_s" << YAML::Value << link->bytes_per_s;
+    out << YAML::EndMap;
+  }
   if (!p.step_overhead_ms.empty()) {
     out << YAML::Key << "step_overhead_ms" << YAML::Value;
     EmitFlowSeq(out, p.step_overhead_ms);
@@ -250,7 +258,8 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
                   "repeats", "microbatch_sizes", "whole_forward_ms", "whole_backward_ms", "coverage",
                   "backward_coverage", "nodes", "values"},
                  {"shared_slowdown", "shared_slowdown_microbatch", "shared_slowdown_sizes", "shared_slowdown_by_size",
-                  "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "step_overhead_ms",
+                  "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "process_link",
+                  "allreduce_link", "step_overhead_ms",
                   "pass_band", "reference_ms", "reference_band", "pass_scale",
                   "engine_walk_us",  // as autograd_nodes, ignored
                   "accumulate_ms_per_mib", "node_overhead_ms"});
@@ -288,6 +297,13 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
     }
   }
   if (root.Has("handoff_ms")) p.handoff_ms = root["handoff_ms"].NumberIn(0, YamlCursor::kNoLimit, "a time");
+  for (const auto& [key, link] : {std::pair{"process_link", &p.process_link}, {"allreduce_link", &p.allreduce_link}}) {
+    if (!root.Has(key)) continue;
+    const YamlCursor at = root[key];
+    at.ExpectMap({"latency_ms", "bytes_per_s"}, {});
+    link->latency_ms = at["latency_ms"].NumberIn(0, YamlCursor::kNoLimit, "a time");
+    link->bytes_per_s = at["bytes_per_s"].NumberIn(0, YamlCursor::kNoLimit, "bytes per second");
+  }
   if (root.Has("step_overhead_ms")) {
     const YamlCursor times = root["step_overhead_ms"];
     for (int i = 0, n = times.ExpectList(); i < n; ++i) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <utility>
 
 namespace mp {
 namespace {
@@ -110,6 +111,12 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
     out << "\n";
   }
   if (p.handoff_ms > 0) out << "hand-off between CPU workers: " << Format("%.3f", p.handoff_ms) << " ms per message\n";
+  for (const auto& [what, link] : {std::pair{"a message between processes", &p.process_link},
+                                   {"an all-reduce hop between processes", &p.allreduce_link}}) {
+    if (!link->Measured()) continue;
+    out << what << ": " << Format("%.3f", link->latency_ms) << " ms + "
+        << (link->bytes_per_s > 0 ? Format("%.2f", link->bytes_per_s / 1e9) + " GB/s" : "nothing per byte") << "\n";
+  }
   if (!p.step_overhead_ms.empty()) {
     out << "mpexec's fixed cost per step:";
     for (size_t k = 0; k < p.step_overhead_ms.size(); ++k) {

@@ -342,6 +342,12 @@ ERROR_CASE("replicas-too-many", "`--replicas` above `--gpus`") {
   c.setup = ToyModel;
 }
 
+ERROR_CASE("processes-device-profile", "`--processes` with a device profile") {
+  c.command = "mpplan toy.pt --gpus 2 --processes --device-profile a100-80gb";
+  c.names = "--processes";
+  c.setup = ToyModel;
+}
+
 ERROR_CASE("replicas-gpus", "`--gpus` that `--replicas` does not divide") {
   c.command = "mpplan toy.pt --gpus 3 --replicas 2";
   c.names = "--gpus 3";

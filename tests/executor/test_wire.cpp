@@ -9,7 +9,6 @@
 #include <exception>
 #include <thread>
 
-#include "executor/launch_local.h"
 #include "executor/process_group.h"
 #include "executor/wire.h"
 

@@ -17,12 +17,14 @@
 #include "common/atomic_file.h"
 #include "common/byte_size.h"
 #include "common/sha256.h"
+#include "executor/process_group.h"
 #include "planner/graph/build_op_graph.h"
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/model_file.h"
 #include "planner/partition/search.h"
 #include "planner/plan/plan_reader.h"
 #include "planner/plan/plan_writer.h"
+#include "planner/profile/profile_file.h"
 
 using mp::test::TempPath;
 using mp::test::ZooPath;
@@ -230,6 +232,49 @@ TEST_CASE("a measured plan on this machine, with the default output beside the m
   CHECK(plan.links[0].bandwidth_bytes_per_s == 0);
   CHECK(plan.links[0].latency_ms > 0);
   CHECK(plan.links[0].latency_ms < 10);
+}
+
+TEST_CASE("--processes: messages between stages and the replicas' all-reduce are charged what the link probe measured"
+          * doctest::skip(!mp::ProcessGroupsAvailable())) {
+  const std::string flags = " --quiet --gpus 2 --warmup 0 --repeats 1 --threads 1 --previous none";
+  const std::string profile_path = TempPath("processes.profile.yaml"), plan_path = TempPath("processes.plan.yaml");
+  const auto run = Mpplan(ZooPath("toy.script.pt") + flags + " --stages 2 --processes --profile-out " + profile_path +
+                          " -o " + plan_path);
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  // Over Gloo, a message costs a latency and its bytes; the profile keeps
+  // what the probe measured.
+  const mp::Profile profile = mp::ProfileFromYaml(mp::ReadTextFile(profile_path), profile_path);
+  REQUIRE(profile.process_link.Measured());
+  REQUIRE(profile.allreduce_link.Measured());
+  CHECK(profile.process_link.latency_ms > 0);
+  CHECK(profile.allreduce_link.latency_ms > 0);
+  const mp::Plan plan = mp::ReadPlan(plan_path);
+  REQUIRE(plan.links.size() == plan.stages.size() - 1);
+  for (const auto& link : plan.links) {
+    CHECK(link.latency_ms == doctest::Approx(profile.process_link.latency_ms));
+    CHECK(link.bandwidth_bytes_per_s == doctest::Approx(profile.process_link.bytes_per_s));
+  }
+  // The same profile as threads of one process: the in-process hand-off.
+  const auto threads = Mpplan(ZooPath("toy.script.pt") + flags + " --stages 2 --profile-in " + profile_path + " -o " +
+                              TempPath("threads.plan.yaml"));
+  REQUIRE(threads.status == 0);
+  const mp::Plan in_process = mp::ReadPlan(TempPath("threads.plan.yaml"));
+  REQUIRE(!in_process.links.empty());
+  CHECK(in_process.links[0].latency_ms == doctest::Approx(profile.handoff_ms));
+  CHECK(in_process.links[0].bandwidth_bytes_per_s == 0);
+  // Replicas meet over the all-reduce link the probe measured.
+  const auto replicas = Mpplan(ZooPath("toy.script.pt") + flags + " --replicas 2 --profile-in " + profile_path +
+                               " -o " + TempPath("replicas.plan.yaml"));
+  REQUIRE(replicas.status == 0);
+  const mp::Plan replicated = mp::ReadPlan(TempPath("replicas.plan.yaml"));
+  CHECK(replicated.replicas == 2);
+  CHECK(replicated.replica_link.latency_ms == doctest::Approx(profile.allreduce_link.latency_ms));
+  CHECK(replicated.replica_link.bandwidth_bytes_per_s == doctest::Approx(profile.allreduce_link.bytes_per_s));
+  // Not for a device profile's devices, whose links are their own.
+  const auto gpus = Mpplan(ZooPath("toy.script.pt") + kQuick + " --gpus 2 --processes -o " + TempPath("gpus.plan.yaml"));
+  CHECK(gpus.status != 0);
+  CHECK(LastLine(gpus.out) == "mpplan: --processes: for CPU workers on this machine; a device profile's links are its own");
 }
 
 TEST_CASE("the plan runs at a micro-batch size the profile measured, unless --microbatch-sizes says which") {

@@ -40,6 +40,8 @@ mp::Profile Sample() {
   p.shared_slowdown_turns = 25;
   p.worker_speed = {1, 1.375};
   p.handoff_ms = 0.0425;
+  p.process_link = {0.5625, 1.25e9};
+  p.allreduce_link = {0.25, 0};
   p.step_overhead_ms = {0.0625, 0.078125};
   p.pass_band = {0.98, 1.03};
   p.reference_ms = 0.8125;
@@ -105,6 +107,11 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.shared_slowdown_sizes == p.shared_slowdown_sizes);
   CHECK(q.shared_slowdown_by_size == p.shared_slowdown_by_size);
   CHECK(q.handoff_ms == doctest::Approx(p.handoff_ms));
+  CHECK(q.process_link.latency_ms == doctest::Approx(0.5625));
+  CHECK(q.process_link.bytes_per_s == doctest::Approx(1.25e9));
+  CHECK(q.allreduce_link.latency_ms == doctest::Approx(0.25));
+  CHECK(q.allreduce_link.bytes_per_s == 0);
+  CHECK(q.allreduce_link.Measured());
   CHECK(q.step_overhead_ms == p.step_overhead_ms);
   CHECK(q.pass_band.low == doctest::Approx(0.98));
   CHECK(q.pass_band.high == doctest::Approx(1.03));
@@ -169,6 +176,10 @@ TEST_CASE("malformed profile files name the problem") {
                        mp::InputError);
   const std::string early = SampleYamlWith("handoff_ms: 0.0425", "handoff_ms: -1");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(early, "p.yaml"), "p.yaml: handoff_ms: expected a time >= 0, found -1",
+                       mp::InputError);
+  const std::string link = SampleYamlWith("bytes_per_s: 1.25e+09", "bytes_per_s: 1.25e+09, hops: 2");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(link, "p.yaml"),
+                       "p.yaml: process_link.hops: unknown key (expected one of latency_ms, bytes_per_s)",
                        mp::InputError);
   const std::string inverted = SampleYamlWith("pass_band: [0.98, 1.03]", "pass_band: [1.03, 0.98]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(inverted, "p.yaml"),

@@ -1,0 +1,187 @@
+// ProbeProcessLinks: two ranks as threads on one Gloo group; messages
+// through bridge threads, then all-reduces, each at two sizes.
+#include "executor/link_probe.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "common/channel.h"
+#include "common/error.h"
+#include "executor/process_group.h"
+#include "executor/wire.h"
+#include "planner/profile/timer.h"
+
+namespace mp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Stamps = std::vector<Clock::time_point>;
+
+constexpr int kWarmup = 3;
+constexpr int kTimed = 30;
+constexpr int kRounds = kWarmup + kTimed;
+constexpr std::chrono::microseconds kBusy{1000};  // a stage computing on after its send, or before its all-reduce
+// 4 KiB and 4 MiB messages (boundaries carry 0.1 to a few MiB), 4 KiB and
+// 16 MiB all-reduces (a model's gradients are MiBs to GiBs, and beyond the
+// caches the sum slows: the MLP's 16 MiB ran 50% over a fit to 4 MiB).
+constexpr std::array<int64_t, 2> kFloats = {1024, 1 << 20};
+constexpr std::array<int64_t, 2> kReduceFloats = {1024, 1 << 22};
+constexpr std::chrono::seconds kTimeout{20};
+
+// What the two rank threads share: rank 0's worker stamps when it queues a
+// message, rank 1's bridge when it holds it, and `held` tells rank 0 so.
+struct Shared {
+  std::array<Stamps, kFloats.size()> queued, arrived;
+  std::array<std::array<Stamps, kFloats.size()>, 2> ready, done;  // all-reduce, by rank
+  Channel<int> held{1};
+};
+
+// Rank 0 sends kRounds messages of `floats` floats to rank 1 as a stage
+// does: its worker queues each to a bridge thread that sends it, and
+// computes on. Rank 1's worker computes all along (in a pipeline the
+// receiving stage is busy with another micro-batch as its next input
+// comes), so its bridge and the transport's threads wait for a core as
+// they do in mpexec; the message has arrived when rank 1's bridge holds it.
+void Messages(ProcessGroup& group, int tag, int64_t floats, Stamps& queued, Stamps& arrived, Channel<int>& held) {
+  WireStreams streams(group);
+  WireStream& stream = streams.At(1 - group.rank(), tag);
+  std::exception_ptr failed;
+  if (group.rank() == 0) {
+    const at::Tensor payload = at::ones({floats});
+    Channel<WireMessage> to_bridge(1);
+    std::thread bridge([&] {
+      try {
+        while (std::optional<WireMessage> m = to_bridge.Receive()) stream.Send(*m);
+      } catch (...) {
+        failed = std::current_exception();
+        held.Close();
+      }
+    });
+    for (int i = 0; i < kRounds; ++i) {
+      WireMessage m;
+      m.microbatch = i;
+      m.values = {payload};
+      queued.push_back(Clock::now());
+      to_bridge.Send(std::move(m));
+      Spin(kBusy);
+      if (!held.Receive()) break;
+    }
+    to_bridge.Close();
+    bridge.join();
+  } else {
+    std::atomic<bool> computing{true};
+    std::thread worker([&] {
+      while (computing) Spin(kBusy);
+    });
+    try {
+      for (int i = 0; i < kRounds; ++i) {
+        stream.Receive();
+        arrived.push_back(Clock::now());
+        held.Send(i);
+      }
+    } catch (...) {
+      failed = std::current_exception();
+      held.Close();
+    }
+    computing = false;
+    worker.join();
+  }
+  if (failed) std::rethrow_exception(failed);
+}
+
+// kRounds all-reduces of `floats` floats, each after computing kBusy.
+void AllReduces(ProcessGroup& group, int64_t floats, Stamps& ready, Stamps& done) {
+  at::Tensor t = at::ones({floats});
+  for (int i = 0; i < kRounds; ++i) {
+    Spin(kBusy);
+    ready.push_back(Clock::now());
+    group.AllReduceSum(t);
+    done.push_back(Clock::now());
+  }
+}
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// The mean of the timed rounds' middle 80%: what a pipeline pays per
+// message on average, where a wait for a core comes to some messages and
+// not others (the median flips between the two), without the rare stall.
+double MeanMs(std::vector<double> all, int warmup) {
+  all.erase(all.begin(), all.begin() + warmup);
+  std::sort(all.begin(), all.end());
+  const size_t cut = all.size() / 10;
+  double sum = 0;
+  for (size_t i = cut; i < all.size() - cut; ++i) sum += all[i];
+  return sum / double(all.size() - 2 * cut);
+}
+
+// Latency and bandwidth through (small bytes, ms) and (large bytes, ms), a
+// transfer taking `hops` hops of bytes / hops each (a ring all-reduce of
+// two: two of half the bytes). A large size no slower: latency alone.
+ProbedLink Fit(const std::array<int64_t, 2>& floats, double small_ms, double large_ms, int hops) {
+  const double small = double(floats[0] * 4), large = double(floats[1] * 4);
+  ProbedLink link;
+  if (large_ms > small_ms) link.bytes_per_s = 1000.0 * (large - small) / (large_ms - small_ms);
+  const double wire_ms = link.bytes_per_s > 0 ? 1000.0 * small / link.bytes_per_s : 0;
+  link.latency_ms = std::max(small_ms - wire_ms, 0.0) / hops;
+  return link;
+}
+
+}  // namespace
+
+ProbedLinks ProbeProcessLinks() {
+  if (!ProcessGroupsAvailable()) throw Error("this build has no Gloo: stages cannot run as processes");
+  const int port = FreePort();
+  Shared shared;
+  std::array<std::exception_ptr, 2> failed;
+  auto rank = [&](int r) {
+    try {
+      RankEnv env;
+      env.rank = r;
+      env.world_size = 2;
+      env.master_port = port;
+      ProcessGroup group(env, kTimeout);
+      for (size_t s = 0; s < kFloats.size(); ++s) {
+        Messages(group, int(s) + 1, kFloats[s], shared.queued[s], shared.arrived[s], shared.held);
+      }
+      for (size_t s = 0; s < kFloats.size(); ++s) AllReduces(group, kReduceFloats[s], shared.ready[r][s], shared.done[r][s]);
+    } catch (...) {
+      failed[r] = std::current_exception();
+      shared.held.Close();
+    }
+  };
+  std::thread one(rank, 1);
+  rank(0);
+  one.join();
+  for (const auto& f : failed) {
+    if (f) {
+      try {
+        std::rethrow_exception(f);
+      } catch (const std::exception& e) {
+        throw Error(Concat("the link probe between two processes failed: ", ErrorLine(e.what())));
+      }
+    }
+  }
+  std::array<double, kFloats.size()> message_ms{}, allreduce_ms{};
+  for (size_t s = 0; s < kFloats.size(); ++s) {
+    std::vector<double> one_way, reduce;
+    for (int i = 0; i < kRounds; ++i) {
+      one_way.push_back(Ms(shared.arrived[s].at(i) - shared.queued[s].at(i)));
+      const Clock::time_point last_ready = std::max(shared.ready[0][s].at(i), shared.ready[1][s].at(i));
+      for (int r = 0; r < 2; ++r) reduce.push_back(Ms(shared.done[r][s].at(i) - last_ready));
+    }
+    message_ms[s] = MeanMs(one_way, kWarmup);
+    allreduce_ms[s] = MeanMs(reduce, 2 * kWarmup);
+  }
+  return {Fit(kFloats, message_ms[0], message_ms[1], 1), Fit(kReduceFloats, allreduce_ms[0], allreduce_ms[1], 2)};
+}
+
+}  // namespace mp

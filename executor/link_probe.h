@@ -1,0 +1,36 @@
+// The link probe: what a message between stages in two processes of this
+// machine, and an all-reduce between two replicas, cost over Gloo on
+// loopback, as mpexec pays them (--launch-local, or torchrun on one host).
+// Two ranks run as threads of this process on a real Gloo group. A message
+// goes the way a boundary's does: the sending worker queues it to a bridge
+// thread and computes on (1 ms), the bridge sends it as one WireStream
+// transfer, and the peer's bridge receives it while the peer's worker
+// computes: in a pipeline both stages are busy as a message goes, so every
+// thread the message needs (bridges, the transport's own) waits for a core
+// as it does in mpexec. On a 2-core machine that wait, not the bytes, is
+// most of the cost (docs/BENCHMARKS.md). The all-reduce is timed from the
+// later rank's readiness, as mpexec reports it, each rank having computed
+// 1 ms before it. Each is timed at a small and a large size and fitted as
+// latency + bytes / bandwidth (the planner's Link); for the all-reduce,
+// per hop of a ring of two, which takes two.
+#pragma once
+
+#include <cstdint>
+
+namespace mp {
+
+struct ProbedLink {
+  double latency_ms = 0;
+  double bytes_per_s = 0;
+};
+
+struct ProbedLinks {
+  ProbedLink message;    // one boundary message between two processes
+  ProbedLink allreduce;  // one hop of a ring all-reduce between two replicas
+};
+
+// Throws Error when the processes cannot meet (no Gloo in this build, no
+// loopback port).
+ProbedLinks ProbeProcessLinks();
+
+}  // namespace mp
