@@ -366,6 +366,15 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
                                      : Concat(plan.stages.size(), " on ", plan.programs.size(), " devices (",
                                               StagesPerDevice(plan), " each)")});
   lines.push_back({"devices", DevicesText(plan, ChosenAlternative(plan))});
+  // Links that charge bytes (between GPUs, or CPU workers as processes):
+  // what a message between devices was planned to cost.
+  const auto costly = std::find_if(plan.links.begin(), plan.links.end(),
+                                   [](const PlanLink& l) { return l.bandwidth_bytes_per_s > 0; });
+  if (costly != plan.links.end()) {
+    lines.push_back({"messages", "between devices, " + FormatMs(costly->latency_ms) + " ms + " +
+                                     FormatBytes(int64_t(costly->bandwidth_bytes_per_s)) + "/s each" +
+                                     (plan.devices.front().type == "cpu" ? " (processes over Gloo, as probed)" : "")});
+  }
   if (plan.replicas > 1) {
     std::string text = std::to_string(plan.replicas) + " copies of the pipeline, " +
                        Plural(ReplicaBatch(plan), "sample") + " each:";
