@@ -41,6 +41,9 @@ namespace fs = std::filesystem;
 // machine at hand.
 constexpr Link kLoopback{1e9, 0.1};
 
+// A probed link as the planner's (Link's fields come the other way round).
+Link AsLink(const Profile::ProbedLink& probed) { return Link{probed.bytes_per_s, probed.latency_ms}; }
+
 // The model's path as the plan records it: relative to the plan's directory.
 std::string ModelPathFromPlan(const std::string& model, const std::string& plan) {
   const fs::path model_abs = fs::absolute(model).lexically_normal();
@@ -148,7 +151,10 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   ProfileRequest profile_request = request.profile;
   profile_request.stages = request.gpus;
   const bool cpu_here = request.profile.device_profile.empty() && devices.devices.front().type == "cpu";
-  if (cpu_here && (request.processes || request.replicas != 1) && ProcessGroupsAvailable()) {
+  // Charged with --processes (messages) and to replicas in training (the
+  // all-reduce); an inference plan with replicas uses neither.
+  const bool links_charged = request.processes || (request.replicas != 1 && request.profile.training);
+  if (cpu_here && links_charged && ProcessGroupsAvailable()) {
     profile_request.measure_links = [](Profile& profile) {
       const ProbedLinks links = ProbeProcessLinks();
       profile.process_link = {links.message.latency_ms, links.message.bytes_per_s};
@@ -177,8 +183,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
     devices.cluster.shared_slowdown = profiled.profile.shared_slowdown;
     devices.cluster.step_overhead_ms = profiled.profile.step_overhead_ms;
     for (Link& link : devices.cluster.links) {
-      link = request.processes && process_link.Measured() ? Link{process_link.bytes_per_s, process_link.latency_ms}
-                                                          : Link{0, profiled.profile.handoff_ms};
+      link = request.processes && process_link.Measured() ? AsLink(process_link) : Link{0, profiled.profile.handoff_ms};
     }
   }
   // Each copy of the pipeline gets its own block of devices; they meet in
@@ -186,7 +191,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   // (processes, over loopback), what the link probe measured (kLoopback
   // where it could not run).
   const Link replica_link = !cpu_here                   ? LinkAt(devices.cluster, 0)
-                            : allreduce_link.Measured() ? Link{allreduce_link.bytes_per_s, allreduce_link.latency_ms}
+                            : allreduce_link.Measured() ? AsLink(allreduce_link)
                                                         : kLoopback;
   PlanRequest plan_request;
   plan_request.training = request.profile.training;
