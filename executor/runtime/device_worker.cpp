@@ -4,7 +4,6 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
-#include <set>
 
 #include "common/error.h"
 #include "planner/graph/rng_scope.h"
@@ -78,7 +77,7 @@ bool DeviceWorker::RecvF(const Action& a, InFlight& mb) {
   if (message->microbatch != a.microbatch) {
     throw InternalError(Concat("received micro-batch ", message->microbatch, ", expected ", a.microbatch));
   }
-  ChargeReceived(*message, mb);
+  CopyReceived(*message);
   for (auto& [key, value] : message->values) {
     if (Training()) value = Detached(value, mb.leaves[key]);
     mb.values.emplace(key, std::move(value));
@@ -86,22 +85,24 @@ bool DeviceWorker::RecvF(const Action& a, InFlight& mb) {
   return true;
 }
 
-void DeviceWorker::ChargeReceived(const Envelope& message, InFlight& mb) const {
+void DeviceWorker::CopyReceived(Envelope& message) const {
   MemoryMeter* meter = MemoryMeter::Installed();
   if (!meter || !meter->Counting()) return;
   const int owner = MemoryMeter::CurrentOwner();
-  std::set<const void*> seen;
-  int64_t bytes = 0;
-  for (const auto& [key, value] : message.values) {
-    for (const at::Tensor& t : FlattenTensors(value)) {
-      if (!t.defined() || !t.has_storage()) continue;
-      const void* data = t.storage().data();
-      // A stage on this same device sent it: already this device's.
-      if (!data || !seen.insert(data).second || meter->OwnerOf(data) == owner) continue;
-      bytes += int64_t(t.storage().nbytes());
+  std::map<const c10::TensorImpl*, at::Tensor> copies;  // a tensor sent twice is copied once
+  const auto own = [&](const at::Tensor& t) {
+    // A stage on this same device sent it: already this device's.
+    if (!t.defined() || !t.has_storage() || !t.storage().data() || meter->OwnerOf(t.storage().data()) == owner) {
+      return t;
     }
+    auto [it, fresh] = copies.try_emplace(t.unsafeGetTensorImpl());
+    if (fresh) it->second = t.detach().clone().requires_grad_(t.requires_grad());
+    return it->second;
+  };
+  for (auto& [key, value] : message.values) value = MapTensors(value, own);
+  for (auto& [key, grads] : message.grads) {
+    for (at::Tensor& g : grads) g = own(g);
   }
-  mb.received = std::make_unique<MemoryMeter::Charge>(meter, owner, bytes);
 }
 
 void DeviceWorker::Forward(const Action& a, InFlight& mb) {
@@ -259,6 +260,7 @@ bool DeviceWorker::RecvB(const Action& a, InFlight& mb) {
     throw InternalError(Concat("received gradients of micro-batch ", message->microbatch, ", expected ",
                                a.microbatch));
   }
+  CopyReceived(*message);
   mb.grads = std::move(message->grads);
   return true;
 }
@@ -301,6 +303,12 @@ void DeviceWorker::BackwardInput(const Action& a, InFlight& mb) {
     if (param.requires_grad()) params.push_back(param);
   }
   mb.split = std::make_unique<SplitBackward>(std::move(roots), std::move(seeds), leaves, params);
+  // W starts from what I kept: the gradients that came back, and the
+  // outputs they were for, go now rather than with W (zb-h1 held each
+  // micro-batch's until its W, several at once on the first device).
+  mb.grads.clear();
+  mb.sent.clear();
+  mb.loss = at::Tensor();
 }
 
 void DeviceWorker::BackwardWeight(const Action& a, InFlight& mb) {
@@ -316,8 +324,14 @@ bool DeviceWorker::SendB(const Action& a, InFlight& mb) {
   }
   if (!context_.links.Backward(a.stage - 1).Send(std::move(message))) return false;
   if (SplitsBackward(context_.loaded.plan.schedule)) {
+    // The graph I kept for W holds the leaves (their accumulators do), and
+    // with them their .grad, sent now: the message holds what was sent.
+    for (auto& [key, leaves] : mb.leaves) {
+      for (at::Tensor& leaf : leaves) {
+        if (leaf.defined()) leaf.mutable_grad() = at::Tensor();
+      }
+    }
     mb.leaves.clear();  // W needs the roots only
-    mb.received.reset();
   } else {
     Done(a);  // after the send, as above
   }

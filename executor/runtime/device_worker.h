@@ -86,15 +86,16 @@ class DeviceWorker {
     at::Tensor loss;                                          // where output 0 is made
     std::unique_ptr<SplitBackward> split;                     // from I, for W
     std::map<BoundaryValue, c10::IValue> pristine;            // recomputation: model inputs F writes, as given
-    std::unique_ptr<MemoryMeter::Charge> received;            // what it received, to this device's memory
   };
 
   bool RecvF(const Action& a, InFlight& mb);
-  // While the meter counts: charges what mb received to this device, as a
-  // device holding its own copy would hold it, until its gradients go back
-  // (between threads it is the sender's tensor; the plan charges the
-  // receiver, as a GPU holds it).
-  void ChargeReceived(const Envelope& message, InFlight& mb) const;
+  // While the meter counts (mpexec's last warm-up step), what another
+  // device made becomes a copy of this device's own, as a transfer between
+  // GPUs makes one: the sender's goes when it no longer holds it (between
+  // threads it would be one tensor, charged to its maker until both were
+  // done with it: a zb-h1 stage's inputs, saved for its W, kept the
+  // previous device charged for them).
+  void CopyReceived(Envelope& message) const;
   void Forward(const Action& a, InFlight& mb);
   // Runs stage a.stage's graph on micro-batch a.microbatch into mb.values.
   void RunStage(const Action& a, InFlight& mb);

@@ -173,8 +173,11 @@ SplitBackward::SplitBackward(std::vector<at::Tensor> roots, std::vector<at::Tens
   for (const auto& [acc, param] : param_of) {
     if (to_param.count(acc)) to_.push_back(ag::impl::gradient_edge(*param));
   }
-  // I.
+  // I. W starts from the intermediates and the roots outside L, so the
+  // roots and their seeds (the gradients the stage received) go now.
   ag::backward(roots_, seeds_, /*retain_graph=*/true, /*create_graph=*/false, in_i);
+  roots_.clear();
+  seeds_.clear();
 }
 
 // The stand-ins W starts from; each walks its weight side only.

@@ -6,7 +6,10 @@
 //   the autograd graph. Before it runs, the graph is walked once: L is the
 //   set of nodes on a path to a received tensor (what I executes); a node of
 //   L whose edges lead out of L towards parameters is an "intermediate",
-//   and a hook on it keeps the gradient that reaches it during I.
+//   and a hook on it keeps the gradient that reaches it during I. The
+//   roots and their seeds go after I: what the graph keeps for W is then
+//   what hangs from the intermediates (the rest of the stage's graph, and
+//   what its nodes saved, is freed at I).
 // - W runs one engine call from a stand-in for each intermediate: a node
 //   that runs the intermediate's backward on the kept gradient and has
 //   edges only to the intermediate's children outside L that lead to a

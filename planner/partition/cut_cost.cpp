@@ -155,6 +155,20 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
     const bool floating = out.dtype.find("float") != std::string::npos;  // a tensor the loss reads (not a tuple)
     if (floating && !out.kept_for_backward) c.loss_kept_bytes = ValueBytesAt(profile, out.id, microbatch);
   }
+  c.next_weight_reader.assign(n, n);
+  for (int p = n - 1; p >= 0 && training; --p) {
+    const OpNode& node = graph.nodes[order[p]];
+    // A parameter read directly, or through a list (nn.LSTM's weights), where I keeps a gradient for W.
+    if (ReadsParameter(graph, node) || c.weight_output_bytes[p] > 0) {
+      c.next_weight_reader[p] = p;
+      continue;
+    }
+    for (int v : node.outputs) {
+      for (int reader : graph.values[v].consumers) {
+        c.next_weight_reader[p] = std::min(c.next_weight_reader[p], c.next_weight_reader[c.position[reader]]);
+      }
+    }
+  }
   if (training) AddAccumulation(profile, c);
   return c;
 }

@@ -49,6 +49,11 @@ struct OrderCosts {
   // Per position, training: its output bytes if it reads a parameter (the
   // gradient a split backward's I keeps there for W).
   std::vector<int64_t> weight_output_bytes;
+  // Per position, training: the first position at or after it that reads a
+  // parameter and uses what it makes, directly or not (n: none). A split
+  // backward's W keeps the graph from such nodes down, so what a node keeps
+  // stays from I to W only where that position is in its stage.
+  std::vector<int> next_weight_reader;
   std::vector<int64_t> cut_bytes;          // per cut 0..n: activations crossing forward
   std::vector<int64_t> cut_grad_bytes;     // per cut 0..n: gradients crossing backward
   // Per cut 0..n: of cut_bytes, what autograd would not keep; a stage keeps

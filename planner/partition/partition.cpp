@@ -71,7 +71,10 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
       st.activation_bytes = model.BoundaryBytes(a, e);
     }
     st.transient_bytes = model.TransientBytes(a, e);
+    st.received_bytes = costs.training ? costs.cut_bytes[a] : 0;
+    st.forward_peak_bytes = model.ForwardPeakBytes(a, e);
     st.weight_gradient_bytes = model.Spec(s).split_backward ? model.WeightGradientBytes(a, e) : 0;
+    st.freed_by_i_bytes = model.Spec(s).split_backward && !st.recompute ? model.FreedByInputBackwardBytes(a, e) : 0;
     st.in_flight = model.Spec(s).in_flight;
     st.peak_memory_bytes = model.MemoryBytes(s, a, e);
     st.memory_limit_bytes = model.Spec(s).memory_bytes;
@@ -104,7 +107,8 @@ SimResult SimulatePartition(const Partition& p) {
     // A recomputing stage's B runs its forward first, and holds what it rebuilds until B ends.
     times.push_back({st.forward_ms, st.backward_ms + st.recompute_ms, st.input_backward_ms, st.weight_backward_ms});
     memory.push_back({st.static_bytes, st.activation_bytes, st.transient_bytes + st.recomputed_bytes,
-                      st.weight_gradient_bytes, p.training ? st.param_bytes : 0});
+                      st.weight_gradient_bytes, p.training ? st.param_bytes : 0, st.received_bytes,
+                      st.forward_peak_bytes, st.freed_by_i_bytes});
     allreduce.push_back(st.allreduce_ms);
   }
   return SimulateStep(PartitionSchedule(p), times, p.transfers, memory, allreduce, p.slowdown, p.step_overhead_ms);

@@ -46,6 +46,9 @@ struct Stage {
   double recompute_ms = 0;
   int64_t recomputed_bytes = 0;
   int64_t transient_bytes = 0;     // once: its largest op's working memory (StageCostModel::TransientBytes)
+  int64_t received_bytes = 0;      // training: what it receives, part of activation_bytes (StageMemory's)
+  int64_t forward_peak_bytes = 0;  // training: the most its forward has live at once (StageMemory's)
+  int64_t freed_by_i_bytes = 0;    // split backward: of activation_bytes, what its I frees (StageMemory's)
   int64_t weight_gradient_bytes = 0;  // zb-h1, zbv: kept from I until W per micro-batch (0 otherwise)
   // A split schedule's stage that runs B instead of I then W, where the
   // split costs more than its W fills (search.cpp, ChooseWholeBackward).

@@ -209,6 +209,7 @@ void RunWhole(Partition& p, size_t s) {
   st.whole_backward = true;
   st.peak_memory_bytes -= int64_t(st.in_flight) * st.weight_gradient_bytes;
   st.weight_gradient_bytes = 0;
+  st.freed_by_i_bytes = 0;
 }
 
 bool RefineCut(const StageCostModel& model, Partition& p, SimResult& sim) {

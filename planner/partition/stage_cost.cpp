@@ -109,6 +109,11 @@ StageCostModel::StageCostModel(const OrderCosts& costs, std::vector<StageSpec> s
     }
     sums->relays = DominanceSum(n_, std::move(unkept));
     sums->relayed_gradients = DominanceSum(n_, std::move(with_gradients));
+    std::vector<DominanceSum::Point> kept;
+    for (int p = 0; p < n_; ++p) {
+      if (costs.kept_bytes[p] > 0) kept.push_back({p, costs.next_weight_reader[p], costs.kept_bytes[p]});
+    }
+    sums->kept_by_next_weight_reader = DominanceSum(n_ + 1, std::move(kept));
   }
   sums_ = std::move(sums);
 }
@@ -168,12 +173,18 @@ int64_t StageCostModel::RangeMax(const std::vector<std::vector<int64_t>>& table,
 int64_t StageCostModel::PeakLive(int a, int e) const { return RangeMax(sums_->peak, a, e); }
 
 int64_t StageCostModel::TransientBytes(int a, int e) const {
-  // With the gradients of what it relays: they arrive with its B, before its
-  // own activations are freed, and stay until sent (Branchy's middle stages,
-  // which relay 3-4 MiB of skips a micro-batch, measured that much over
-  // their plan). Those of what it only reads come at the end of its B, its
-  // activations by then freed (charging them too put last stages 15% over).
-  return RangeMax(sums_->transient, a, e) + (costs_->training ? sums_->relayed_gradients.Sum(a, e) : 0);
+  // In training, the larger of the largest op's working memory and the
+  // gradients that come back for what it sends: those are held from its
+  // RECV_B, before its B (or I) has freed anything, and are the first op's
+  // output gradient, which the working memory counts. With the gradients of
+  // what it relays: they arrive with its B and stay until sent (Branchy's
+  // middle stages, which relay 3-4 MiB of skips a micro-batch, measured
+  // that much over their plan). The gradients of what it only reads come at
+  // the end of its B, its activations by then freed (charging them too put
+  // last stages 15% over).
+  const int64_t working = RangeMax(sums_->transient, a, e);
+  if (!costs_->training) return working;
+  return std::max(working, costs_->cut_grad_bytes[e]) + sums_->relayed_gradients.Sum(a, e);
 }
 
 int64_t StageCostModel::StaticBytes(int a, int e) const {
@@ -197,6 +208,14 @@ int64_t StageCostModel::WeightGradientBytes(int a, int e) const {
   // compute: its W runs the whole backward and I keeps nothing.
   if (costs_->cut_grad_bytes[a] == 0) return 0;
   return sums_->weight_outputs[e] - sums_->weight_outputs[a];
+}
+
+int64_t StageCostModel::FreedByInputBackwardBytes(int a, int e) const {
+  if (!costs_->training || costs_->cut_grad_bytes[a] == 0) return 0;  // the first stage's I does nothing
+  // What its nodes keep where no weight reader of the stage uses them, the
+  // outputs it sent that nothing keeps, and what the loss keeps.
+  const DominanceSum& kept = sums_->kept_by_next_weight_reader;
+  return kept.Sum(e, e) - kept.Sum(a, e) + costs_->cut_unkept_bytes[e] + (e == n_ ? costs_->loss_kept_bytes : 0);
 }
 
 double StageCostModel::RecomputeMs(int s, int a, int e) const {

@@ -95,6 +95,15 @@ class StageCostModel {
   // backward until sent), once whatever is in flight; 0 in inference (the
   // live peak of ActivationBytes covers it).
   int64_t TransientBytes(int a, int e) const;
+  // Training: the most [a, e)'s forward has live at once (the values
+  // crossing the op running, and what it makes); 0 in inference, where
+  // ActivationBytes is that peak.
+  int64_t ForwardPeakBytes(int a, int e) const { return costs_->training ? PeakLive(a, e) : 0; }
+  // Training: of ActivationBytes, what a split backward's I frees (W keeps
+  // the graph from the weight readers down: SplitBackward drops the rest
+  // with the outputs and the gradients that came for them); 0 for a stage
+  // whose inputs take no gradient.
+  int64_t FreedByInputBackwardBytes(int a, int e) const;
   // Training: the output bytes of [a, e)'s weight-consuming nodes, the
   // gradients a split backward's I keeps for W per micro-batch; 0 where no
   // input of the stage takes a gradient (planner/graph/split_backward.h).
@@ -146,6 +155,9 @@ class StageCostModel {
     // Likewise the values that carry a gradient: what a stage relays in its
     // backward.
     DominanceSum relayed_gradients;
+    // Training: what each position keeps, at (position, its next weight
+    // reader): what a split backward's I frees.
+    DominanceSum kept_by_next_weight_reader;
   };
 
   const OrderCosts* costs_;

@@ -86,6 +86,8 @@ struct PlanStage {
   bool recompute = false;
   int64_t recomputed_bytes = 0;
   int64_t transient_bytes = 0;    // once: its largest op's working memory at the backward (training)
+  int64_t forward_peak_bytes = 0; // training: the most one micro-batch's forward has live at once
+  int64_t freed_by_i_bytes = 0;   // zb-h1, zbv: of activation_bytes, what I frees
   int64_t weight_gradient_bytes = 0;  // zb-h1, zbv: kept from I until W per micro-batch
   int64_t peak_memory_bytes = 0;
 };

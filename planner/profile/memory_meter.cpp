@@ -96,17 +96,6 @@ int MemoryMeter::CurrentOwner() { return g_owner; }
 MemoryMeter::Tag::Tag(int tag) : before_(g_tag) { g_tag = tag; }
 MemoryMeter::Tag::~Tag() { g_tag = before_; }
 
-MemoryMeter::Charge::Charge(MemoryMeter* meter, int owner, int64_t bytes) : meter_(meter), owner_(owner) {
-  if (meter_ && meter_->Counting() && bytes > 0) {
-    bytes_ = bytes;
-    meter_->Add(owner_, bytes_);
-  }
-}
-
-MemoryMeter::Charge::~Charge() {
-  if (bytes_ > 0) meter_->Remove(owner_, bytes_);
-}
-
 int MemoryMeter::OwnerOf(const void* data) const {
   const std::lock_guard<std::mutex> lock(g_table->mutex);
   auto it = g_table->entries.find(const_cast<void*>(data));

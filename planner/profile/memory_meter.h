@@ -78,23 +78,6 @@ class MemoryMeter {
   // made under (untagged ones left out).
   std::unordered_map<int, int64_t> LiveByTag() const;
 
-  // Charges `bytes` to `owner` for its lifetime, while the meter counts:
-  // what a worker holds without having allocated it, a tensor another
-  // worker of the same process sent it, which a device holds a copy of its
-  // own of (and a process receiving over the wire allocates on a thread of
-  // the transport's).
-  class Charge {
-   public:
-    Charge(MemoryMeter* meter, int owner, int64_t bytes);
-    ~Charge();
-    Charge(const Charge&) = delete;
-    Charge& operator=(const Charge&) = delete;
-
-   private:
-    MemoryMeter* meter_;
-    int owner_;
-    int64_t bytes_ = 0;
-  };
   // The owner a counted allocation at `data` is charged to; -1 for memory
   // the meter did not count.
   int OwnerOf(const void* data) const;

@@ -46,8 +46,24 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
   std::vector<int> in_flight(S, 0);
   std::vector<int64_t> held(D, 0);  // activations a device's stages hold now
   for (int d = 0; d < D; ++d) result.timeline[d].reserve(sch.actions[d].size());
-  auto activation = [&](int s) { return memory.empty() ? int64_t(0) : memory[s].activation_bytes; };
+  auto activation = [&](int s) {
+    if (memory.empty()) return int64_t(0);
+    const bool shared = s > 0 && sch.DeviceOf(s - 1) == sch.DeviceOf(s);  // what it receives, held by the sender
+    return std::max(int64_t(0), memory[s].activation_bytes - (shared ? memory[s].received_bytes : 0));
+  };
   auto kept_for_w = [&](int s) { return memory.empty() ? int64_t(0) : memory[s].weight_gradient_bytes; };
+  auto forward_peak = [&](int s) {
+    if (memory.empty()) return int64_t(0);
+    const bool shared = s > 0 && sch.DeviceOf(s - 1) == sch.DeviceOf(s);
+    return std::max(activation(s), memory[s].forward_peak_bytes - (shared ? memory[s].received_bytes : 0));
+  };
+  auto transient = [&](int s) { return memory.empty() ? int64_t(0) : memory[s].transient_bytes; };
+  auto freed_by_i = [&](int s) {
+    return memory.empty() ? int64_t(0) : std::min(activation(s), memory[s].freed_by_i_bytes);
+  };
+  auto note = [&](int d, int64_t bytes) {
+    result.device_peak_memory_bytes[d] = std::max(result.device_peak_memory_bytes[d], bytes);
+  };
   auto gradients = [&](int s) {
     return memory.empty() ? int64_t(0) : std::min(memory[s].gradient_bytes, memory[s].static_bytes);
   };
@@ -75,22 +91,24 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
           result.device_busy_ms[d] += timed.end_ms - timed.start_ms;
           if (a.kind == ActionKind::kForward) {
             ++in_flight[s];
+            note(d, held[d] + forward_peak(s));
             held[d] += activation(s);
             result.max_in_flight[s] = std::max(result.max_in_flight[s], training ? in_flight[s] : 1);
-            result.device_peak_memory_bytes[d] = std::max(result.device_peak_memory_bytes[d], held[d]);
             if (!training) --in_flight[s], held[d] -= activation(s);
           } else if (a.kind == ActionKind::kBackwardInput) {
             max_between[s] = std::max(max_between[s], ++between[s]);
-            held[d] += kept_for_w(s);
-            result.device_peak_memory_bytes[d] = std::max(result.device_peak_memory_bytes[d], held[d]);
+            note(d, held[d] + transient(s));
+            held[d] += kept_for_w(s) - freed_by_i(s);
+            note(d, held[d]);
           } else {
+            note(d, held[d] + transient(s));
             --in_flight[s];
             held[d] -= activation(s);
-            if (a.kind == ActionKind::kBackwardWeight) --between[s], held[d] -= kept_for_w(s);
+            if (a.kind == ActionKind::kBackwardWeight) --between[s], held[d] -= kept_for_w(s) - freed_by_i(s);
             if (!has_gradients[s]) {
               has_gradients[s] = true;
               held[d] += gradients(s);
-              result.device_peak_memory_bytes[d] = std::max(result.device_peak_memory_bytes[d], held[d]);
+              note(d, held[d]);
             }
           }
         } else {
@@ -138,15 +156,12 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
     idle += result.idle_ms[d];
   }
   result.peak_memory_bytes.resize(S);
-  std::vector<int64_t> transient(D, 0);
   for (int s = 0; s < S; ++s) {
     const StageMemory mem = memory.empty() ? StageMemory{} : memory[s];
     result.peak_memory_bytes[s] = mem.static_bytes + mem.activation_bytes * result.max_in_flight[s] +
                                   mem.weight_gradient_bytes * max_between[s] + mem.transient_bytes;
     result.device_peak_memory_bytes[sch.DeviceOf(s)] += mem.static_bytes - gradients(s);  // those: in `held`
-    transient[sch.DeviceOf(s)] = std::max(transient[sch.DeviceOf(s)], mem.transient_bytes);
   }
-  for (int d = 0; d < D; ++d) result.device_peak_memory_bytes[d] += transient[d];
   result.bubble_fraction = result.step_ms > 0 ? idle / (D * result.step_ms) : 0;
   return result;
 }

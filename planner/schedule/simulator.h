@@ -44,7 +44,7 @@ struct TransferTimes {
 struct StageMemory {
   int64_t static_bytes = 0;      // parameters (+ gradients, optimizer state)
   int64_t activation_bytes = 0;  // per micro-batch held by the stage (from F until B or W)
-  int64_t transient_bytes = 0;   // once: the working memory of the op running (its largest)
+  int64_t transient_bytes = 0;   // at its B, I or W: the working memory of the op running (its largest)
   // Split backward (I, W): what I keeps for W per micro-batch, from I until W.
   int64_t weight_gradient_bytes = 0;
   // Training: the part of static_bytes that is the parameters' gradients.
@@ -52,6 +52,18 @@ struct StageMemory {
   // them before each step (optimizer.zero_grad(set_to_none=True)), so a
   // device's peak before then holds none: GPipe's, after every forward.
   int64_t gradient_bytes = 0;
+  // Training: the part of activation_bytes that is what the stage receives
+  // from the stage before. Where both are on one device (zbv's middle
+  // device) it is the tensor the sender holds, held once.
+  int64_t received_bytes = 0;
+  // Training: the most one micro-batch's forward has live at once (what it
+  // received, the values crossing the op running and what that op makes),
+  // which can be more than it keeps (a convolution's output that a pooling
+  // shrinks); 0: activation_bytes.
+  int64_t forward_peak_bytes = 0;
+  // Split backward: of activation_bytes, what I frees (W keeps only what
+  // its weight gradients need).
+  int64_t freed_by_i_bytes = 0;
 };
 
 struct SimResult {
@@ -62,9 +74,9 @@ struct SimResult {
   double bubble_fraction = 0;             // sum idle / (devices * step_ms)
   std::vector<int> max_in_flight;         // per stage: micro-batches held at once
   std::vector<int64_t> peak_memory_bytes; // per stage: static + max_in_flight * activation + transient
-  // Per device: its stages' static bytes plus the most activations its
-  // stages hold at one moment, plus the largest of their transients (one
-  // action runs at a time).
+  // Per device: its stages' static bytes plus the most its stages hold at
+  // one moment: the activations held, with the forward's peak while an F
+  // runs and a transient while a B, I or W runs (one action at a time).
   std::vector<int64_t> device_peak_memory_bytes;
   std::vector<double> allreduce_ms;       // per stage: its gradient all-reduce after its last action
   std::vector<std::vector<TimedAction>> timeline;  // per device, in list order

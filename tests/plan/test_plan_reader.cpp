@@ -83,6 +83,8 @@ TEST_CASE("a plan round-trips through the reader exactly") {
     f.plan.profile.step_overhead_ms = 0.0625;           // mpexec's cost per step, in the replay
     f.plan.stages[1].transient_bytes = 4096;            // an op's working memory, once
     f.plan.stages[2].weight_gradient_bytes = 2048;      // what I keeps for W (zb-h1, zbv)
+    f.plan.stages[2].forward_peak_bytes = 1024;         // the most its forward has live
+    f.plan.stages[2].freed_by_i_bytes = 512;            // what I frees
     if (training) {                                     // recomputation: the forward again in B
       f.plan.stages[0].recompute = true;
       f.plan.stages[0].recomputed_bytes = 8192;
@@ -114,6 +116,8 @@ TEST_CASE("a plan round-trips through the reader exactly") {
     CHECK(back.profile.step_overhead_ms == f.plan.profile.step_overhead_ms);
     CHECK(back.stages[1].transient_bytes == 4096);
     CHECK(back.stages[2].weight_gradient_bytes == 2048);
+    CHECK(back.stages[2].forward_peak_bytes == 1024);
+    CHECK(back.stages[2].freed_by_i_bytes == 512);
     CHECK(back.stages[0].recompute == training);
     CHECK(back.stages[0].recomputed_bytes == (training ? 8192 : 0));
     CHECK_FALSE(back.stages[1].recompute);

@@ -269,6 +269,27 @@ TEST_CASE("a device's memory sums its stages: static always, activations while h
   CHECK(t.device_peak_memory_bytes[1] == 101 + 103 + 3 * 10 + 4000);
 }
 
+TEST_CASE("a device's memory moment by moment: the forward's peak, what I frees, a boundary on one device once") {
+  // StageMemory: static, activation, transient, weight_gradient, gradient, received, forward_peak, freed_by_i.
+  // The forward's peak comes on top of what is held: GPipe's second forward of 50 live over the first's 10 kept.
+  const auto gpipe = mp::BuildSchedule(ScheduleKind::kGPipe, 1, 2);
+  CHECK(mp::SimulateStep(gpipe, {{1, 1}}, {}, {{0, 10, 0, 0, 0, 0, 50}}).device_peak_memory_bytes[0] == 60);
+  CHECK(mp::SimulateStep(gpipe, {{1, 1}}, {}, {{0, 10}}).device_peak_memory_bytes[0] == 20);
+  // zb-h1's last stage (1F0 1I0 1F1 1I1 1W0 ...): I frees 6 of a micro-batch's 10 and keeps 2 for W, so
+  // two micro-batches are 10 + 6, not 2 x (10 + 2).
+  const auto zb = mp::BuildSchedule(ScheduleKind::kZeroBubbleH1, 2, 4);
+  const std::vector<mp::StageTimes> split(2, {1, 2, 1, 1});
+  CHECK(mp::SimulateStep(zb, split, {}, {{0, 10}, {0, 10, 0, 2, 0, 0, 0, 6}}).device_peak_memory_bytes[1] == 16);
+  CHECK(mp::SimulateStep(zb, split, {}, {{0, 10}, {0, 10, 0, 2}}).device_peak_memory_bytes[1] == 24);
+  // zbv's middle device runs stages 1 and 2: what stage 2 receives is the tensor stage 1 holds, held once.
+  const auto v = mp::BuildSchedule(ScheduleKind::kZeroBubbleV, 2, 1, 2);
+  const std::vector<mp::StageTimes> four(4, {1, 2, 1, 1});
+  std::vector<mp::StageMemory> memory(4, mp::StageMemory{0, 10});
+  for (int s = 1; s < 4; ++s) memory[s].received_bytes = 4;
+  CHECK(mp::SimulateStep(v, four, {}, memory).device_peak_memory_bytes[1] == 10 + 6);
+  CHECK(mp::SimulateStep(v, four, {}, std::vector<mp::StageMemory>(4, {0, 10})).device_peak_memory_bytes[1] == 20);
+}
+
 TEST_CASE("3 stages, gpipe, a busy link delays the second transfer") {
   // Transfers (2 ms) are slower than stage 0's forward (1 ms): the link
   // queues them, so stage 1 receives micro-batch m at 3 + 2m.
