@@ -100,10 +100,10 @@ SimResult SimulatePlan(const Plan& plan) {
     const double recompute_ms = stage.recompute ? stage.forward_ms : 0;  // B runs the forward first
     times.push_back({stage.forward_ms, stage.backward_ms + recompute_ms, stage.input_backward_ms,
                      stage.weight_backward_ms});
-    int64_t received = 0;
-    for (const PlanTensor& t : stage.receives) received += plan.training ? t.bytes : 0;
+    int64_t received = 0;  // training: part of activation_bytes (StageMemory::received_bytes)
+    for (const PlanTensor& t : stage.receives) received += t.bytes;
     memory.push_back({stage.static_bytes, stage.activation_bytes, stage.transient_bytes + stage.recomputed_bytes,
-                      stage.weight_gradient_bytes, plan.training ? stage.param_bytes : 0, received,
+                      stage.weight_gradient_bytes, plan.training ? stage.param_bytes : 0, plan.training ? received : 0,
                       stage.forward_peak_bytes, stage.freed_by_i_bytes});
     allreduce.push_back(stage.allreduce_ms);
     if (s + 1 < plan.stages.size()) {

@@ -46,16 +46,16 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
   std::vector<int> in_flight(S, 0);
   std::vector<int64_t> held(D, 0);  // activations a device's stages hold now
   for (int d = 0; d < D; ++d) result.timeline[d].reserve(sch.actions[d].size());
+  // What stage s receives from a stage on its own device: the tensor the sender holds already.
+  auto held_by_sender = [&](int s) {
+    return s > 0 && sch.DeviceOf(s - 1) == sch.DeviceOf(s) ? memory[s].received_bytes : int64_t(0);
+  };
   auto activation = [&](int s) {
-    if (memory.empty()) return int64_t(0);
-    const bool shared = s > 0 && sch.DeviceOf(s - 1) == sch.DeviceOf(s);  // what it receives, held by the sender
-    return std::max(int64_t(0), memory[s].activation_bytes - (shared ? memory[s].received_bytes : 0));
+    return memory.empty() ? int64_t(0) : std::max(int64_t(0), memory[s].activation_bytes - held_by_sender(s));
   };
   auto kept_for_w = [&](int s) { return memory.empty() ? int64_t(0) : memory[s].weight_gradient_bytes; };
   auto forward_peak = [&](int s) {
-    if (memory.empty()) return int64_t(0);
-    const bool shared = s > 0 && sch.DeviceOf(s - 1) == sch.DeviceOf(s);
-    return std::max(activation(s), memory[s].forward_peak_bytes - (shared ? memory[s].received_bytes : 0));
+    return memory.empty() ? int64_t(0) : std::max(activation(s), memory[s].forward_peak_bytes - held_by_sender(s));
   };
   auto transient = [&](int s) { return memory.empty() ? int64_t(0) : memory[s].transient_bytes; };
   auto freed_by_i = [&](int s) {
