@@ -169,6 +169,10 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
       }
     }
   }
+  c.forward_working_bytes.assign(n, 0);
+  for (int p = 0; p < n; ++p) {
+    c.forward_working_bytes[p] = std::max<int64_t>(0, ForwardWorkingBytes(profile, order[p], microbatch));
+  }
   if (training) AddAccumulation(profile, c);
   return c;
 }

@@ -54,6 +54,10 @@ struct OrderCosts {
   // backward's W keeps the graph from such nodes down, so what a node keeps
   // stays from I to W only where that position is in its stage.
   std::vector<int> next_weight_reader;
+  // Per position: the most its forward allocates beyond what it leaves
+  // (NodeCost::forward_working_bytes: a convolution's reordered weights or
+  // unfolded input; 0 where not measured).
+  std::vector<int64_t> forward_working_bytes;
   std::vector<int64_t> cut_bytes;          // per cut 0..n: activations crossing forward
   std::vector<int64_t> cut_grad_bytes;     // per cut 0..n: gradients crossing backward
   // Per cut 0..n: of cut_bytes, what autograd would not keep; a stage keeps

@@ -84,9 +84,9 @@ StageCostModel::StageCostModel(const OrderCosts& costs, std::vector<StageSpec> s
     sums->first_useful_end[p] = costs.Useful(p) ? p + 1 : sums->first_useful_end[p + 1];
   }
   // Live bytes while position p runs: what crosses the cut before it (inputs
-  // still needed, relayed values) plus what it makes.
+  // still needed, relayed values), what it makes and its scratch.
   std::vector<int64_t> live(n_), working(n_, 0);
-  for (int p = 0; p < n_; ++p) live[p] = costs.cut_bytes[p] + costs.output_bytes[p];
+  for (int p = 0; p < n_; ++p) live[p] = costs.cut_bytes[p] + costs.output_bytes[p] + costs.forward_working_bytes[p];
   sums->peak = SparseMax(live);
   // Training: an op's working memory beyond what is kept, at its backward:
   // the gradient of its output and of its input (each about its output's

@@ -12,7 +12,8 @@ namespace {
 // Inserts from[j] at position i of `to`, where `to` has one entry per size
 // of the profile (else it is left alone: an older profile without the
 // I/W split keeps its empty vectors).
-void InsertAt(std::vector<double>& to, size_t sizes, size_t i, const std::vector<double>& from, size_t j) {
+template <class T>
+void InsertAt(std::vector<T>& to, size_t sizes, size_t i, const std::vector<T>& from, size_t j) {
   if (to.size() != sizes) return;
   if (j >= from.size()) throw InternalError("profile: a measured size lacks a per-size value the profile has");
   to.insert(to.begin() + static_cast<std::ptrdiff_t>(i), from[j]);
@@ -42,6 +43,8 @@ void MergeSizes(Profile& profile, const Profile& more) {
       InsertAt(to.spread, count, i, from.spread, j);
       InsertAt(to.flops, count, i, from.flops, j);
       InsertAt(to.bytes_moved, count, i, from.bytes_moved, j);
+      InsertAt(to.forward_working_bytes, count, i, from.forward_working_bytes, j);
+      InsertAt(to.backward_working_bytes, count, i, from.backward_working_bytes, j);
     }
     sizes.insert(at, m);
   }

@@ -7,8 +7,8 @@
 
 namespace mp {
 
-// Inserts `more`'s sizes, each node's times, spread, FLOPs and bytes moved
-// at them, into `profile` in ascending order. A size both hold keeps
+// Inserts `more`'s sizes, each node's times, spread, FLOPs, bytes moved
+// and working memory at them, into `profile` in ascending order. A size both hold keeps
 // `profile`'s entry. Everything else in `profile` (coverage, bands,
 // contention, value bytes) stays as it was. Throws InternalError when
 // `more` is not a profile of the same graph and mode.

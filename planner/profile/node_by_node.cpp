@@ -48,6 +48,10 @@ using c10::IValue;
 using torch::jit::Node;
 using torch::jit::Value;
 
+// The meter's owner for what the profiler's thread allocates while it
+// counts (no worker runs in a profile).
+constexpr int kProfilerOwner = 0;
+
 int64_t BytesOf(const IValue& value) {
   int64_t bytes = 0;
   for (const auto& t : FlattenTensors(value))
@@ -139,7 +143,10 @@ class Engine {
     // hardtanh_ nodes, which have no W, read I 1.5x their B). An untimed
     // pass (sizes only) splits too: what I keeps for W is counted there.
     const bool split = keep && options_.timed ? (pass - warmup) % 2 == 1 : Training();
-    if (pass == 0 && options_.training && options_.device.is_cpu()) MeasureKept();
+    // The first pass counts memory (a lock per allocation: a warm-up pass
+    // when timed, the only one when not).
+    counting_ = pass == 0 && options_.training && options_.device.is_cpu();
+    if (counting_) MeasureKept();
     if (keep && options_.timed && options_.between_passes) options_.between_passes();
     // Each backward runs on the graph its own pass's forward just built,
     // as a training step does: a backward repeated on one retained graph
@@ -169,6 +176,8 @@ class Engine {
       SeedOutputGrads();
       std::vector<BackwardTimes> times(n);
       std::vector<DeferredW> deferred;  // split passes: W after every node's I
+      if (counting_)
+        for (NodeSample& node : result_.nodes) node.backward_working_bytes = 0;
       for (int i = static_cast<int>(n) - 1; i >= 0; --i) {
         if (split && WeightOnly(i)) {
           result_.nodes[i].weight_kept_bytes = 0;  // all W: nothing kept for it
@@ -185,6 +194,7 @@ class Engine {
           times[w.node].weight_ms = Weights(w);
         }
       }
+      counting_ = false;
       for (size_t i = 0; i < n; ++i) {
         const BackwardTimes& t = times[i];
         if (keep && (!t.split || !options_.timed)) backward_[i].push_back(t.input_ms + t.weight_ms);
@@ -374,6 +384,29 @@ class Engine {
       for (const auto& t : dims) sample.output_bytes += t.Bytes();
   }
 
+  // What a call allocated: the most beyond what was live before it, and
+  // what it left.
+  struct Allocated {
+    int64_t most = 0;
+    int64_t left = 0;
+  };
+
+  // Runs `work`, counting what it allocates while this pass counts (zeros
+  // otherwise).
+  Allocated Count(const std::function<void()>& work) {
+    if (!counting_) {
+      work();
+      return {};
+    }
+    MemoryMeter& meter = MemoryMeter::Install();
+    const MemoryMeter::Scope owner(kProfilerOwner);
+    const MemoryMeter::CountingScope counting(&meter);
+    const int64_t before = meter.Live(kProfilerOwner);
+    meter.ResetPeaks();
+    work();
+    return {std::max<int64_t>(0, meter.Peak(kProfilerOwner) - before), meter.Live(kProfilerOwner) - before};
+  }
+
   // Training on CPU, once per size before the first pass: the graph run as
   // one autograd graph (no leaves between nodes, every value dropped after
   // its last reader), each node's allocations counted under its id; what
@@ -381,25 +414,31 @@ class Engine {
   // keeps until the backward, charged to the node that made it: a relu's
   // output, a linear's input (to its producer), an LSTM's gates at every
   // step, the copies matmul makes of 4-d views (and not their base), max
-  // pooling's indices.
+  // pooling's indices. Each node's forward working memory too: the most it
+  // had allocated beyond what it leaves.
   void MeasureKept() {
     MemoryMeter& meter = MemoryMeter::Install();
     LoadInputs(model_inputs_);
     std::vector<std::shared_ptr<torch::autograd::Node>> roots;
     {
+      const MemoryMeter::Scope owner(kProfilerOwner);
       const MemoryMeter::CountingScope counting(&meter);
       for (size_t n = 0; n < canonical_.nodes.size(); ++n) {
         const Node* node = canonical_.nodes[n];
         const MemoryMeter::Tag tag(static_cast<int>(n));
         if (node->kind() == c10::prim::Constant) {
           env_[Id(node->output())] = torch::jit::toIValue(node->output()).value();
+          result_.nodes[n].forward_working_bytes = 0;
           continue;
         }
         const NodeProgram& program = *programs_[n];
         std::vector<IValue> inputs;
         for (const Value* in : program.Inputs()) inputs.push_back(env_[Id(in)]);
+        meter.ResetPeaks();
         std::vector<IValue> outputs = program.Run(std::move(inputs));
         for (size_t o = 0; o < outputs.size(); ++o) env_[Id(node->outputs()[o])] = std::move(outputs[o]);
+        result_.nodes[n].forward_working_bytes =
+            std::max<int64_t>(0, meter.Peak(kProfilerOwner) - meter.Live(kProfilerOwner));
         for (const Value* in : program.Inputs())
           if (last_use_[Id(in)] == static_cast<int>(n)) env_[Id(in)] = IValue();
       }
@@ -500,6 +539,10 @@ class Engine {
     std::shared_ptr<SplitBackward> split;  // I's, as mpexec's workers split a stage's backward
     std::vector<size_t> leaves;            // the record's leaves W computes
     bool whole = false;                    // the node's inputs are all parameters' (a weight's transpose)
+    // While the pass counts: what I allocated at its most, less what it
+    // keeps for W, and the input gradients it made.
+    int64_t input_working = 0;
+    int64_t input_gradients = 0;
   };
 
   // Every input of node n that needs a gradient is computed from
@@ -522,7 +565,15 @@ class Engine {
   // The deferred W of a split node; returns its time.
   double Weights(DeferredW& w) {
     const Recorded& record = records_[w.node];
-    const double ms = TimedCall([&] { w.split->Weights(); });
+    double ms = 0;
+    const Allocated weights = Count([&] { ms = TimedCall([&] { w.split->Weights(); }); });
+    // B makes both at once and shares their scratch (a convolution's
+    // reordered weights, which I and W each make): the larger of I's and
+    // W's with I's gradients, not their sum (ResNet-50's 3x3 convolutions
+    // of 512 channels: 19 MB in B, 28 in I and W).
+    if (counting_) {
+      result_.nodes[w.node].backward_working_bytes = std::max(w.input_working, weights.most + w.input_gradients);
+    }
     for (size_t i : w.leaves) AddGrad(record.leaf_slots[i], record.leaves[i].grad());
     w.split.reset();
     return ms;
@@ -566,17 +617,31 @@ class Engine {
       times.split = defer && !parts[0].empty() && !parts[1].empty();
       if (times.split) {
         std::shared_ptr<SplitBackward> split;
-        times.input_ms = TimedCall([&] {
-          split = std::make_shared<SplitBackward>(outs, out_grads, Part(record, parts[0]), Part(record, parts[1]));
+        const Allocated input = Count([&] {
+          times.input_ms = TimedCall([&] {
+            split = std::make_shared<SplitBackward>(outs, out_grads, Part(record, parts[0]), Part(record, parts[1]));
+          });
         });
         result_.nodes[n].weight_kept_bytes = split->HeldBytes();
-        for (size_t i : parts[0]) leaf_grads[i] = record.leaves[i].grad();
-        defer->push_back({n, std::move(split), parts[1], false});
+        int64_t input_grads = 0;
+        for (size_t i : parts[0]) {
+          leaf_grads[i] = record.leaves[i].grad();
+          if (leaf_grads[i].defined()) input_grads += int64_t(leaf_grads[i].numel() * leaf_grads[i].element_size());
+        }
+        // What I made and keeps for W beside its inputs' gradients (an
+        // LSTM's gates' gradients at every step) a whole backward makes and
+        // frees step by step: not B's working memory.
+        const int64_t input_working = input.most - std::max<int64_t>(0, input.left - input_grads);
+        defer->push_back({n, std::move(split), parts[1], false, input_working, input_grads});
       } else {
-        const double ms = TimedCall([&] {
-          leaf_grads = torch::autograd::grad(outs, record.leaves, out_grads, /*retain_graph=*/false,
-                                             /*create_graph=*/false, /*allow_unused=*/true);
+        double ms = 0;
+        const Allocated whole = Count([&] {
+          ms = TimedCall([&] {
+            leaf_grads = torch::autograd::grad(outs, record.leaves, out_grads, /*retain_graph=*/false,
+                                               /*create_graph=*/false, /*allow_unused=*/true);
+          });
         });
+        if (counting_) result_.nodes[n].backward_working_bytes = whole.most;
         (parts[0].empty() ? times.weight_ms : times.input_ms) = ms;
       }
     }
@@ -592,6 +657,7 @@ class Engine {
   const PassOptions options_;  // a copy: the profiler runs several sizes at once, each with its own
   const std::vector<IValue> model_inputs_;
   int pass_ = 0;  // passes run
+  bool counting_ = false;  // this pass counts what each backward allocates (NodeSample::backward_working_bytes)
   std::unique_ptr<WholeGraph> whole_;
   std::vector<double> whole_forward_, whole_backward_;
   std::vector<std::vector<double>> forward_, backward_, input_backward_, weight_backward_;  // node -> kept samples

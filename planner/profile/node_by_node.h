@@ -37,6 +37,13 @@ struct NodeSample {
   // (SplitBackward::HeldBytes; 0 where the node does not split); -1 where
   // no split pass ran.
   int64_t weight_kept_bytes = -1;
+  // Training on CPU: the most the node allocates while it runs beyond what
+  // it leaves (its forward's scratch: a convolution's unfolded input) and
+  // beyond what was live before its backward (the gradients it makes and
+  // their scratch; I's and W's added where it splits), counted in the
+  // first pass (node_by_node.cpp); -1 where not counted.
+  int64_t forward_working_bytes = -1;
+  int64_t backward_working_bytes = -1;
 };
 
 struct PassResult {

@@ -2,6 +2,7 @@
 #include "planner/profile/profile.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.h"
 
@@ -70,6 +71,24 @@ int64_t KeptBytes(const Profile& profile, int node, int64_t microbatch) {
 
 int64_t WeightKeptBytes(const Profile& profile, int node, int64_t microbatch) {
   return BytesAt(profile.nodes.at(node).weight_kept, microbatch);
+}
+
+namespace {
+
+int64_t BytesAtSize(const Profile& profile, const std::vector<int64_t>& per_size, int64_t microbatch) {
+  if (per_size.empty()) return -1;
+  const std::vector<double> bytes(per_size.begin(), per_size.end());
+  return std::llround(InterpolateAt(profile.microbatch_sizes, bytes, microbatch));
+}
+
+}  // namespace
+
+int64_t ForwardWorkingBytes(const Profile& profile, int node, int64_t microbatch) {
+  return BytesAtSize(profile, profile.nodes.at(node).forward_working_bytes, microbatch);
+}
+
+int64_t BackwardWorkingBytes(const Profile& profile, int node, int64_t microbatch) {
+  return BytesAtSize(profile, profile.nodes.at(node).backward_working_bytes, microbatch);
 }
 
 std::vector<double> SharedSlowdownAt(const Profile& profile, int64_t microbatch) {

@@ -51,6 +51,16 @@ struct NodeCost {
   // without both parts. Not measured: its outputs' bytes where it reads a
   // weight (cut_cost.cpp).
   std::optional<ValueBytes> weight_kept;
+  // Training profiles on CPU since 2026-11-28, one entry per size: the most
+  // the node allocates while it runs, beyond what its forward leaves and
+  // beyond what was live before its backward (the gradients it makes
+  // included; node_by_node.cpp). Per size, not a line in m: a convolution
+  // reorders its weights at some sizes and not at others. Empty where not
+  // measured. The planner takes the forward's into a forward's live peak
+  // (0 where not measured); the backward's is recorded for a transient
+  // model not yet adopted (docs/BENCHMARKS.md, issue 27, fifteenth session).
+  std::vector<int64_t> forward_working_bytes;
+  std::vector<int64_t> backward_working_bytes;
 };
 
 struct Profile {
@@ -182,6 +192,10 @@ int64_t OutputBytes(const Profile& profile, int node, int64_t microbatch);
 // NodeCost::kept and weight_kept at m (0 where not measured).
 int64_t KeptBytes(const Profile& profile, int node, int64_t microbatch);
 int64_t WeightKeptBytes(const Profile& profile, int node, int64_t microbatch);
+// NodeCost::forward_working_bytes and backward_working_bytes at m
+// (interpolated between sizes); -1 where not measured.
+int64_t ForwardWorkingBytes(const Profile& profile, int node, int64_t microbatch);
+int64_t BackwardWorkingBytes(const Profile& profile, int node, int64_t microbatch);
 int64_t ValueBytesAt(const Profile& profile, int value, int64_t microbatch);
 
 }  // namespace mp

@@ -64,7 +64,8 @@ NodeCost ReadNode(const YamlCursor& c, size_t id, size_t sizes, bool training) {
   // pays (its W's engine walk, docs/profile.md); read and ignored.
   c.ExpectMap({"id", "kind", "layer", "forward_ms", "backward_ms", "spread", "flops", "bytes_moved", "output_bytes",
                "param_bytes"},
-              {"input_backward_ms", "weight_backward_ms", "autograd_nodes", "kept_bytes", "weight_kept_bytes"});
+              {"input_backward_ms", "weight_backward_ms", "autograd_nodes", "kept_bytes", "weight_kept_bytes",
+               "forward_working_bytes", "backward_working_bytes"});
   NodeCost n;
   n.id = int(c["id"].Int());
   if (n.id != int(id)) c["id"].Fail(Concat("expected ", id, ", found ", n.id));
@@ -93,6 +94,15 @@ NodeCost ReadNode(const YamlCursor& c, size_t id, size_t sizes, bool training) {
   n.param_bytes = c["param_bytes"].Int();
   if (c.Has("kept_bytes")) n.kept = ReadBytes(c["kept_bytes"]);  // measured since 2026-11-27
   if (c.Has("weight_kept_bytes")) n.weight_kept = ReadBytes(c["weight_kept_bytes"]);  // since 2026-11-28
+  for (auto [key, list] : {std::pair{"forward_working_bytes", &n.forward_working_bytes},  // since 2026-11-28
+                            std::pair{"backward_working_bytes", &n.backward_working_bytes}}) {
+    if (!c.Has(key)) continue;
+    *list = c[key].IntList();
+    if (list->size() != sizes) c[key].Fail(Concat(list->size(), " entries for ", sizes, " micro-batch sizes"));
+    for (int64_t bytes : *list) {
+      if (bytes < 0) c[key].Fail(Concat("expected bytes >= 0, found ", bytes));
+    }
+  }
   return n;
 }
 
@@ -238,6 +248,12 @@ std::string ProfileToYaml(const Profile& p) {
       if (!*bytes) continue;
       out << YAML::Key << key << YAML::Value;
       EmitFlowSeq(out, std::vector<int64_t>{(*bytes)->per_sample, (*bytes)->fixed});
+    }
+    for (const auto& [key, per_size] : {std::pair{"forward_working_bytes", &n.forward_working_bytes},
+                                        std::pair{"backward_working_bytes", &n.backward_working_bytes}}) {
+      if (per_size->empty()) continue;
+      out << YAML::Key << key << YAML::Value;
+      EmitFlowSeq(out, *per_size);
     }
     out << YAML::EndMap;
   }

@@ -247,6 +247,17 @@ TEST_CASE("a training profile measures what autograd keeps of each node, charged
     }
     CHECK(relus > 2);
     CHECK(linears > 2);
+    // What each node's backward allocates at its most: a linear its weights'
+    // gradients at least, a relu its input's gradient (its output's size).
+    for (const mp::NodeCost& n : p.nodes) {
+      CAPTURE(n.kind);
+      REQUIRE(n.forward_working_bytes.size() == p.microbatch_sizes.size());
+      REQUIRE(n.backward_working_bytes.size() == p.microbatch_sizes.size());
+      for (int64_t mb : p.microbatch_sizes) {
+        if (n.kind == "aten::linear") CHECK(mp::BackwardWorkingBytes(p, n.id, mb) >= n.param_bytes);
+        if (n.kind == "aten::relu") CHECK(mp::BackwardWorkingBytes(p, n.id, mb) == mp::OutputBytes(p, n.id, mb));
+      }
+    }
   }
   Model m = Load("lstm.script.pt", true);
   const mp::Profile p = mp::MeasureProfile(m.canonical, m.inputs, Quick(true));
@@ -258,6 +269,9 @@ TEST_CASE("a training profile measures what autograd keeps of each node, charged
     // I keeps the gradient of its gates at every step for W: the
     // outputs' gradients alone (the plan's guess before) were 2x short.
     CHECK(mp::WeightKeptBytes(p, n.id, p.batch) > 2 * mp::OutputBytes(p, n.id, p.batch));
+    // Those a whole backward makes and frees step by step: its working
+    // memory is less than what I keeps (the split passes count both).
+    CHECK(mp::BackwardWorkingBytes(p, n.id, p.batch) < mp::WeightKeptBytes(p, n.id, p.batch));
   }
   CHECK(found);
   mp::MeasureOptions inference = Quick(false);

@@ -69,6 +69,8 @@ mp::Profile Sample() {
     if (i == 2) {  // a node whose kept bytes were counted
       n.kept = mp::ValueBytes{2048, 64};
       n.weight_kept = mp::ValueBytes{512, 0};
+      n.forward_working_bytes = {0, 1000, 1000};  // a kernel that needs scratch from 2 samples on
+      n.backward_working_bytes = {300, 600, 2400};
     }
     p.nodes.push_back(n);
   }
@@ -139,6 +141,12 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(mp::KeptBytes(q, 2, 4) == 64 + 4 * 2048);
   CHECK(mp::KeptBytes(q, 0, 4) == 0);  // not measured: the rules estimate it
   CHECK(mp::WeightKeptBytes(q, 2, 4) == 4 * 512);
+  // Working memory per size, between sizes on the line joining them.
+  CHECK(q.nodes[2].forward_working_bytes == p.nodes[2].forward_working_bytes);
+  CHECK(q.nodes[2].backward_working_bytes == p.nodes[2].backward_working_bytes);
+  CHECK(mp::ForwardWorkingBytes(q, 2, 4) == 1000);
+  CHECK(mp::BackwardWorkingBytes(q, 2, 4) == 600 + 1800 * 2 / 6);
+  CHECK(mp::BackwardWorkingBytes(q, 0, 4) == -1);  // not measured: the planner estimates it
   REQUIRE(q.values.size() == p.values.size());
   CHECK(q.values[3].per_sample == 512);
   CHECK(q.values[3].fixed == 1);
@@ -171,6 +179,14 @@ TEST_CASE("malformed profile files name the problem") {
   const std::string short_list = SampleYamlWith("forward_ms: [0.5, 1, 3]", "forward_ms: [0.5, 1]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(short_list, "p.yaml"),
                        "p.yaml: nodes[0].forward_ms: 2 entries for 3 micro-batch sizes", mp::InputError);
+  const std::string short_bytes =
+      SampleYamlWith("backward_working_bytes: [300, 600, 2400]", "backward_working_bytes: [300, 600]");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(short_bytes, "p.yaml"),
+                       "p.yaml: nodes[2].backward_working_bytes: 2 entries for 3 micro-batch sizes", mp::InputError);
+  const std::string negative_bytes =
+      SampleYamlWith("forward_working_bytes: [0, 1000, 1000]", "forward_working_bytes: [0, -1, 0]");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(negative_bytes, "p.yaml"),
+                       "p.yaml: nodes[2].forward_working_bytes: expected bytes >= 0, found -1", mp::InputError);
   const std::string fast = SampleYamlWith("shared_slowdown: [1, 1.25]", "shared_slowdown: [1, 0.5]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(fast, "p.yaml"), "p.yaml: shared_slowdown[1]: expected a factor >= 1, found 0.5",
                        mp::InputError);
@@ -334,6 +350,7 @@ TEST_CASE("sizes measured later join the profile in order, and replace the line 
     n.spread = {99, 0.04};
     n.flops = {99, 4e6};
     n.bytes_moved = {99, 16384};
+    if (!n.backward_working_bytes.empty()) n.forward_working_bytes = {99, 0}, n.backward_working_bytes = {99, 1200};
   }
   mp::MergeSizes(p, more);
   CHECK(p.microbatch_sizes == std::vector<int64_t>{1, 2, 4, 8});
@@ -348,6 +365,9 @@ TEST_CASE("sizes measured later join the profile in order, and replace the line 
   CHECK(p.nodes[1].input_backward_ms == std::vector<double>{0.4, 0.9, 4.5, 2.9});
   CHECK(p.nodes[1].weight_backward_ms == std::vector<double>{0.7, 1.2, 5, 3.2});
   CHECK(p.nodes[0].input_backward_ms.empty());  // estimated before, estimated still
+  CHECK(p.nodes[2].forward_working_bytes == std::vector<int64_t>{0, 1000, 0, 1000});
+  CHECK(p.nodes[2].backward_working_bytes == std::vector<int64_t>{300, 600, 1200, 2400});
+  CHECK(p.nodes[0].backward_working_bytes.empty());
   // The measured time, not the line, and the neighbours' lines move with it.
   CHECK(mp::ForwardMs(p, 1, 4) == 8.5);
   CHECK(mp::ForwardMs(p, 1, 3) == doctest::Approx((2.0 + 8.5) / 2));
