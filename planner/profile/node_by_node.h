@@ -40,8 +40,9 @@ struct NodeSample {
   // Training on CPU: the most the node allocates while it runs beyond what
   // it leaves (its forward's scratch: a convolution's unfolded input) and
   // beyond what was live before its backward (the gradients it makes and
-  // their scratch; I's and W's added where it splits), counted in the
-  // first pass (node_by_node.cpp); -1 where not counted.
+  // their scratch; where it splits, the larger of I's and of W's with I's
+  // gradients), counted in the first pass (node_by_node.cpp); -1 where not
+  // counted.
   int64_t forward_working_bytes = -1;
   int64_t backward_working_bytes = -1;
 };
