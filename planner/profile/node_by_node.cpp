@@ -626,7 +626,7 @@ class Engine {
         int64_t input_grads = 0;
         for (size_t i : parts[0]) {
           leaf_grads[i] = record.leaves[i].grad();
-          if (leaf_grads[i].defined()) input_grads += int64_t(leaf_grads[i].numel() * leaf_grads[i].element_size());
+          input_grads += BytesOf(leaf_grads[i]);
         }
         // What I made and keeps for W beside its inputs' gradients (an
         // LSTM's gates' gradients at every step) a whole backward makes and

@@ -17,6 +17,11 @@
 namespace mp {
 namespace {
 
+// The per-size byte lists of a node (since 2026-11-28), as written and read.
+const std::pair<const char*, std::vector<int64_t> NodeCost::*> kPerSizeBytes[] = {
+    {"forward_working_bytes", &NodeCost::forward_working_bytes},
+    {"backward_working_bytes", &NodeCost::backward_working_bytes}};
+
 std::vector<double> FactorsAtLeastOne(const YamlCursor& c) {
   std::vector<double> out;
   const int n = c.ExpectList();
@@ -94,9 +99,9 @@ NodeCost ReadNode(const YamlCursor& c, size_t id, size_t sizes, bool training) {
   n.param_bytes = c["param_bytes"].Int();
   if (c.Has("kept_bytes")) n.kept = ReadBytes(c["kept_bytes"]);  // measured since 2026-11-27
   if (c.Has("weight_kept_bytes")) n.weight_kept = ReadBytes(c["weight_kept_bytes"]);  // since 2026-11-28
-  for (auto [key, list] : {std::pair{"forward_working_bytes", &n.forward_working_bytes},  // since 2026-11-28
-                            std::pair{"backward_working_bytes", &n.backward_working_bytes}}) {
+  for (const auto& [key, member] : kPerSizeBytes) {
     if (!c.Has(key)) continue;
+    std::vector<int64_t>* list = &(n.*member);
     *list = c[key].IntList();
     if (list->size() != sizes) c[key].Fail(Concat(list->size(), " entries for ", sizes, " micro-batch sizes"));
     for (int64_t bytes : *list) {
@@ -249,11 +254,10 @@ std::string ProfileToYaml(const Profile& p) {
       out << YAML::Key << key << YAML::Value;
       EmitFlowSeq(out, std::vector<int64_t>{(*bytes)->per_sample, (*bytes)->fixed});
     }
-    for (const auto& [key, per_size] : {std::pair{"forward_working_bytes", &n.forward_working_bytes},
-                                        std::pair{"backward_working_bytes", &n.backward_working_bytes}}) {
-      if (per_size->empty()) continue;
+    for (const auto& [key, member] : kPerSizeBytes) {
+      if ((n.*member).empty()) continue;
       out << YAML::Key << key << YAML::Value;
-      EmitFlowSeq(out, *per_size);
+      EmitFlowSeq(out, n.*member);
     }
     out << YAML::EndMap;
   }
