@@ -309,6 +309,9 @@ void DeviceWorker::BackwardInput(const Action& a, InFlight& mb) {
   mb.grads.clear();
   mb.sent.clear();
   mb.loss = at::Tensor();
+  // So do the values the forward left (the last stage's model outputs, a
+  // GPT's logits): W needs only what I kept, and the leaves.
+  mb.values.clear();
 }
 
 void DeviceWorker::BackwardWeight(const Action& a, InFlight& mb) {

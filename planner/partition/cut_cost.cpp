@@ -65,6 +65,28 @@ void AddAccumulation(const Profile& profile, OrderCosts& c) {
   }
 }
 
+// The value whose storage `id` is: through views and in-place results
+// (alias) and through prim::If or prim::Loop nodes, whose output is one of
+// their inputs when of the same bytes (the zoo LSTM's hidden state).
+int StorageOf(const OpGraph& graph, int id) {
+  for (;;) {
+    const OpValue& v = graph.values[id];
+    if (v.producer < 0) return id;
+    const OpNode& node = graph.nodes[v.producer];
+    if (!v.alias && !node.has_blocks) return id;
+    int from = -1;
+    for (int in : node.inputs) {
+      const OpValue& u = graph.values[in];
+      if (!u.is_param && u.bytes == v.bytes && u.dtype == v.dtype && !u.shape.empty()) {
+        from = in;
+        break;
+      }
+    }
+    if (from < 0 || from == id) return id;
+    id = from;
+  }
+}
+
 }  // namespace
 
 OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const std::vector<int>& order,
@@ -126,6 +148,9 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
     }
     if (last <= born || bytes <= 0) continue;
     LiveValue live{v.id, born, last, bytes, training && CarriesGradient(graph, v), v.kept_for_backward};
+    const OpValue& storage = graph.values[StorageOf(graph, v.id)];
+    live.storage_born = storage.producer >= 0 ? c.position[storage.producer] : born;
+    live.storage_kept = storage.kept_for_backward;
     c.live_values.push_back(live);
     grow[born + 1] += bytes;
     grow[last + 1] -= bytes;
@@ -154,6 +179,7 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
     const OpValue& out = graph.values[graph.outputs.front()];
     const bool floating = out.dtype.find("float") != std::string::npos;  // a tensor the loss reads (not a tuple)
     if (floating && !out.kept_for_backward) c.loss_kept_bytes = ValueBytesAt(profile, out.id, microbatch);
+    if (floating) c.loss_gradient_bytes = ValueBytesAt(profile, out.id, microbatch);
   }
   c.next_weight_reader.assign(n, n);
   for (int p = n - 1; p >= 0 && training; --p) {
@@ -170,8 +196,15 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
     }
   }
   c.forward_working_bytes.assign(n, 0);
+  c.backward_working_bytes.assign(n, 0);
+  c.input_backward_working_bytes.assign(n, 0);
   for (int p = 0; p < n; ++p) {
     c.forward_working_bytes[p] = std::max<int64_t>(0, ForwardWorkingBytes(profile, order[p], microbatch));
+    if (!training) continue;
+    const int64_t measured = BackwardWorkingBytes(profile, order[p], microbatch);
+    c.backward_working_bytes[p] = measured >= 0 ? measured : c.output_bytes[p] + c.param_bytes[p];
+    c.input_backward_working_bytes[p] =
+        std::max<int64_t>(0, c.backward_working_bytes[p] - profile.nodes[order[p]].param_bytes);
   }
   if (training) AddAccumulation(profile, c);
   return c;

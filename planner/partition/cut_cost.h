@@ -30,6 +30,11 @@ struct LiveValue {
   int64_t bytes = 0;
   bool carries_gradient = false;
   bool kept = false;  // kept for the backward by some reader (saved_values.h)
+  // Where its storage was made: born, or further up through the nodes that
+  // pass a tensor on (a view, a prim::If returning one of its inputs), and
+  // whether autograd keeps that storage.
+  int storage_born = 0;
+  bool storage_kept = false;
 };
 
 struct OrderCosts {
@@ -56,8 +61,16 @@ struct OrderCosts {
   std::vector<int> next_weight_reader;
   // Per position: the most its forward allocates beyond what it leaves
   // (NodeCost::forward_working_bytes: a convolution's reordered weights or
-  // unfolded input; 0 where not measured).
+  // unfolded input; 0 where not measured), and in training its backward
+  // beyond what was live before it (NodeCost::backward_working_bytes; not
+  // measured: its input's gradient, about its outputs' bytes, and its
+  // parameters' gradients).
   std::vector<int64_t> forward_working_bytes;
+  std::vector<int64_t> backward_working_bytes;
+  // Per position, training: of that, what a split backward's I needs: all
+  // but its weights' gradients, which W makes later (the weights it reads,
+  // in a list too: nn.LSTM's).
+  std::vector<int64_t> input_backward_working_bytes;
   std::vector<int64_t> cut_bytes;          // per cut 0..n: activations crossing forward
   std::vector<int64_t> cut_grad_bytes;     // per cut 0..n: gradients crossing backward
   // Per cut 0..n: of cut_bytes, what autograd would not keep; a stage keeps
@@ -68,6 +81,9 @@ struct OrderCosts {
   // last stage's backward (mse its input, cross entropy its log-softmax of
   // the same size), where the output's producer does not keep it already.
   int64_t loss_kept_bytes = 0;
+  // Training: the gradient mpexec's loss makes of output 0 (its bytes),
+  // held until its producer's backward has used it.
+  int64_t loss_gradient_bytes = 0;
 
   int Positions() const { return int(order.size()); }
   bool Useful(int p) const { return forward_ms[p] + backward_ms[p] > 0; }

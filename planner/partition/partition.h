@@ -45,7 +45,12 @@ struct Stage {
   bool recompute = false;
   double recompute_ms = 0;
   int64_t recomputed_bytes = 0;
-  int64_t transient_bytes = 0;     // once: its largest op's working memory (StageCostModel::TransientBytes)
+  // Once: what its backward holds beyond its activations at its most
+  // (StageCostModel::TransientBytes), and what it would as a whole
+  // backward (RunWhole).
+  int64_t transient_bytes = 0;
+  int64_t whole_transient_bytes = 0;
+  int64_t weight_transient_bytes = 0;  // split backward: at its W (StageCostModel::WeightTransientBytes)
   int64_t received_bytes = 0;      // training: what it receives, part of activation_bytes (StageMemory's)
   int64_t forward_peak_bytes = 0;  // training: the most its forward has live at once (StageMemory's)
   int64_t freed_by_i_bytes = 0;    // split backward: of activation_bytes, what its I frees (StageMemory's)

@@ -207,7 +207,10 @@ constexpr size_t kRefineStages = 16;
 void RunWhole(Partition& p, size_t s) {
   Stage& st = p.stages[s];
   st.whole_backward = true;
-  st.peak_memory_bytes -= int64_t(st.in_flight) * st.weight_gradient_bytes;
+  st.peak_memory_bytes -= int64_t(st.in_flight) * st.weight_gradient_bytes +
+                          std::max(st.transient_bytes, st.weight_transient_bytes) - st.whole_transient_bytes;
+  st.transient_bytes = st.whole_transient_bytes;
+  st.weight_transient_bytes = 0;
   st.weight_gradient_bytes = 0;
   st.freed_by_i_bytes = 0;
 }

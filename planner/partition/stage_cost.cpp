@@ -85,16 +85,41 @@ StageCostModel::StageCostModel(const OrderCosts& costs, std::vector<StageSpec> s
   }
   // Live bytes while position p runs: what crosses the cut before it (inputs
   // still needed, relayed values), what it makes and its scratch.
-  std::vector<int64_t> live(n_), working(n_, 0);
+  std::vector<int64_t> live(n_);
   for (int p = 0; p < n_; ++p) live[p] = costs.cut_bytes[p] + costs.output_bytes[p] + costs.forward_working_bytes[p];
   sums->peak = SparseMax(live);
-  // Training: an op's working memory beyond what is kept, at its backward:
-  // the gradient of its output and of its input (each about its output's
-  // size), and its weights' gradient before it is added to .grad.
+  // Training: what a backward holds beyond the activations while position
+  // p's runs (TransientBytes): its working memory and the gradients of the
+  // values crossing the cut after it; for a whole backward, which frees
+  // what each node kept as it goes, also what the positions up to p keep,
+  // so that a range's query can take off what its positions after p kept.
+  // A split backward's I without the weights' gradients, which its W holds
+  // one node at a time.
   if (costs.training) {
-    for (int p = 0; p < n_; ++p) working[p] = 2 * costs.output_bytes[p] + costs.param_bytes[p];
+    std::vector<int64_t> held(n_), held_freeing(n_), weights(n_);
+    for (int p = 0; p < n_; ++p) {
+      held_freeing[p] = costs.backward_working_bytes[p] + costs.cut_grad_bytes[p + 1] + sums->kept[p + 1];
+      held[p] = costs.input_backward_working_bytes[p] + costs.cut_grad_bytes[p + 1];
+      weights[p] = costs.backward_working_bytes[p] - costs.input_backward_working_bytes[p];
+      sums->most_backward_working = std::max(sums->most_backward_working, costs.backward_working_bytes[p]);
+    }
+    sums->transient = SparseMax(held);
+    sums->transient_freeing = SparseMax(held_freeing);
+    sums->weight_transient = SparseMax(weights);
+    // The values carrying a gradient that cross each cut, by where their
+    // storage was made, with what of that position's kept bytes they are.
+    sums->crossing.resize(n_ + 1);
+    for (const LiveValue& v : costs.live_values) {
+      if (!v.carries_gradient) continue;
+      const int64_t kept = v.storage_kept ? std::min(v.bytes, costs.kept_bytes[v.storage_born]) : 0;
+      for (int cut = v.born + 1; cut <= v.last_use && cut <= n_; ++cut) {
+        sums->crossing[cut].push_back({v.storage_born, v.bytes, kept});
+      }
+    }
+    for (auto& values : sums->crossing) {
+      std::sort(values.begin(), values.end(), [](const Crossing& x, const Crossing& y) { return x.born < y.born; });
+    }
   }
-  sums->transient = SparseMax(working);
   // Model inputs are the crossing values without a producer; counting every
   // value without a gradient over-approximates them, which is safe for a bound.
   for (const LiveValue& v : costs.live_values) {
@@ -125,10 +150,12 @@ bool StageCostModel::MemoryCanBind(int s) const {
   // A recomputing stage holds less per micro-batch, and one micro-batch's more.
   const int64_t activations = costs_->training ? 2 * (sums_->outputs[n_] + sums_->input_bytes) : PeakLive(0, n_);
   const int held = stages_[s].in_flight + (stages_[s].recompute == Recompute::kNever ? 0 : 1);
-  // Any stage's transient: its largest op's, and at most every value as a
-  // gradient it relays.
-  const int64_t transient = RangeMax(sums_->transient, 0, n_) +
-                            (costs_->training ? sums_->outputs[n_] + sums_->input_bytes : 0);
+  // Any stage's transient (TransientBytes): its largest op's working
+  // memory, and every value at most four times over (the gradients that
+  // came back, of what it relays and of what crosses inside, and what it
+  // sends and keeps).
+  const int64_t transient =
+      costs_->training ? sums_->most_backward_working + 4 * (sums_->outputs[n_] + sums_->input_bytes) : 0;
   return StaticBytes(0, n_) + held * activations + transient > stages_[s].memory_bytes;
 }
 
@@ -172,19 +199,62 @@ int64_t StageCostModel::RangeMax(const std::vector<std::vector<int64_t>>& table,
 
 int64_t StageCostModel::PeakLive(int a, int e) const { return RangeMax(sums_->peak, a, e); }
 
-int64_t StageCostModel::TransientBytes(int a, int e) const {
-  // In training, the larger of the largest op's working memory and the
-  // gradients that come back for what it sends: those are held from its
-  // RECV_B, before its B (or I) has freed anything, and are the first op's
-  // output gradient, which the working memory counts. With the gradients of
-  // what it relays: they arrive with its B and stay until sent (Branchy's
-  // middle stages, which relay 3-4 MiB of skips a micro-batch, measured
-  // that much over their plan). The gradients of what it only reads come at
-  // the end of its B, its activations by then freed (charging them too put
-  // last stages 15% over).
-  const int64_t working = RangeMax(sums_->transient, a, e);
-  if (!costs_->training) return working;
-  return std::max(working, costs_->cut_grad_bytes[e]) + sums_->relayed_gradients.Sum(a, e);
+int64_t StageCostModel::TransientBytes(int a, int e, bool split) const {
+  if (!costs_->training || e <= a) return 0;
+  // The gradients that came back for what it sends, held from its RECV_B to
+  // the end of its B or I (the last stage: the one its loss makes); with
+  // those of what it relays, once more as the relayed input's .grad until
+  // sent (Branchy's middle stages, which relay 3-4 MiB of skips a
+  // micro-batch, measured that much over their plan). The first stage's I
+  // has nothing to do: its W is a whole backward.
+  const int64_t received = e == n_ ? costs_->loss_gradient_bytes : costs_->cut_grad_bytes[e];
+  if (costs_->cut_grad_bytes[a] == 0) split = false;
+  const int64_t relayed = sums_->relayed_gradients.Sum(a, e);
+  // Then the most one position p's backward adds (backward_working_bytes:
+  // the gradients it makes and their scratch) with the gradients crossing
+  // the cut after p that did not come back (those of values crossing e
+  // whose storage was made at or before p did); its last position's are the
+  // ones that came back. A whole backward has freed by then what the
+  // positions after p kept, but for the storage of what the stage sends
+  // (held as the backward's roots until it ends). A split backward's I
+  // keeps the graph for W and frees nothing, and makes no weight gradients:
+  // W does, later (an LSTM's zb-h1 stage was 13% over with them in I).
+  int64_t most = split ? costs_->input_backward_working_bytes[e - 1] : costs_->backward_working_bytes[e - 1];
+  if (e - 1 > a) {
+    // Over p in [a, e - 1), in runs between the births of the values
+    // crossing e, where what to take off or add back does not change.
+    const std::vector<Crossing>& crossing = sums_->crossing[e];
+    int64_t came_back = 0, kept_sent = 0;  // born at or before p; born after p
+    size_t next = 0;
+    for (; next < crossing.size() && crossing[next].born <= a; ++next) came_back += crossing[next].bytes;
+    for (size_t i = next; i < crossing.size(); ++i) kept_sent += crossing[i].kept_bytes;
+    for (int from = a; from < e - 1;) {
+      const int to = next < crossing.size() ? std::min(e - 1, crossing[next].born) : e - 1;
+      if (to > from) {
+        const int64_t held = split ? RangeMax(sums_->transient, from, to)
+                                   : RangeMax(sums_->transient_freeing, from, to) - sums_->kept[e] + kept_sent;
+        most = std::max(most, held - came_back);
+      }
+      from = to;
+      for (; next < crossing.size() && crossing[next].born <= from; ++next) {
+        came_back += crossing[next].bytes;
+        kept_sent -= crossing[next].kept_bytes;
+      }
+    }
+  }
+  return received + relayed + most;
+}
+
+int64_t StageCostModel::WeightTransientBytes(int a, int e) const {
+  if (!costs_->training || e <= a) return 0;
+  // The first stage's W is a whole backward.
+  if (costs_->cut_grad_bytes[a] == 0) return TransientBytes(a, e, false);
+  return RangeMax(sums_->weight_transient, a, e);
+}
+
+int64_t StageCostModel::StageTransientBytes(int s, int a, int e) const {
+  if (!stages_[s].split_backward) return TransientBytes(a, e, false);
+  return std::max(TransientBytes(a, e, true), WeightTransientBytes(a, e));
 }
 
 int64_t StageCostModel::StaticBytes(int a, int e) const {
@@ -213,9 +283,12 @@ int64_t StageCostModel::WeightGradientBytes(int a, int e) const {
 int64_t StageCostModel::FreedByInputBackwardBytes(int a, int e) const {
   if (!costs_->training || costs_->cut_grad_bytes[a] == 0) return 0;  // the first stage's I does nothing
   // What its nodes keep where no weight reader of the stage uses them, the
-  // outputs it sent that nothing keeps, and what the loss keeps.
+  // outputs it sent that nothing keeps, what the loss keeps, and what it
+  // relays (received and sent on: mpexec lets go of both at I; Branchy's
+  // 4-stage zb-h1 device 2 was 18% over its plan without them).
   const DominanceSum& kept = sums_->kept_by_next_weight_reader;
-  return kept.Sum(e, e) - kept.Sum(a, e) + costs_->cut_unkept_bytes[e] + (e == n_ ? costs_->loss_kept_bytes : 0);
+  return kept.Sum(e, e) - kept.Sum(a, e) + costs_->cut_unkept_bytes[e] + sums_->relayed_gradients.Sum(a, e) +
+         (e == n_ ? costs_->loss_kept_bytes : 0);
 }
 
 double StageCostModel::RecomputeMs(int s, int a, int e) const {
@@ -236,12 +309,13 @@ bool StageCostModel::Recomputes(int s, int a, int e) const {
 int64_t StageCostModel::MemoryWith(int s, int a, int e, bool recompute) const {
   const StageSpec& spec = stages_[s];
   if (recompute) {
-    return StaticBytes(a, e) + spec.in_flight * BoundaryBytes(a, e) + ActivationBytes(a, e) + TransientBytes(a, e);
+    return StaticBytes(a, e) + spec.in_flight * BoundaryBytes(a, e) + ActivationBytes(a, e) +
+           TransientBytes(a, e, false);
   }
   // A split backward keeps, from I to W, a gradient per weight-consuming
   // node: charged for every micro-batch in flight, an upper bound.
   const int64_t for_w = spec.split_backward ? WeightGradientBytes(a, e) : 0;
-  return StaticBytes(a, e) + spec.in_flight * (ActivationBytes(a, e) + for_w) + TransientBytes(a, e);
+  return StaticBytes(a, e) + spec.in_flight * (ActivationBytes(a, e) + for_w) + StageTransientBytes(s, a, e);
 }
 
 int64_t StageCostModel::LeastMemoryBytes(int s, int a, int e) const {
@@ -254,14 +328,16 @@ int64_t StageCostModel::LeastMemoryBytes(int s, int a, int e) const {
 }
 
 int64_t StageCostModel::MemoryLowerBound(int s, int a, int e) const {
+  // Neither what it sends nor its transient (what its positions after the
+  // largest one's kept comes off it).
   const int64_t sent = costs_->training ? costs_->cut_unkept_bytes[e] : 0;
-  const int64_t kept = MemoryWith(s, a, e, false) - stages_[s].in_flight * sent;
+  const int64_t kept = MemoryWith(s, a, e, false) - stages_[s].in_flight * sent - StageTransientBytes(s, a, e);
   if (stages_[s].recompute == Recompute::kNever) return kept;
   // Recomputing: what it received, per micro-batch and in the one rebuilt,
   // and what its own nodes keep.
   const int64_t received = costs_->cut_bytes[a];
-  const int64_t recomputed = StaticBytes(a, e) + (stages_[s].in_flight + 1) * received +
-                             (sums_->kept[e] - sums_->kept[a]) + TransientBytes(a, e);
+  const int64_t recomputed =
+      StaticBytes(a, e) + (stages_[s].in_flight + 1) * received + (sums_->kept[e] - sums_->kept[a]);
   return stages_[s].recompute == Recompute::kAlways ? recomputed : std::min(kept, recomputed);
 }
 

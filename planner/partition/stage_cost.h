@@ -90,11 +90,17 @@ class StageCostModel {
 
   int64_t StaticBytes(int a, int e) const;
   int64_t ActivationBytes(int a, int e) const;
-  // Training: the largest working memory of one op of [a, e) at its
-  // backward, plus the gradients of what the stage relays (held through its
-  // backward until sent), once whatever is in flight; 0 in inference (the
-  // live peak of ActivationBytes covers it).
-  int64_t TransientBytes(int a, int e) const;
+  // Training: what [a, e)'s backward holds beyond its activations at its
+  // most, once whatever is in flight: the gradients that came back, of what
+  // it relays, and of what crosses inside it at the position whose backward
+  // adds the most (NodeCost::backward_working), less what a whole backward
+  // has freed by then (`split`: I frees nothing); 0 in inference (the live
+  // peak of ActivationBytes covers it).
+  int64_t TransientBytes(int a, int e, bool split) const;
+  // Training, a split backward: what [a, e)'s W holds beyond what I left,
+  // at its most: one node's weights' gradients before they join .grad (the
+  // first stage's W is a whole backward: TransientBytes).
+  int64_t WeightTransientBytes(int a, int e) const;
   // Training: the most [a, e)'s forward has live at once (the values
   // crossing the op running, and what it makes); 0 in inference, where
   // ActivationBytes is that peak.
@@ -138,16 +144,33 @@ class StageCostModel {
  private:
   int64_t PeakLive(int a, int e) const;  // max over positions of live bytes, sparse table
   // table[k][p] = max of values over [p, p + 2^k), and its range query.
+  // Stage s's transient with [a, e): its B's, or the larger of its I's
+  // and its W's.
+  int64_t StageTransientBytes(int s, int a, int e) const;
   static std::vector<std::vector<int64_t>> SparseMax(const std::vector<int64_t>& values);
   static int64_t RangeMax(const std::vector<std::vector<int64_t>>& table, int a, int e);
 
+  struct Crossing {
+    int born = 0;            // where its storage was made (LiveValue::storage_born)
+    int64_t bytes = 0;
+    int64_t kept_bytes = 0;  // of bytes, what that position keeps
+  };
   struct Sums {
     std::vector<double> work;               // prefix sums of forward + backward
     std::vector<double> forward;            // prefix sums of forward
     std::vector<int64_t> params, outputs, kept, weight_outputs;   // prefix sums
     std::vector<int> useful, first_useful_end;
     std::vector<std::vector<int64_t>> peak; // peak[k][p] = max live over [p, p + 2^k)
-    std::vector<std::vector<int64_t>> transient;  // likewise, of each op's working memory (training)
+    // Training, likewise: of each position's backward working memory and
+    // the gradients crossing the cut after it, and of that plus what the
+    // positions up to it keep (TransientBytes).
+    std::vector<std::vector<int64_t>> transient, transient_freeing;
+    std::vector<std::vector<int64_t>> weight_transient;  // of each position's weights' gradients (W)
+    int64_t most_backward_working = 0;
+    // Training: per cut, the values carrying a gradient that cross it, by
+    // birth (TransientBytes takes off what came back and adds back what is
+    // sent and kept).
+    std::vector<std::vector<Crossing>> crossing;
     int64_t input_bytes = 0;                // model inputs that cross a cut
     // Training: the values no reader keeps, by where they are born and last
     // read, for what a stage receives and sends on unchanged.

@@ -104,7 +104,8 @@ SimResult SimulatePlan(const Plan& plan) {
     for (const PlanTensor& t : stage.receives) received += t.bytes;
     memory.push_back({stage.static_bytes, stage.activation_bytes, stage.transient_bytes + stage.recomputed_bytes,
                       stage.weight_gradient_bytes, plan.training ? stage.param_bytes : 0, plan.training ? received : 0,
-                      stage.forward_peak_bytes, stage.freed_by_i_bytes});
+                      stage.forward_peak_bytes, stage.freed_by_i_bytes,
+                      stage.weight_transient_bytes >= 0 ? stage.weight_transient_bytes : stage.transient_bytes});
     allreduce.push_back(stage.allreduce_ms);
     if (s + 1 < plan.stages.size()) {
       transfers.push_back({stage.send_ms, plan.stages[s + 1].send_gradients_ms});

@@ -85,7 +85,10 @@ struct PlanStage {
   // activations) until it ends.
   bool recompute = false;
   int64_t recomputed_bytes = 0;
-  int64_t transient_bytes = 0;    // once: its largest op's working memory at the backward (training)
+  int64_t transient_bytes = 0;    // once, training: what its B or I holds beyond its activations at its most
+  // zb-h1, zbv: what its W holds beyond what I left (-1: transient_bytes,
+  // as plans before it was written had it).
+  int64_t weight_transient_bytes = -1;
   int64_t forward_peak_bytes = 0; // training: the most one micro-batch's forward has live at once
   int64_t freed_by_i_bytes = 0;   // zb-h1, zbv: of activation_bytes, what I frees
   int64_t weight_gradient_bytes = 0;  // zb-h1, zbv: kept from I until W per micro-batch

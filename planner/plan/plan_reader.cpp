@@ -193,8 +193,8 @@ PlanStage ReadStage(const YamlCursor& c, int index, Plan& plan, int stages) {
     const YamlCursor p = c["predicted"];
     p.ExpectMap({}, {"forward_ms", "backward_ms", "input_backward_ms", "weight_backward_ms", "send_ms",
                      "send_gradients_ms", "busy_fraction", "allreduce_ms", "static_bytes", "activation_bytes",
-                     "transient_bytes", "forward_peak_bytes", "weight_gradient_bytes", "freed_by_i_bytes",
-                     "recomputed_bytes", "peak_memory_bytes"});
+                     "transient_bytes", "weight_transient_bytes", "forward_peak_bytes", "weight_gradient_bytes",
+                     "freed_by_i_bytes", "recomputed_bytes", "peak_memory_bytes"});
     if (p.Has("allreduce_ms")) {
       s.allreduce_ms = p["allreduce_ms"].Number();
       if (plan.replicas == 1) p["allreduce_ms"].Fail("only a plan with replicas all-reduces between them");
@@ -210,6 +210,7 @@ PlanStage ReadStage(const YamlCursor& c, int index, Plan& plan, int stages) {
     if (p.Has("static_bytes")) s.static_bytes = Bytes(p["static_bytes"]);
     if (p.Has("activation_bytes")) s.activation_bytes = Bytes(p["activation_bytes"]);
     if (p.Has("transient_bytes")) s.transient_bytes = Bytes(p["transient_bytes"]);
+    if (p.Has("weight_transient_bytes")) s.weight_transient_bytes = Bytes(p["weight_transient_bytes"]);
     if (p.Has("forward_peak_bytes")) s.forward_peak_bytes = Bytes(p["forward_peak_bytes"]);
     if (p.Has("freed_by_i_bytes")) s.freed_by_i_bytes = Bytes(p["freed_by_i_bytes"]);
     if (p.Has("weight_gradient_bytes")) s.weight_gradient_bytes = Bytes(p["weight_gradient_bytes"]);

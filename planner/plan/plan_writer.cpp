@@ -70,6 +70,7 @@ void WriteStage(YAML::Emitter& out, const PlanStage& s) {
   KeyValue(out, "static_bytes", s.static_bytes);
   KeyValue(out, "activation_bytes", s.activation_bytes);
   if (s.transient_bytes > 0) KeyValue(out, "transient_bytes", s.transient_bytes);
+  if (s.weight_transient_bytes >= 0) KeyValue(out, "weight_transient_bytes", s.weight_transient_bytes);
   if (s.forward_peak_bytes > 0) KeyValue(out, "forward_peak_bytes", s.forward_peak_bytes);
   if (s.weight_gradient_bytes > 0) KeyValue(out, "weight_gradient_bytes", s.weight_gradient_bytes);
   if (s.freed_by_i_bytes > 0) KeyValue(out, "freed_by_i_bytes", s.freed_by_i_bytes);

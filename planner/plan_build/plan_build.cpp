@@ -252,6 +252,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
     ps.static_bytes = st.static_bytes;
     ps.activation_bytes = st.activation_bytes;
     ps.transient_bytes = st.transient_bytes;
+    if (SplitsBackward(partition.schedule) && !st.whole_backward) ps.weight_transient_bytes = st.weight_transient_bytes;
     ps.forward_peak_bytes = st.forward_peak_bytes;
     ps.freed_by_i_bytes = st.freed_by_i_bytes;
     ps.weight_gradient_bytes = st.weight_gradient_bytes;

@@ -57,7 +57,10 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
   auto forward_peak = [&](int s) {
     return memory.empty() ? int64_t(0) : std::max(activation(s), memory[s].forward_peak_bytes - held_by_sender(s));
   };
-  auto transient = [&](int s) { return memory.empty() ? int64_t(0) : memory[s].transient_bytes; };
+  auto transient = [&](int s, ActionKind kind) {
+    if (memory.empty()) return int64_t(0);
+    return kind == ActionKind::kBackwardWeight ? memory[s].weight_transient_bytes : memory[s].transient_bytes;
+  };
   auto freed_by_i = [&](int s) {
     return memory.empty() ? int64_t(0) : std::min(activation(s), memory[s].freed_by_i_bytes);
   };
@@ -97,11 +100,14 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
             if (!training) --in_flight[s], held[d] -= activation(s);
           } else if (a.kind == ActionKind::kBackwardInput) {
             max_between[s] = std::max(max_between[s], ++between[s]);
-            note(d, held[d] + transient(s));
+            note(d, held[d] + transient(s, a.kind));
             held[d] += kept_for_w(s) - freed_by_i(s);
             note(d, held[d]);
           } else {
-            note(d, held[d] + transient(s));
+            // A stage's first W makes its parameters' gradients before it
+            // lets go of what I kept (GPT's last stage: 2 MiB over).
+            const bool first_w = a.kind == ActionKind::kBackwardWeight && !has_gradients[s];
+            note(d, held[d] + (first_w ? std::max(transient(s, a.kind), gradients(s)) : transient(s, a.kind)));
             --in_flight[s];
             held[d] -= activation(s);
             if (a.kind == ActionKind::kBackwardWeight) --between[s], held[d] -= kept_for_w(s) - freed_by_i(s);
@@ -159,7 +165,8 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
   for (int s = 0; s < S; ++s) {
     const StageMemory mem = memory.empty() ? StageMemory{} : memory[s];
     result.peak_memory_bytes[s] = mem.static_bytes + mem.activation_bytes * result.max_in_flight[s] +
-                                  mem.weight_gradient_bytes * max_between[s] + mem.transient_bytes;
+                                  mem.weight_gradient_bytes * max_between[s] +
+                                  std::max(mem.transient_bytes, mem.weight_transient_bytes);
     result.device_peak_memory_bytes[sch.DeviceOf(s)] += mem.static_bytes - gradients(s);  // those: in `held`
   }
   result.bubble_fraction = result.step_ms > 0 ? idle / (D * result.step_ms) : 0;

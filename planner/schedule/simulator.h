@@ -44,7 +44,9 @@ struct TransferTimes {
 struct StageMemory {
   int64_t static_bytes = 0;      // parameters (+ gradients, optimizer state)
   int64_t activation_bytes = 0;  // per micro-batch held by the stage (from F until B or W)
-  int64_t transient_bytes = 0;   // at its B, I or W: the working memory of the op running (its largest)
+  // At its B or I: what its backward holds beyond its activations at its
+  // most (StageCostModel::TransientBytes).
+  int64_t transient_bytes = 0;
   // Split backward (I, W): what I keeps for W per micro-batch, from I until W.
   int64_t weight_gradient_bytes = 0;
   // Training: the part of static_bytes that is the parameters' gradients.
@@ -64,6 +66,9 @@ struct StageMemory {
   // Split backward: of activation_bytes, what I frees (W keeps only what
   // its weight gradients need).
   int64_t freed_by_i_bytes = 0;
+  // Split backward: at its W, beyond what I left (one node's weights'
+  // gradients; the first stage's W: a whole backward's).
+  int64_t weight_transient_bytes = 0;
 };
 
 struct SimResult {

@@ -216,9 +216,11 @@ TEST_CASE("stages that recompute hold less, measured and predicted, for a forwar
 // aten::lstm keeps its gates at every time step inside itself, which no
 // graph value shows: the plan takes what the profile counted autograd
 // keeping (docs/profile.md), where the rules alone predicted the LSTM's
-// activations 2-3x too low.
+// activations 2-3x too low. At 16 samples a micro-batch, where they are
+// most of the device; at 1 to 4 the backward's working memory is, and the
+// profile's counts put it 25-36% (36 KiB) high (docs/BENCHMARKS.md).
 TEST_CASE("the LSTM's activations, kept inside aten::lstm, are predicted within 10% of the measurement") {
-  const std::string plan = Plan("lstm.script.pt", "kept", "--gpus 1 --microbatches 2 --optimizer sgd");
+  const std::string plan = Plan("lstm.script.pt", "kept", "--gpus 1 --microbatches 2 --batch 32 --optimizer sgd");
   const auto run = mp::test::MpexecCpuInProcess(plan + " --json --steps 1");
   INFO(run.out);
   REQUIRE(run.status == 0);
@@ -238,18 +240,24 @@ TEST_CASE("the LSTM's activations, kept inside aten::lstm, are predicted within 
 // the second device 42% under its measured peak.
 TEST_CASE("what I keeps for W inside aten::lstm is predicted: the zb-h1 device within 10% of the measurement") {
   const std::string plan =
-      Plan("lstm.script.pt", "zb-h1", "--gpus 2 --stages 2 --schedule zb-h1 --microbatches 4 --optimizer sgd");
+      Plan("lstm.script.pt", "zb-h1",
+           "--gpus 2 --stages 2 --schedule zb-h1 --microbatches 4 --batch 64 --optimizer sgd");
   CHECK(mp::ReadPlan(plan).stages[1].weight_gradient_bytes > 0);
   const auto run = mp::test::MpexecCpuInProcess(plan + " --json --steps 1");
   INFO(run.out);
   REQUIRE(run.status == 0);
   const auto devices = nlohmann::json::parse(run.out)["memory"]["devices"];
   REQUIRE(devices.size() == 2);
-  const double predicted = devices[1]["predicted_peak_bytes"].get<double>();
-  const double measured = devices[1]["measured_peak_bytes"].get<double>();
-  CAPTURE(predicted);
-  CAPTURE(measured);
-  CHECK(std::abs(predicted - measured) <= 0.1 * measured);
+  // Device 0 too: what it sends is its tanh's output through a prim::If,
+  // kept to the end of its backward as a root (planned as freed, 18% high).
+  for (size_t d = 0; d < 2; ++d) {
+    CAPTURE(d);
+    const double predicted = devices[d]["predicted_peak_bytes"].get<double>();
+    const double measured = devices[d]["measured_peak_bytes"].get<double>();
+    CAPTURE(predicted);
+    CAPTURE(measured);
+    CHECK(std::abs(predicted - measured) <= 0.1 * measured);
+  }
 }
 
 // Between threads, a tensor one device sends is the other's too; a GPU
@@ -284,4 +292,24 @@ TEST_CASE("a device holds what it receives: Branchy's 2-stage devices are predic
       }
     }
   }
+}
+
+// A split backward's I lets go of what the forward left beside the graph:
+// the last stage's model outputs (GPT's logits, 1 MiB a micro-batch), which
+// mpexec held until W: 11% over the plan on GPT's 4-stage zb-h1 last
+// device, which reads as planned (0.0%) once I drops them. Its W makes the
+// stage's gradients before it lets go of what I kept for it.
+TEST_CASE("zb-h1's last stage lets go of the model's outputs at I: GPT's last device predicted within 5%") {
+  const std::string plan = Plan("gpt.script.pt", "zb-h1-4",
+                                "--gpus 4 --stages 4 --batch 16 --microbatches 4 --optimizer sgd --schedule zb-h1");
+  const auto run = mp::test::MpexecCpuInProcess(plan + " --json --steps 1");
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  const auto devices = nlohmann::json::parse(run.out)["memory"]["devices"];
+  REQUIRE(devices.size() == 4);
+  const double predicted = devices[3]["predicted_peak_bytes"].get<double>();
+  const double measured = devices[3]["measured_peak_bytes"].get<double>();
+  CAPTURE(predicted);
+  CAPTURE(measured);
+  CHECK(std::abs(predicted - measured) <= 0.05 * measured);
 }

@@ -108,15 +108,27 @@ TEST_CASE("training keeps what gradients need: a linear its input, a relu its ou
   CHECK(by_node[b.graph.values[a].producer] == 800);
   CHECK(by_node[b.graph.values[p].producer] == 800);  // indices: 2 x 400
   // One stage holds 2400 bytes a micro-batch (every output would be 4400),
-  // and the pool's output that the loss keeps (400), and once the largest
-  // working memory: fc's weight gradient and two activation gradients of
-  // its output.
+  // and the pool's output that the loss keeps (400), and once the most its
+  // backward adds: the gradient the loss makes of the pool's output (400)
+  // and, at fc, its weight gradient and its input's (estimated as its
+  // output's, 4000 + 800) with its output's gradient (800), less what the
+  // nodes after it kept (2400), freed by then.
   const mp::StageCostModel model(costs, mp::StageSpecs(mp::UniformCluster(1, {}), mp::ScheduleKind::kGPipe, 1, 2),
                                  2.0);
   CHECK(costs.loss_kept_bytes == 400);
   CHECK(model.ActivationBytes(0, costs.Positions()) == 2400 + 400);
-  CHECK(model.TransientBytes(0, costs.Positions()) == 4000 + 2 * 800);
-  CHECK(model.MemoryBytes(0, 0, costs.Positions()) == 4 * 4000 + 2 * 2800 + 5600);
+  const int n = costs.Positions();
+  CHECK(model.TransientBytes(0, n, false) == 400 + 4000 + 2 * 800 - 2400);
+  CHECK(model.MemoryBytes(0, 0, n) == 4 * 4000 + 2 * 2800 + 3600);
+  // The first stage's I has nothing to do: its W is a whole backward.
+  CHECK(model.TransientBytes(0, n, true) == model.TransientBytes(0, n, false));
+  // From relu on, a whole backward is at its most at the add (its input's
+  // gradient and its output's, 800 each; then only the pool's indices and
+  // the add's output, which the pool keeps, are held of what the stage's
+  // nodes kept); a split backward's I frees nothing as it goes and is at
+  // its most at relu (its input's gradient and its output's).
+  CHECK(model.TransientBytes(1, n, false) == 400 + 2 * 800 - (2400 - 1600));
+  CHECK(model.TransientBytes(1, n, true) == 400 + 2 * 800);
 }
 
 TEST_CASE("a split backward's I keeps, for W, the gradient at each node that reads a weight") {
@@ -130,14 +142,18 @@ TEST_CASE("a split backward's I keeps, for W, the gradient at each node that rea
   // W runs the whole backward, and nothing waits between them.
   CHECK(zb.WeightGradientBytes(0, 1) == 0);
   CHECK(zb.WeightGradientBytes(1, 3) == 2 * 800);
-  const int64_t without =
-      zb.StaticBytes(1, 3) + zb.Spec(1).in_flight * zb.ActivationBytes(1, 3) + zb.TransientBytes(1, 3);
+  // Its W holds one node's weights' gradients at a time; the first stage's
+  // W is a whole backward.
+  CHECK(zb.WeightTransientBytes(1, 3) == 4000);
+  CHECK(zb.WeightTransientBytes(0, 1) == zb.TransientBytes(0, 1, false));
+  const int64_t without = zb.StaticBytes(1, 3) + zb.Spec(1).in_flight * zb.ActivationBytes(1, 3) +
+                          std::max(zb.TransientBytes(1, 3, true), zb.WeightTransientBytes(1, 3));
   CHECK(zb.MemoryBytes(1, 1, 3) == without + zb.Spec(1).in_flight * 1600);
   const mp::StageCostModel onef(costs, mp::StageSpecs(mp::UniformCluster(2, {}), mp::ScheduleKind::kOneFOneB, 2, 2),
                                 2.0);
   CHECK_FALSE(onef.Spec(1).split_backward);
-  CHECK(onef.MemoryBytes(1, 1, 3) ==
-        onef.StaticBytes(1, 3) + onef.Spec(1).in_flight * onef.ActivationBytes(1, 3) + onef.TransientBytes(1, 3));
+  CHECK(onef.MemoryBytes(1, 1, 3) == onef.StaticBytes(1, 3) + onef.Spec(1).in_flight * onef.ActivationBytes(1, 3) +
+                                          onef.TransientBytes(1, 3, false));
 }
 
 TEST_CASE("each micro-batch after a step's first pays for adding its parameter gradients into .grad") {

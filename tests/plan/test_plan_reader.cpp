@@ -85,6 +85,7 @@ TEST_CASE("a plan round-trips through the reader exactly") {
     f.plan.stages[2].weight_gradient_bytes = 2048;      // what I keeps for W (zb-h1, zbv)
     f.plan.stages[2].forward_peak_bytes = 1024;         // the most its forward has live
     f.plan.stages[2].freed_by_i_bytes = 512;            // what I frees
+    f.plan.stages[2].weight_transient_bytes = 0;        // W's own transient: 0 written, -1 (I's) not
     if (training) {                                     // recomputation: the forward again in B
       f.plan.stages[0].recompute = true;
       f.plan.stages[0].recomputed_bytes = 8192;
@@ -118,6 +119,8 @@ TEST_CASE("a plan round-trips through the reader exactly") {
     CHECK(back.stages[2].weight_gradient_bytes == 2048);
     CHECK(back.stages[2].forward_peak_bytes == 1024);
     CHECK(back.stages[2].freed_by_i_bytes == 512);
+    CHECK(back.stages[2].weight_transient_bytes == 0);
+    CHECK(back.stages[1].weight_transient_bytes == -1);
     CHECK(back.stages[0].recompute == training);
     CHECK(back.stages[0].recomputed_bytes == (training ? 8192 : 0));
     CHECK_FALSE(back.stages[1].recompute);
@@ -226,6 +229,8 @@ TEST_CASE("validation errors name the key path") {
   SUBCASE("memory figures: bytes and tensor counts are never negative") {
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0]["predicted"]["transient_bytes"] = -1; }),
                "stages[0].predicted.transient_bytes: expected bytes of 0 or more, found -1");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0]["predicted"]["weight_transient_bytes"] = -2; }),
+               "stages[0].predicted.weight_transient_bytes: expected bytes of 0 or more, found -2");
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["predicted"]["static_bytes"] = -8; }),
                "stages[1].predicted.static_bytes: expected bytes of 0 or more, found -8");
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["optimizer_state_factor"] = -2; }),

@@ -290,6 +290,27 @@ TEST_CASE("a device's memory moment by moment: the forward's peak, what I frees,
   CHECK(mp::SimulateStep(v, four, {}, std::vector<mp::StageMemory>(4, {0, 10})).device_peak_memory_bytes[1] == 20);
 }
 
+// I holds what its backward needs beside the activations, W only one
+// node's weight gradients; a stage's first W makes every gradient before
+// letting go of what I kept (GPT's 4-stage zb-h1 last device, measured:
+// the gradients' 2 MiB on top of what it held before W).
+TEST_CASE("zb-h1: I and W each hold their own transient, and the first W its stage's gradients") {
+  const auto zb = mp::BuildSchedule(ScheduleKind::kZeroBubbleH1, 1, 1);  // 0F0 0I0 0W0
+  REQUIRE(zb.actions[0].size() == 3);
+  const std::vector<mp::StageTimes> split(1, {1, 2, 1, 1});
+  mp::StageMemory memory{0, 10};
+  memory.transient_bytes = 1;
+  memory.weight_transient_bytes = 30;
+  CHECK(mp::SimulateStep(zb, split, {}, {memory}).device_peak_memory_bytes[0] == 10 + 30);
+  memory.transient_bytes = 100;
+  CHECK(mp::SimulateStep(zb, split, {}, {memory}).device_peak_memory_bytes[0] == 10 + 100);
+  memory.transient_bytes = 1;
+  memory.static_bytes = memory.gradient_bytes = 40;  // made by the first W, on top of its 10
+  CHECK(mp::SimulateStep(zb, split, {}, {memory}).device_peak_memory_bytes[0] == 10 + 40);
+  memory.weight_transient_bytes = 50;  // a W that needs more than the gradients
+  CHECK(mp::SimulateStep(zb, split, {}, {memory}).device_peak_memory_bytes[0] == 10 + 50);
+}
+
 TEST_CASE("3 stages, gpipe, a busy link delays the second transfer") {
   // Transfers (2 ms) are slower than stage 0's forward (1 ms): the link
   // queues them, so stage 1 receives micro-batch m at 3 + 2m.
