@@ -386,13 +386,14 @@ TEST_CASE("the contention probe measures CPU workers running at once") {
   CHECK(p.shared_slowdown[0] == 1);
   // Never faster than alone; with more copies than cores, each waits for a
   // core (3 on 2 cores: about 1.5x on an idle machine; 1.19x once with
-  // ctest's other job on the cores, so the check asks for 1.1x: copies run
-  // one after another, or not at all, would read 1.0x).
+  // ctest's other job on the cores, 1.09x with a sanitizer run beside it,
+  // so the check asks for 1.05x: copies run one after another, or not at
+  // all, would read 1.0x).
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   for (int k = 2; k <= 3; ++k) {
     CAPTURE(k);
     CHECK(p.shared_slowdown[k - 1] >= 1);
-    if (k > cores) CHECK(p.shared_slowdown[k - 1] > 1.1);
+    if (k > cores) CHECK(p.shared_slowdown[k - 1] > 1.05);
   }
   CHECK(std::find(p.microbatch_sizes.begin(), p.microbatch_sizes.end(), p.shared_slowdown_microbatch) !=
         p.microbatch_sizes.end());
