@@ -74,6 +74,7 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
     st.whole_transient_bytes = model.TransientBytes(a, e, false);
     st.weight_transient_bytes = model.Spec(s).split_backward ? model.WeightTransientBytes(a, e) : 0;
     st.received_bytes = costs.training ? costs.cut_bytes[a] : 0;
+    st.sent_gradient_bytes = costs.training ? costs.cut_grad_bytes[a] : 0;
     st.forward_peak_bytes = model.ForwardPeakBytes(a, e);
     st.weight_gradient_bytes = model.Spec(s).split_backward ? model.WeightGradientBytes(a, e) : 0;
     st.freed_by_i_bytes = model.Spec(s).split_backward && !st.recompute ? model.FreedByInputBackwardBytes(a, e) : 0;
@@ -110,7 +111,8 @@ SimResult SimulatePartition(const Partition& p) {
     times.push_back({st.forward_ms, st.backward_ms + st.recompute_ms, st.input_backward_ms, st.weight_backward_ms});
     memory.push_back({st.static_bytes, st.activation_bytes, st.transient_bytes + st.recomputed_bytes,
                       st.weight_gradient_bytes, p.training ? st.param_bytes : 0, st.received_bytes,
-                      st.forward_peak_bytes, st.freed_by_i_bytes, st.weight_transient_bytes});
+                      st.forward_peak_bytes, st.freed_by_i_bytes, st.weight_transient_bytes,
+                      st.sent_gradient_bytes});
     allreduce.push_back(st.allreduce_ms);
   }
   return SimulateStep(PartitionSchedule(p), times, p.transfers, memory, allreduce, p.slowdown, p.step_overhead_ms);

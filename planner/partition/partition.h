@@ -52,6 +52,7 @@ struct Stage {
   int64_t whole_transient_bytes = 0;
   int64_t weight_transient_bytes = 0;  // split backward: at its W (StageCostModel::WeightTransientBytes)
   int64_t received_bytes = 0;      // training: what it receives, part of activation_bytes (StageMemory's)
+  int64_t sent_gradient_bytes = 0;  // training: the gradients it sends back (StageMemory's)
   int64_t forward_peak_bytes = 0;  // training: the most its forward has live at once (StageMemory's)
   int64_t freed_by_i_bytes = 0;    // split backward: of activation_bytes, what its I frees (StageMemory's)
   int64_t weight_gradient_bytes = 0;  // zb-h1, zbv: kept from I until W per micro-batch (0 otherwise)

@@ -100,12 +100,13 @@ SimResult SimulatePlan(const Plan& plan) {
     const double recompute_ms = stage.recompute ? stage.forward_ms : 0;  // B runs the forward first
     times.push_back({stage.forward_ms, stage.backward_ms + recompute_ms, stage.input_backward_ms,
                      stage.weight_backward_ms});
-    int64_t received = 0;  // training: part of activation_bytes (StageMemory::received_bytes)
-    for (const PlanTensor& t : stage.receives) received += t.bytes;
+    int64_t received = 0, sent_gradients = 0;  // training: StageMemory's received_bytes, sent_gradient_bytes
+    for (const PlanTensor& t : stage.receives) received += t.bytes, sent_gradients += t.gradient ? t.bytes : 0;
     memory.push_back({stage.static_bytes, stage.activation_bytes, stage.transient_bytes + stage.recomputed_bytes,
                       stage.weight_gradient_bytes, plan.training ? stage.param_bytes : 0, plan.training ? received : 0,
                       stage.forward_peak_bytes, stage.freed_by_i_bytes,
-                      stage.weight_transient_bytes >= 0 ? stage.weight_transient_bytes : stage.transient_bytes});
+                      stage.weight_transient_bytes >= 0 ? stage.weight_transient_bytes : stage.transient_bytes,
+                      plan.training ? sent_gradients : 0});
     allreduce.push_back(stage.allreduce_ms);
     if (s + 1 < plan.stages.size()) {
       transfers.push_back({stage.send_ms, plan.stages[s + 1].send_gradients_ms});

@@ -21,6 +21,95 @@ constexpr int kContentionRounds = 12;
 // Each compute action's time, per device in list order (0 for the others).
 using Durations = std::vector<std::vector<double>>;
 
+// Each stage's and device's peak memory, from the timed lists: a device's
+// actions in its list's order, holding what each leaves. A gradient sent to
+// a stage on another device stays with its sender (one tensor between
+// threads; a send buffer on a GPU) until the receiver's RECV_B has taken
+// it, so it is held across whatever its sender runs before then.
+void TrackMemory(const Schedule& sch, const std::vector<StageMemory>& memory, SimResult& result) {
+  const int S = sch.stages;
+  const int D = sch.Devices();
+  const int M = sch.microbatches;
+  result.max_in_flight.assign(S, 0);
+  result.device_peak_memory_bytes.assign(D, 0);
+  result.peak_memory_bytes.assign(S, 0);
+  const bool training = IsTraining(sch.kind);
+  const StageMemory none;
+  const auto mem = [&](int s) -> const StageMemory& { return memory.empty() ? none : memory[s]; };
+  // What stage s receives from a stage on its own device: the tensor the sender holds already.
+  const auto held_by_sender = [&](int s) {
+    return s > 0 && sch.DeviceOf(s - 1) == sch.DeviceOf(s) ? mem(s).received_bytes : int64_t(0);
+  };
+  const auto activation = [&](int s) { return std::max(int64_t(0), mem(s).activation_bytes - held_by_sender(s)); };
+  const auto forward_peak = [&](int s) {
+    return std::max(activation(s), mem(s).forward_peak_bytes - held_by_sender(s));
+  };
+  const auto transient = [&](int s, ActionKind kind) {
+    return kind == ActionKind::kBackwardWeight ? mem(s).weight_transient_bytes : mem(s).transient_bytes;
+  };
+  const auto freed_by_i = [&](int s) { return std::min(activation(s), mem(s).freed_by_i_bytes); };
+  const auto gradients = [&](int s) { return std::min(mem(s).gradient_bytes, mem(s).static_bytes); };
+  // taken[boundary * M + mb]: when the stage before `boundary + 1` took that micro-batch's gradients.
+  std::vector<double> taken(size_t(std::max(S - 1, 0)) * M, std::numeric_limits<double>::infinity());
+  for (const auto& list : result.timeline)
+    for (const TimedAction& t : list)
+      if (t.action.kind == ActionKind::kRecvB) taken[size_t(t.action.stage) * M + t.action.microbatch] = t.end_ms;
+
+  std::vector<int> in_flight(S, 0);
+  std::vector<bool> has_gradients(S, false);  // per stage: its first B or W has run
+  std::vector<int> between(S, 0), max_between(S, 0);  // per stage: micro-batches past their I, before their W
+  for (int d = 0; d < D; ++d) {
+    int64_t held = 0;  // what the device's stages hold now
+    std::vector<std::pair<double, int64_t>> sent;  // gradients it holds for a receiver: (taken at, bytes)
+    const auto note = [&](int64_t bytes) {
+      result.device_peak_memory_bytes[d] = std::max(result.device_peak_memory_bytes[d], bytes);
+    };
+    for (const TimedAction& t : result.timeline[d]) {
+      const Action& a = t.action;
+      const int s = a.stage;
+      if (!IsCompute(a.kind)) continue;
+      for (auto it = sent.begin(); it != sent.end();) {
+        if (it->first <= t.start_ms) held -= it->second, it = sent.erase(it);
+        else ++it;
+      }
+      if (a.kind == ActionKind::kForward) {
+        ++in_flight[s];
+        note(held + forward_peak(s));
+        held += activation(s);
+        result.max_in_flight[s] = std::max(result.max_in_flight[s], training ? in_flight[s] : 1);
+        if (!training) --in_flight[s], held -= activation(s);
+        continue;
+      }
+      if (a.kind == ActionKind::kBackwardInput) {
+        max_between[s] = std::max(max_between[s], ++between[s]);
+        note(held + transient(s, a.kind));
+        held += mem(s).weight_gradient_bytes - freed_by_i(s);
+      } else {
+        // A stage's first W makes its parameters' gradients before it
+        // lets go of what I kept (GPT's last stage: 2 MiB over).
+        const bool first_w = a.kind == ActionKind::kBackwardWeight && !has_gradients[s];
+        note(held + (first_w ? std::max(transient(s, a.kind), gradients(s)) : transient(s, a.kind)));
+        --in_flight[s];
+        held -= activation(s);
+        if (a.kind == ActionKind::kBackwardWeight) --between[s], held -= mem(s).weight_gradient_bytes - freed_by_i(s);
+        if (!has_gradients[s]) has_gradients[s] = true, held += gradients(s);
+      }
+      if (a.kind != ActionKind::kBackwardWeight && s > 0 && sch.DeviceOf(s - 1) != d) {
+        sent.push_back({taken[size_t(s - 1) * M + a.microbatch], mem(s).sent_gradient_bytes});
+        held += sent.back().second;
+      }
+      note(held);
+    }
+  }
+  for (int s = 0; s < S; ++s) {
+    const StageMemory& m = mem(s);
+    result.peak_memory_bytes[s] = m.static_bytes + m.activation_bytes * result.max_in_flight[s] +
+                                  m.weight_gradient_bytes * max_between[s] +
+                                  std::max(m.transient_bytes, m.weight_transient_bytes);
+    result.device_peak_memory_bytes[sch.DeviceOf(s)] += m.static_bytes - gradients(s);  // those: in `held`
+  }
+}
+
 // One replay of the lists with the actions' compute times fixed.
 SimResult Replay(const Schedule& sch, const Durations& durations, const std::vector<TransferTimes>& transfers,
                  const std::vector<StageMemory>& memory, const std::vector<double>& allreduce_ms,
@@ -41,41 +130,10 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
   result.busy_ms.assign(S, 0);
   result.device_busy_ms.assign(D, 0);
   result.timeline.resize(D);
-  result.max_in_flight.assign(S, 0);
-  result.device_peak_memory_bytes.assign(D, 0);
-  std::vector<int> in_flight(S, 0);
-  std::vector<int64_t> held(D, 0);  // activations a device's stages hold now
   for (int d = 0; d < D; ++d) result.timeline[d].reserve(sch.actions[d].size());
-  // What stage s receives from a stage on its own device: the tensor the sender holds already.
-  auto held_by_sender = [&](int s) {
-    return s > 0 && sch.DeviceOf(s - 1) == sch.DeviceOf(s) ? memory[s].received_bytes : int64_t(0);
-  };
-  auto activation = [&](int s) {
-    return memory.empty() ? int64_t(0) : std::max(int64_t(0), memory[s].activation_bytes - held_by_sender(s));
-  };
-  auto kept_for_w = [&](int s) { return memory.empty() ? int64_t(0) : memory[s].weight_gradient_bytes; };
-  auto forward_peak = [&](int s) {
-    return memory.empty() ? int64_t(0) : std::max(activation(s), memory[s].forward_peak_bytes - held_by_sender(s));
-  };
-  auto transient = [&](int s, ActionKind kind) {
-    if (memory.empty()) return int64_t(0);
-    return kind == ActionKind::kBackwardWeight ? memory[s].weight_transient_bytes : memory[s].transient_bytes;
-  };
-  auto freed_by_i = [&](int s) {
-    return memory.empty() ? int64_t(0) : std::min(activation(s), memory[s].freed_by_i_bytes);
-  };
-  auto note = [&](int d, int64_t bytes) {
-    result.device_peak_memory_bytes[d] = std::max(result.device_peak_memory_bytes[d], bytes);
-  };
-  auto gradients = [&](int s) {
-    return memory.empty() ? int64_t(0) : std::min(memory[s].gradient_bytes, memory[s].static_bytes);
-  };
-  std::vector<bool> has_gradients(S, false);  // per stage: its first B or W has run
-  std::vector<int> between(S, 0), max_between(S, 0);  // per stage: micro-batches past their I, before their W
 
   size_t remaining = 0;
   for (const auto& list : sch.actions) remaining += list.size();
-  const bool training = IsTraining(sch.kind);
   while (remaining > 0) {
     bool progressed = false;
     for (int d = 0; d < D; ++d) {
@@ -92,31 +150,6 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
           timed.end_ms = clock[d] = clock[d] + durations[d][next[d]];
           result.busy_ms[s] += timed.end_ms - timed.start_ms;
           result.device_busy_ms[d] += timed.end_ms - timed.start_ms;
-          if (a.kind == ActionKind::kForward) {
-            ++in_flight[s];
-            note(d, held[d] + forward_peak(s));
-            held[d] += activation(s);
-            result.max_in_flight[s] = std::max(result.max_in_flight[s], training ? in_flight[s] : 1);
-            if (!training) --in_flight[s], held[d] -= activation(s);
-          } else if (a.kind == ActionKind::kBackwardInput) {
-            max_between[s] = std::max(max_between[s], ++between[s]);
-            note(d, held[d] + transient(s, a.kind));
-            held[d] += kept_for_w(s) - freed_by_i(s);
-            note(d, held[d]);
-          } else {
-            // A stage's first W makes its parameters' gradients before it
-            // lets go of what I kept (GPT's last stage: 2 MiB over).
-            const bool first_w = a.kind == ActionKind::kBackwardWeight && !has_gradients[s];
-            note(d, held[d] + (first_w ? std::max(transient(s, a.kind), gradients(s)) : transient(s, a.kind)));
-            --in_flight[s];
-            held[d] -= activation(s);
-            if (a.kind == ActionKind::kBackwardWeight) --between[s], held[d] -= kept_for_w(s) - freed_by_i(s);
-            if (!has_gradients[s]) {
-              has_gradients[s] = true;
-              held[d] += gradients(s);
-              note(d, held[d]);
-            }
-          }
         } else {
           const int peer = PeerStage(a);
           if (peer < 0 || peer >= S) throw InputError(Concat("simulate: ", FormatAction(a), " has no peer stage"));
@@ -161,14 +194,7 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
     result.idle_ms[d] = result.step_ms - result.device_busy_ms[d];
     idle += result.idle_ms[d];
   }
-  result.peak_memory_bytes.resize(S);
-  for (int s = 0; s < S; ++s) {
-    const StageMemory mem = memory.empty() ? StageMemory{} : memory[s];
-    result.peak_memory_bytes[s] = mem.static_bytes + mem.activation_bytes * result.max_in_flight[s] +
-                                  mem.weight_gradient_bytes * max_between[s] +
-                                  std::max(mem.transient_bytes, mem.weight_transient_bytes);
-    result.device_peak_memory_bytes[sch.DeviceOf(s)] += mem.static_bytes - gradients(s);  // those: in `held`
-  }
+  TrackMemory(sch, memory, result);
   result.bubble_fraction = result.step_ms > 0 ? idle / (D * result.step_ms) : 0;
   return result;
 }

@@ -69,6 +69,10 @@ struct StageMemory {
   // Split backward: at its W, beyond what I left (one node's weights'
   // gradients; the first stage's W: a whole backward's).
   int64_t weight_transient_bytes = 0;
+  // Training: the gradients it sends to the stage before, held by this
+  // stage from its I (or B) until that stage's RECV_B takes them, where
+  // that stage is on another device.
+  int64_t sent_gradient_bytes = 0;
 };
 
 struct SimResult {

@@ -399,3 +399,31 @@ TEST_CASE("CPU workers: replicas running alongside slow even a lone stage") {
   const mp::SimResult r = mp::SimulateStep(sch, {{1, 2}}, {}, {}, {}, {1.5});
   CHECK(r.step_ms == Approx(1.5 * 6));
 }
+
+// A gradient sent to another device stays with its sender until the
+// receiver's RECV_B takes it (the ConvNet's 4-stage zb-h1, device 1: two
+// micro-batches' 100 KiB gradients over the plan while device 0 ran its
+// forwards). 1F1B, 2 stages, 3 micro-batches: device 0 runs F0 F1 B0 ...,
+// device 1 F0 B0 F1 .... Stage 0's forward takes 4, the rest 1.
+TEST_CASE("a sent gradient is held by its sender until the receiver takes it") {
+  const auto sch = mp::BuildSchedule(ScheduleKind::kOneFOneB, 2, 3);
+  const std::vector<mp::StageTimes> times = {{4, 1}, {1, 1}};
+  std::vector<mp::StageMemory> memory(2, mp::StageMemory{0, 10});
+  memory[1].sent_gradient_bytes = 4;
+  // Gradients back in 3: stage 1's B0 ends at 6, device 0 takes them at 9,
+  // after stage 1's F1 has started at 8 (its activations arrive when device
+  // 0's F1 ends): F1's 10 on top of B0's 4.
+  const mp::SimResult late = mp::SimulateStep(sch, times, {{0, 3}}, memory);
+  CHECK(late.device_peak_memory_bytes[1] == 14);
+  // Gradients back at once: taken at 8, when device 0 is done with F1,
+  // before stage 1 starts its F1.
+  const mp::SimResult at_once = mp::SimulateStep(sch, times, {{0, 0}}, memory);
+  CHECK(at_once.device_peak_memory_bytes[1] == 10);
+  // Taken by the same device (zbv's middle stages) they are never held twice.
+  const auto v = mp::BuildSchedule(ScheduleKind::kZeroBubbleV, 2, 1, 2);
+  std::vector<mp::StageMemory> four(4, mp::StageMemory{0, 10});
+  const std::vector<mp::StageTimes> split(4, {1, 2, 1, 1});
+  const int64_t before = mp::SimulateStep(v, split, {}, four).device_peak_memory_bytes[1];
+  four[2].sent_gradient_bytes = 4;
+  CHECK(mp::SimulateStep(v, split, {}, four).device_peak_memory_bytes[1] == before);
+}
