@@ -19,7 +19,8 @@
 //   schedules   the zoo MLP and GPT on 2 devices, 1 thread each, M = 2, 4, 8,
 //               one profile per model: every schedule's measured step and
 //               bubble (idle share of device time) beside the predicted,
-//               each plan run in 3 rotating rounds (the median counts);
+//               the plans run in this process one step each in turn, 21
+//               rounds, the order rotated (the median step counts);
 //               targets: interleaved-1f1b, zb-h1 and zbv measured faster
 //               than 1f1b wherever predicted more than 5% faster, and every
 //               prediction within 10%. 1f1b is planned and run twice, for
@@ -46,7 +47,8 @@
 // fidelity is measured by the mpexec binary, each in its own process: what
 // a user runs, with a heap and threads no earlier case has touched. The
 // ratios are medians of interleaved repeats so a noisy neighbour hits both
-// sides.
+// sides; so are the schedules' steps, which this process runs (their
+// targets compare schedules).
 //
 // Usage: bench_exec MODELS_DIR OUT_DIR [--quick] [--only overhead,efficiency,fidelity,gap,schedules,heldout]
 #include <ATen/Parallel.h>
@@ -217,6 +219,11 @@ std::function<double()> Stepper(mp::Executor& exec) {
   };
 }
 
+// One step of `exec` on its synthetic batch (training or inference as its plan says).
+mp::PipelineRun Step(mp::Executor& exec) {
+  if (!exec.plan().training) return exec.Infer(exec.SyntheticInputs());
+  return exec.TrainStep(exec.SyntheticInputs(), exec.SyntheticLabels());
+}
 
 // The fidelity section's models and batches.
 struct FidelityCase {
@@ -284,12 +291,11 @@ bool SamePlan(const mp::Plan& a, const mp::Plan& b) {
 
 // schedules: the zoo MLP and GPT on 2 devices, M = 2, 4, 8, every schedule
 // (and auto, and 1f1b twice for the noise) planned from one profile per
-// model, then run in rounds, the plans rotating so a slow stretch of the
-// machine falls on different schedules in each round; a plan's step is
-// the median of its rounds. Writes OUT/schedules.svg. True when every
-// target is met.
-bool Schedules(const std::string& mpplan, const std::string& mpexec, const std::string& models, const std::string& out,
-               bool quick) {
+// model, then run in this process, one step of each plan in turn (the
+// order rotated each round), so a slow stretch of the machine falls on
+// every schedule alike; a plan's step is the median of its steps. Writes
+// OUT/schedules.svg. True when every target is met.
+bool Schedules(const std::string& mpplan, const std::string& models, const std::string& out, bool quick) {
   struct Case {
     std::string file, name;
     int64_t batch;
@@ -299,15 +305,15 @@ bool Schedules(const std::string& mpplan, const std::string& mpexec, const std::
   // kAuto is the search's own choice; kAgain repeats 1f1b for the noise.
   const std::vector<std::string> schedules = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zbv", "auto", "1f1b"};
   const size_t kOneF = 1, kAuto = 5, kAgain = 6;
-  const int rounds = quick ? 1 : 3;
+  const int warmup = 2, rounds = quick ? 3 : 21;
   if (quick) cases.resize(1);
-  int faster = 0, faster_wanted = 0, within = 0, runs = 0;
+  int faster = 0, faster_wanted = 0, within = 0, runs = 0, relative_within = 0, relative_runs = 0;
   std::vector<double> noise, auto_excess;
   std::vector<double> identical;  // auto against the hand-picked plan it equals
   std::vector<size_t> identical_case;  // the case (index into auto_excess) of each
   std::string auto_choices;
   mp::bench::BarChart chart;
-  chart.title = "Measured step against 1f1b's on 2 CPU devices (median of " + std::to_string(rounds) + " rounds)";
+  chart.title = "Measured step against 1f1b's on 2 CPU devices (median of " + std::to_string(rounds) + " interleaved steps)";
   chart.y_label = "step / 1f1b step";
   chart.series.assign(schedules.begin(), schedules.end() - 1);
   for (const Case& c : cases) {
@@ -325,18 +331,32 @@ bool Schedules(const std::string& mpplan, const std::string& mpexec, const std::
                                  "--schedule " + schedules[k] + " --profile-in " + profile));
         read.push_back(mp::ReadPlan(path));
       }
+      // Every plan in this process, one step of each in turn: the step
+      // interleaving puts each plan on the machine as it is at that moment,
+      // where a process a plan would meet a different stretch of it (the
+      // VM's vCPUs trade speeds every few seconds). Rotated each round.
+      std::vector<std::unique_ptr<mp::Executor>> execs;
+      std::vector<std::function<double()>> step;
       std::vector<std::vector<double>> steps(schedules.size()), bubbles(schedules.size());
       std::vector<double> predicted(schedules.size());
-      for (int round = 0; round < rounds; ++round) {
+      for (size_t k = 0; k < schedules.size(); ++k) {
+        execs.push_back(std::make_unique<mp::Executor>(plans[k], OneThread()));
+        predicted[k] = read[k].predicted.step_ms;
+      }
+      for (int round = 0; round < warmup + rounds; ++round) {
         for (size_t i = 0; i < schedules.size(); ++i) {
-          const size_t k = (i + size_t(round) * 3) % schedules.size();  // rotated
-          const Measured r = RunMpexec(mpexec, plans[k], read[k].predicted.step_ms, quick, 1, 5);
+          const size_t k = (i + size_t(round) * 3) % schedules.size();
+          const mp::PipelineRun r = Step(*execs[k]);
+          if (round < warmup) continue;
           steps[k].push_back(r.step_ms);
           bubbles[k].push_back(Bubble(read[k], r.busy_ms, r.step_ms));
-          predicted[k] = r.predicted_ms;
-          std::fprintf(stderr, "schedules %s M=%d round %d: %s %.1f / %.1f ms\n", c.file.c_str(), m, round + 1,
-                       schedules[k].c_str(), r.step_ms, r.predicted_ms);
         }
+      }
+      for (size_t k = 0; k < schedules.size(); ++k) {
+        std::fprintf(stderr, "schedules %s M=%d: %s %.1f / %.1f ms, steps %.1f to %.1f\n", c.file.c_str(), m,
+                     schedules[k].c_str(), Median(steps[k]), predicted[k],
+                     *std::min_element(steps[k].begin(), steps[k].end()),
+                     *std::max_element(steps[k].begin(), steps[k].end()));
       }
       std::vector<double> measured(schedules.size());
       std::string list;
@@ -366,6 +386,18 @@ bool Schedules(const std::string& mpplan, const std::string& mpexec, const std::
       const double onef = (measured[kOneF] + measured[kAgain]) / 2;
       const double best_hand = std::min({measured[0], onef, measured[2], measured[3], measured[4]});
       auto_excess.push_back(measured[kAuto] / best_hand - 1);
+      // Each step against 1f1b's, measured and predicted: what the plans'
+      // differences come to, whatever speed the machine ran at meanwhile.
+      std::string against;
+      for (size_t k : {size_t(0), size_t(2), size_t(3), size_t(4), kAuto}) {
+        const double got = measured[k] / onef, want = predicted[k] / predicted[kOneF];
+        relative_within += std::abs(got / want - 1) <= 0.10;
+        relative_runs += 1;
+        char line[96];
+        std::snprintf(line, sizeof line, "%s%s %.3f / %.3f (%+.1f%%)", against.empty() ? "" : "; ",
+                      schedules[k].c_str(), got, want, 100 * (got / want - 1));
+        against += line;
+      }
       for (size_t k : {size_t(2), size_t(3), size_t(4)}) {
         if (predicted[k] < 0.95 * predicted[kOneF]) {
           faster_wanted += 1;
@@ -377,6 +409,8 @@ bool Schedules(const std::string& mpplan, const std::string& mpexec, const std::
       for (size_t k = 0; k < kAgain; ++k) bars.push_back((k == kOneF ? onef : measured[k]) / onef);
       chart.values.push_back(bars);
       std::printf("schedules   %-14s M=%d  measured / predicted: %s\n", c.file.c_str(), m, list.c_str());
+      std::printf("schedules   %-14s M=%d  against 1f1b, measured / predicted: %s\n", c.file.c_str(), m,
+                  against.c_str());
     }
   }
   std::ofstream(out + "/schedules.svg") << mp::bench::RenderSvg(chart);
@@ -406,6 +440,9 @@ bool Schedules(const std::string& mpplan, const std::string& mpexec, const std::
   std::printf("schedules   medians within 10%% of the prediction for %d of %d plans %s; 1f1b planned twice differed by "
               "%.1f%% (median), %.1f%% at most\n",
               within, runs, within_ok ? "ok" : "MISSED", 100 * Median(noise), 100 * worst_1f1b);
+  std::printf("schedules   steps against 1f1b's within 10%% of the predicted ratio for %d of %d plans (no target: "
+              "the machine's speed cancels)\n",
+              relative_within, relative_runs);
   std::printf("schedules   auto chose %s; at worst %+.1f%% against the best hand-picked schedule (target: each "
               "case within the largest difference between two identical plans of the other cases, up to %.1f%%) %s\n",
               auto_choices.c_str(), 100 * worst_auto, 100 * worst_noise, auto_ok ? "ok" : "MISSED");
@@ -538,7 +575,7 @@ int main(int argc, char** argv) {
     // profiler measured for the same nodes.
     if (args->Wants("gap")) Gap(mpplan, models, out, quick);
     // --- schedules: every schedule on 2 devices, M = 2, 4, 8, one profile.
-    if (args->Wants("schedules")) all_ok = Schedules(mpplan, mpexec, models, out, quick) && all_ok;
+    if (args->Wants("schedules")) all_ok = Schedules(mpplan, models, out, quick) && all_ok;
     // --- held out: torchvision classifiers, the planner's M and size 1.
     if (args->Wants("heldout")) {
       const std::vector<std::string> heldout = {"mobilenet_v2.script.pt", "resnet18.script.pt", "shufflenet.script.pt",

@@ -49,7 +49,7 @@ void TrackMemory(const Schedule& sch, const std::vector<StageMemory>& memory, Si
   };
   const auto freed_by_i = [&](int s) { return std::min(activation(s), mem(s).freed_by_i_bytes); };
   const auto gradients = [&](int s) { return std::min(mem(s).gradient_bytes, mem(s).static_bytes); };
-  // taken[boundary * M + mb]: when the stage before `boundary + 1` took that micro-batch's gradients.
+  // taken[s * M + mb]: when stage s took micro-batch mb's gradients from stage s + 1 (its RECV_B's end).
   std::vector<double> taken(size_t(std::max(S - 1, 0)) * M, std::numeric_limits<double>::infinity());
   for (const auto& list : result.timeline)
     for (const TimedAction& t : list)

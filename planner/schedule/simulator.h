@@ -85,7 +85,8 @@ struct SimResult {
   std::vector<int64_t> peak_memory_bytes; // per stage: static + max_in_flight * activation + transient
   // Per device: its stages' static bytes plus the most its stages hold at
   // one moment: the activations held, with the forward's peak while an F
-  // runs and a transient while a B, I or W runs (one action at a time).
+  // runs and a transient while a B, I or W runs (one action at a time),
+  // and the gradients it sent that their receiver has not taken yet.
   std::vector<int64_t> device_peak_memory_bytes;
   std::vector<double> allreduce_ms;       // per stage: its gradient all-reduce after its last action
   std::vector<std::vector<TimedAction>> timeline;  // per device, in list order
