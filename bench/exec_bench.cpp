@@ -137,9 +137,9 @@ double Bubble(const mp::Plan& plan, const std::vector<double>& busy_ms, double s
 
 // `mpexec PLAN --json` with 1 thread per stage. Steps: enough for a second
 // of stepping, 15 to 201.
-Measured RunMpexec(const std::string& mpexec, const std::string& plan, double predicted_ms, bool quick,
-                   int warmup = 3, int min_steps = 15) {
-  const int steps = quick ? 3 : std::clamp(int(1000 / std::max(predicted_ms, 1e-3)), min_steps, 201);
+Measured RunMpexec(const std::string& mpexec, const std::string& plan, double predicted_ms, bool quick) {
+  const int warmup = 3;
+  const int steps = quick ? 3 : std::clamp(int(1000 / std::max(predicted_ms, 1e-3)), 15, 201);
   const std::string json = plan + ".exec.json";
   const std::string command = mpexec + " " + plan + " --json --threads-per-stage 1 --warmup " + std::to_string(warmup) +
                               " --steps " + std::to_string(steps) + " > " + json + " 2> " + json + ".log";
@@ -210,20 +210,15 @@ mp::ExecutorOptions OneThread() {
   return options;
 }
 
-// Median step of `exec` (training or inference as its plan says).
-std::function<double()> Stepper(mp::Executor& exec) {
+// One step of `exec` on its synthetic batch (training or inference as its plan says).
+std::function<mp::PipelineRun()> Stepper(mp::Executor& exec) {
   auto inputs = std::make_shared<std::vector<c10::IValue>>(exec.SyntheticInputs());
   auto labels = std::make_shared<at::Tensor>(exec.plan().training ? exec.SyntheticLabels() : at::Tensor());
   return [&exec, inputs, labels] {
-    return exec.plan().training ? exec.TrainStep(*inputs, *labels).step_ms : exec.Infer(*inputs).step_ms;
+    return exec.plan().training ? exec.TrainStep(*inputs, *labels) : exec.Infer(*inputs);
   };
 }
 
-// One step of `exec` on its synthetic batch (training or inference as its plan says).
-mp::PipelineRun Step(mp::Executor& exec) {
-  if (!exec.plan().training) return exec.Infer(exec.SyntheticInputs());
-  return exec.TrainStep(exec.SyntheticInputs(), exec.SyntheticLabels());
-}
 
 // The fidelity section's models and batches.
 struct FidelityCase {
@@ -336,17 +331,18 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
       // where a process a plan would meet a different stretch of it (the
       // VM's vCPUs trade speeds every few seconds). Rotated each round.
       std::vector<std::unique_ptr<mp::Executor>> execs;
-      std::vector<std::function<double()>> step;
+      std::vector<std::function<mp::PipelineRun()>> step;
       std::vector<std::vector<double>> steps(schedules.size()), bubbles(schedules.size());
       std::vector<double> predicted(schedules.size());
       for (size_t k = 0; k < schedules.size(); ++k) {
         execs.push_back(std::make_unique<mp::Executor>(plans[k], OneThread()));
+        step.push_back(Stepper(*execs.back()));
         predicted[k] = read[k].predicted.step_ms;
       }
       for (int round = 0; round < warmup + rounds; ++round) {
         for (size_t i = 0; i < schedules.size(); ++i) {
           const size_t k = (i + size_t(round) * 3) % schedules.size();
-          const mp::PipelineRun r = Step(*execs[k]);
+          const mp::PipelineRun r = step[k]();
           if (round < warmup) continue;
           steps[k].push_back(r.step_ms);
           bubbles[k].push_back(Bubble(read[k], r.busy_ms, r.step_ms));
@@ -500,7 +496,7 @@ int main(int argc, char** argv) {
       auto step_one = Stepper(one), step_two = Stepper(two);
       std::vector<double> a, b;
       for (int i = 0; i < repeats + 1; ++i) {
-        const double x = step_one(), y = step_two();
+        const double x = step_one().step_ms, y = step_two().step_ms;
         if (i >= 1) a.push_back(x), b.push_back(y);
       }
       const double speedup = Median(a) / Median(b);

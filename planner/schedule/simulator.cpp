@@ -112,8 +112,7 @@ void TrackMemory(const Schedule& sch, const std::vector<StageMemory>& memory, Si
 
 // One replay of the lists with the actions' compute times fixed.
 SimResult Replay(const Schedule& sch, const Durations& durations, const std::vector<TransferTimes>& transfers,
-                 const std::vector<StageMemory>& memory, const std::vector<double>& allreduce_ms,
-                 double step_overhead_ms) {
+                 const std::vector<double>& allreduce_ms, double step_overhead_ms) {
   const int S = sch.stages;
   const int D = sch.Devices();
   const int M = sch.microbatches;
@@ -194,7 +193,6 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
     result.idle_ms[d] = result.step_ms - result.device_busy_ms[d];
     idle += result.idle_ms[d];
   }
-  TrackMemory(sch, memory, result);
   result.bubble_fraction = result.step_ms > 0 ? idle / (D * result.step_ms) : 0;
   return result;
 }
@@ -271,9 +269,12 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
                                                                 : 0.0);
     }
   }
-  SimResult result = Replay(sch, base, transfers, memory, allreduce_ms, step_overhead_ms);
+  SimResult result = Replay(sch, base, transfers, allreduce_ms, step_overhead_ms);
   // (With replicas, one stage computing already shares the machine.)
-  if (std::none_of(slowdown.begin(), slowdown.end(), [](double f) { return f > 1; })) return result;
+  if (std::none_of(slowdown.begin(), slowdown.end(), [](double f) { return f > 1; })) {
+    TrackMemory(sch, memory, result);
+    return result;
+  }
   // Contention: an action's time depends on what overlaps it, which depends
   // on the times. Iterate to the fixed point (a few rounds: overlaps change
   // little once the slowed actions are in place).
@@ -289,9 +290,10 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
           change = std::max(change, std::abs(slowed[d][i] / before - 1));
       }
     }
-    result = Replay(sch, slowed, transfers, memory, allreduce_ms, step_overhead_ms);
+    result = Replay(sch, slowed, transfers, allreduce_ms, step_overhead_ms);
     if (change < 1e-4) break;
   }
+  TrackMemory(sch, memory, result);  // once, on the final timeline
   return result;
 }
 
