@@ -10,12 +10,14 @@
 // turns, `repeats` times, each turn a fresh mpexec, so a noisy neighbour
 // hits both; the ratio is of the medians.
 //
-// Then replicas: the same two processes used as one pipeline of 2 stages
-// or as 2 data-parallel replicas of 1 stage (mpplan --replicas 2), in
-// turns: each one's step measured and predicted, and the replicas' gradient
-// all-reduce measured beside the plan's prediction for it; and the plan
-// `mpplan --replicas auto` chooses from the same profile, with whether it
-// is the layout that measured faster (issue 29).
+// Then replicas: the same two CPU workers used as one pipeline of 2 stages
+// (mpplan --replicas 1: threads of one process) or as 2 data-parallel
+// replicas of 1 stage (--replicas 2: two processes), each planned and run
+// the way mpplan and mpexec do by default, in turns: each one's step
+// measured and predicted, and the replicas' gradient all-reduce measured
+// beside the plan's prediction for it; and the plan mpplan chooses by
+// itself (--replicas auto, the default) from the same profile, with
+// whether it is the layout that measured faster (issue 29).
 //
 // Usage: bench_distributed MODELS_DIR OUT_DIR [--quick] [--only transports,replicas]
 #include <nlohmann/json.hpp>
@@ -62,7 +64,7 @@ struct Case {
   bool training = true;
 };
 
-// The same two processes as one 2-stage pipeline and as 2 replicas of 1
+// The same two workers as one 2-stage pipeline and as 2 replicas of 1
 // stage: step and all-reduce, measured and predicted.
 void BenchReplicas(const Tools& tools, const std::string& models, const std::string& out, bool quick, int repeats,
                    const std::string& steps, nlohmann::json& results) {
@@ -76,30 +78,35 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
   for (const Case& c : replica_cases) {
     std::string file = c.name;
     std::replace(file.begin(), file.end(), ' ', '.');
-    // The search's own choice between the two (--replicas auto, from the
-    // same profile: the first layout's, read back).
+    // The search's own choice between the two (the default, --replicas
+    // auto), planned first: its profile, with the link probe's figures,
+    // is the one the other two plans read back.
+    const std::string profile = out + "/" + file + ".profile.yaml";
     const std::vector<std::pair<const char*, std::string>> layouts = {
-        {"1 x 2 stages", "--stages 2 --profile-out " + out + "/" + file + ".profile.yaml"},
-        {"2 replicas x 1", "--replicas 2 --stages 1 --profile-in " + out + "/" + file + ".profile.yaml"},
-        {"auto", "--replicas auto --profile-in " + out + "/" + file + ".profile.yaml"}};
+        {"1 x 2 stages", "--replicas 1 --stages 2 --profile-in " + profile},
+        {"2 replicas x 1", "--replicas 2 --stages 1 --profile-in " + profile},
+        {"auto", "--profile-out " + profile}};
     std::vector<std::vector<nlohmann::json>> runs(layouts.size());
     std::vector<std::string> plans;
     for (size_t l = 0; l < layouts.size(); ++l) {
       plans.push_back(out + "/" + file + ".layout" + std::to_string(l) + ".plan.yaml");
-      Run(mpplan + " " + models + "/" + c.model + " --quiet --threads 1 --gpus 2 --processes " + layouts[l].second + " " +
+    }
+    for (size_t l : {2, 0, 1}) {
+      Run(mpplan + " " + models + "/" + c.model + " --quiet --threads 1 --gpus 2 " + layouts[l].second + " " +
               c.flags + " --previous none -o " + plans[l],
           plans[l] + ".out");
     }
-    std::vector<std::string> ranks;  // one process per device of each plan
+    std::vector<std::string> devices;  // each plan's
     for (const std::string& plan : plans) {
       const mp::Plan p = mp::ReadPlan(plan);
-      ranks.push_back(std::to_string(p.replicas * int(p.programs.size())));
+      devices.push_back(std::to_string(p.replicas * int(p.programs.size())));
     }
+    // As mpexec runs each by default: a pipeline as threads of one process,
+    // replicas as one process per device.
     for (int r = 0; r < repeats; ++r) {
       for (size_t l = 0; l < layouts.size(); ++l) {
-        runs[l].push_back(RunJson(mpexec + " " + plans[l] + " --json --threads-per-stage 1 " + steps +
-                                      " --launch-local " + ranks[l],
-                                  plans[l] + ".json"));
+        runs[l].push_back(
+            RunJson(mpexec + " " + plans[l] + " --json --threads-per-stage 1 " + steps, plans[l] + ".json"));
       }
     }
     std::vector<double> medians;
@@ -130,7 +137,7 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
     // Auto may also choose neither (fewer devices, within the device
     // tolerance): then it must measure no slower than the faster layout.
     const size_t same = chose.replicas > 1 ? 1 : 0, other = 1 - same;
-    const bool is_layout = ranks[2] == "2";
+    const bool is_layout = devices[2] == "2";
     if (is_layout) {
       const bool ok = medians[same] <= medians[other];
       std::printf("%-22s  auto chose %d replica(s) x %zu stage(s): %s (measured %.1f against %.1f ms)\n", c.name,

@@ -24,7 +24,9 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "executor/pipeline.h"
 #include "executor/process_group.h"
+#include "planner/plan/plan_reader.h"
 
 extern char** environ;
 
@@ -292,6 +294,12 @@ std::optional<std::string> LauncherFolder() {
 
 void ReportToLauncher(const std::string& folder, int rank, const std::string& kind, const std::string& text) {
   std::ofstream(std::filesystem::path(folder) / Concat(rank, ".", kind)) << text << "\n";
+}
+
+int ProcessesToLaunch(const std::string& plan_path) {
+  if (RankEnvFromEnvironment()) return 0;
+  const Plan plan = ReadPlan(plan_path);
+  return plan.replicas > 1 ? PlanWorkers(plan) : 0;
 }
 
 int LaunchLocal(const LaunchRequest& request, std::ostream& out, std::ostream& err) {

@@ -30,6 +30,11 @@ struct LaunchRequest {
 // signal), 130 after Ctrl-C.
 int LaunchLocal(const LaunchRequest& request, std::ostream& out, std::ostream& err);
 
+// The processes `mpexec PLAN` starts by itself when no launcher started it
+// (no torchrun environment): a plan with replicas runs over processes, one
+// per device of every copy (PlanWorkers); 0 for a plan one process runs.
+int ProcessesToLaunch(const std::string& plan_path);
+
 // Inside a rank the launcher started: the folder it reads results from.
 std::optional<std::string> LauncherFolder();
 

@@ -4,7 +4,8 @@
 # machine, measuring it here, and prints the report; the plan, a Markdown
 # report with a Gantt chart of one predicted step and the op graph by stage
 # are written under build/demo/. Then mpexec runs that plan: three training
-# steps pipelined on CPU workers after two warm-ups, measured against the
+# steps on CPU workers (stages, replicas or both, as the plan chose) after
+# two warm-ups, measured against the
 # prediction, with a Chrome trace of the median step and the trained model
 # kept as TorchScript. Extra arguments go to mpplan.
 set -euo pipefail

@@ -103,7 +103,11 @@ int RunMpexec(const std::vector<std::string>& args, std::ostream& out, std::ostr
   return RunTool([&] {
     request.options.training.loss = ParseLoss(loss);
     request.cpu_workers = device == "cpu";
-    if (app.count("--launch-local") > 0) {
+    // A plan with replicas runs over processes: without a launcher, as
+    // --launch-local with one per device (the report's ranks line says so).
+    const bool launch = app.count("--launch-local") > 0;
+    if (!launch) launch_local = ProcessesToLaunch(request.plan);
+    if (launch || launch_local > 0) {
       LaunchRequest launch{self, {}, launch_local, request.timeout_s, json};
       for (size_t i = 0; i < args.size(); ++i) {
         if (args[i] == "--launch-local") {

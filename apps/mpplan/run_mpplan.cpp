@@ -57,7 +57,7 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
       "  mpplan model.pt --profile-only       per-layer forward/backward times and coverage");
   std::string model;
   bool inspect = false, profile_only = false, json = false, quiet = false, explain = false;
-  std::string mode = "train", stages = "auto", microbatches = "auto", schedule = "auto", memory, replicas = "1";
+  std::string mode = "train", stages = "auto", microbatches = "auto", schedule = "auto", memory, replicas = "auto";
   std::vector<std::string> inputs;
   PlanCommandRequest request;
   ProfileRequest& profile = request.profile;
@@ -67,8 +67,8 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
   app.add_option("--replicas", replicas,
                  "data-parallel copies of the pipeline, each on --gpus / R devices with batch / R samples; "
                  "gradients are all-reduced among them. auto: the search chooses R with the stages (gpipe and "
-                 "1f1b with R > 1; a plan with replicas runs over processes, mpexec --launch-local)")
-      ->default_str("1");
+                 "1f1b with R > 1); mpexec runs a plan with replicas as one process per device")
+      ->default_str("auto");
   app.add_option("--stages", stages, "pipeline stages: auto (1 to --gpus / --replicas) or a count")->default_str("auto");
   app.add_flag("--processes", request.processes,
                "CPU workers: plan for every device as its own process (mpexec --launch-local with one rank per "

@@ -74,6 +74,15 @@ void CheckOutputs(const std::vector<std::string>& outputs, const std::vector<std
   }
 }
 
+// Whether the search may choose replicas: --replicas above 1, or auto with
+// room for two copies of the pipeline, a schedule planned with them, and a
+// build whose mpexec can run them (over processes).
+bool MayReplicate(const PlanCommandRequest& request) {
+  if (request.replicas != 0) return request.replicas > 1;
+  return ProcessGroupsAvailable() && PlannedWithReplicas(request.schedule, request.partitioner) &&
+         request.gpus / std::max(1, request.stages) >= 2;
+}
+
 }  // namespace
 
 std::string DefaultPlanPath(const std::string& model_path) {
@@ -151,9 +160,10 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   ProfileRequest profile_request = request.profile;
   profile_request.stages = request.gpus;
   const bool cpu_here = request.profile.device_profile.empty() && devices.devices.front().type == "cpu";
-  // Charged with --processes (messages) and to replicas in training (the
-  // all-reduce); an inference plan with replicas uses neither.
-  const bool links_charged = request.processes || (request.replicas != 1 && request.profile.training);
+  // Charged with --processes (messages), and where the plan may have
+  // replicas (which run over processes): the all-reduce in training, the
+  // messages between a copy's stages.
+  const bool links_charged = request.processes || MayReplicate(request);
   if (cpu_here && links_charged && ProcessGroupsAvailable()) {
     profile_request.measure_links = [](Profile& profile) {
       const ProbedLinks links = ProbeProcessLinks();
@@ -190,9 +200,11 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   // the gradient all-reduce over the devices' link, or, for CPU workers
   // (processes, over loopback), what the link probe measured (kLoopback
   // where it could not run).
-  const Link replica_link = !cpu_here                   ? LinkAt(devices.cluster, 0)
+  ReplicaLinks replica_links;
+  replica_links.allreduce = !cpu_here                   ? LinkAt(devices.cluster, 0)
                             : allreduce_link.Measured() ? AsLink(allreduce_link)
                                                         : kLoopback;
+  if (cpu_here && process_link.Measured()) replica_links.boundary = AsLink(process_link);
   PlanRequest plan_request;
   plan_request.training = request.profile.training;
   plan_request.batch = profiled.profile.batch;
@@ -220,19 +232,20 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   }
   const auto search_start = std::chrono::steady_clock::now();
   const std::vector<int> counts =
-      ReplicaCounts(request.gpus, request.replicas, profiled.profile.batch, plan_request);
+      ReplicaCounts(request.gpus, MayReplicate(request) ? request.replicas : 1, profiled.profile.batch, plan_request);
   if (counts.empty()) {
     throw InputError(Concat("--replicas auto: no replica count from 1 to ", request.gpus, " divides the batch (",
                             profiled.profile.batch, ")"));
   }
-  ReplicaSearch measured = SearchReplicas(profiled, devices, counts, replica_link, plan_request, true);
+  ReplicaSearch measured = SearchReplicas(profiled, devices, counts, replica_links, plan_request, true);
   const double measure_ms = measured.measure_ms;
   if (!measured.added.empty() && !request.profile.profile_out.empty()) {
     // The file holds the sizes measured for the plan too, and the plan is
     // made from what it holds.
     profiled.profile = SaveProfile(profile_request, profiled.profile);
-    measured = SearchReplicas(profiled, devices, counts, replica_link, plan_request, false);
+    measured = SearchReplicas(profiled, devices, counts, replica_links, plan_request, false);
   }
+  const Cluster one_copy = devices.cluster;  // every device, no replicas: what a hand split (--split) runs on
   devices = measured.devices;
   const SearchResult& search = measured.search;
   result.profile_ms += measure_ms;
@@ -246,7 +259,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   result.partition_ms = MsSince(search_start) - measure_ms;
   const auto compare_start = std::chrono::steady_clock::now();
   result.plan.comparisons =
-      ComparePartitioners(profiled.graph, profiled.profile, devices.cluster, plan_request, result.plan);
+      ComparePartitioners(profiled.graph, profiled.profile, devices.cluster, one_copy, plan_request, result.plan);
   result.compare_ms = MsSince(compare_start);
 
   // What we write must be what mpexec reads: parse it back first.

@@ -24,7 +24,7 @@ constexpr double kDefaultMemoryHeadroom = 0.05;
 struct PlanCommandRequest {
   ProfileRequest profile;              // model path, inputs, mode, batch, profile source and files
   int gpus = 1;
-  int replicas = 1;                    // data-parallel copies of the pipeline: stages <= gpus / replicas; 0: auto
+  int replicas = 0;                    // data-parallel copies of the pipeline: stages <= gpus / replicas; 0: auto
   int stages = 0;                      // 0: auto (1..gpus)
   bool processes = false;              // --processes: each device a process (CPU: messages over Gloo)
   int microbatches = 0;                // 0: auto

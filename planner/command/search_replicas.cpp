@@ -8,27 +8,34 @@
 
 namespace mp {
 
+bool PlannedWithReplicas(const std::optional<ScheduleKind>& schedule, const std::string& method) {
+  const bool plain = !schedule || *schedule == ScheduleKind::kGPipe || *schedule == ScheduleKind::kOneFOneB ||
+                     *schedule == ScheduleKind::kForwardOnly;
+  return plain && method != "layers";
+}
+
 std::vector<int> ReplicaCounts(int gpus, int replicas, int64_t batch, const PlanRequest& request) {
   if (replicas > 0) return {replicas};
-  const bool plain = !request.schedule || *request.schedule == ScheduleKind::kGPipe ||
-                     *request.schedule == ScheduleKind::kOneFOneB || *request.schedule == ScheduleKind::kForwardOnly;
   std::vector<int> counts;
   for (int r = 1; r <= gpus; ++r) {
-    if (r > 1 && (!plain || request.method == "layers")) break;
+    if (r > 1 && !PlannedWithReplicas(request.schedule, request.method)) break;
     if (batch % r != 0 || gpus / r < std::max(1, request.stages)) continue;
     counts.push_back(r);
   }
   return counts;
 }
 
-PlanDevices ForReplicas(const PlanDevices& devices, int replicas, const Link& replica_link) {
+PlanDevices ForReplicas(const PlanDevices& devices, int replicas, const ReplicaLinks& links) {
   if (replicas == 1) return devices;
   PlanDevices out = devices;
   const size_t per_replica = devices.cluster.devices.size() / size_t(replicas);
   out.devices.resize(per_replica * size_t(replicas));
   out.cluster.devices.resize(per_replica);
   out.cluster.replicas = replicas;
-  out.cluster.replica_link = replica_link;
+  out.cluster.replica_link = links.allreduce;
+  if (links.boundary) {
+    for (Link& link : out.cluster.links) link = *links.boundary;
+  }
   return out;
 }
 
@@ -56,11 +63,11 @@ double BestMs(const Searched& s, Objective objective) {
 }  // namespace
 
 ReplicaSearch SearchReplicas(ProfiledModel& profiled, const PlanDevices& devices, const std::vector<int>& counts,
-                             const Link& replica_link, const PlanRequest& request, bool measure) {
+                             const ReplicaLinks& links, const PlanRequest& request, bool measure) {
   std::vector<Searched> searched;
   std::optional<PlanError> first_error;
   for (int r : counts) {
-    Searched s{r, ForReplicas(devices, r, replica_link), {}};
+    Searched s{r, ForReplicas(devices, r, links), {}};
     try {
       if (measure) {
         s.measured = SearchAtMeasuredSizes(profiled, s.devices.cluster, request);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "planner/command/plan_devices.h"
@@ -22,16 +23,32 @@
 
 namespace mp {
 
+// Whether plans with replicas are made for `schedule` (none: the search's
+// choice) and partitioner `method`: gpipe and 1f1b in training, forward in
+// inference, not a --split by layers.
+bool PlannedWithReplicas(const std::optional<ScheduleKind>& schedule, const std::string& method);
+
 // The replica counts to search: `replicas` when above 0, else every R from
 // 1 to `gpus` that divides `batch` and leaves each copy `stages` devices
 // (when fixed), R > 1 only for schedules planned with replicas (gpipe and
 // 1f1b in training, forward in inference).
 std::vector<int> ReplicaCounts(int gpus, int replicas, int64_t batch, const PlanRequest& request);
 
+// How the copies of a pipeline meet, and how a copy's stages talk when
+// there are several copies.
+struct ReplicaLinks {
+  Link allreduce;  // the gradients' ring among the copies
+  // Between a copy's stages where the copies run as processes (mpexec runs
+  // a plan with replicas over processes): CPU workers, which pass values
+  // by reference as threads of one process, then pay the probed process
+  // link. Empty: the devices' own links.
+  std::optional<Link> boundary;
+};
+
 // `devices` as R copies of a block of devices.size() / R: the plan lists
 // every copy's devices, the cluster one copy's, whose gradients meet over
-// `replica_link`.
-PlanDevices ForReplicas(const PlanDevices& devices, int replicas, const Link& replica_link);
+// `links.allreduce`.
+PlanDevices ForReplicas(const PlanDevices& devices, int replicas, const ReplicaLinks& links);
 
 struct ReplicaSearch {
   PlanDevices devices;        // the chosen R's (ForReplicas)
@@ -40,11 +57,11 @@ struct ReplicaSearch {
   double measure_ms = 0;
 };
 
-// Searches every count of `counts` on ForReplicas(devices, R, replica_link)
+// Searches every count of `counts` on ForReplicas(devices, R, links)
 // (`measure`: SearchAtMeasuredSizes, else SearchPlan alone) and chooses as
 // above. A count no plan fits is skipped; when none fits, the first
 // count's PlanError is thrown.
 ReplicaSearch SearchReplicas(ProfiledModel& profiled, const PlanDevices& devices, const std::vector<int>& counts,
-                             const Link& replica_link, const PlanRequest& request, bool measure);
+                             const ReplicaLinks& links, const PlanRequest& request, bool measure);
 
 }  // namespace mp

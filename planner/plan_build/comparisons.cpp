@@ -45,7 +45,7 @@ PlanCandidate Compare(const OpGraph& graph, const Profile& profile, const Cluste
 }  // namespace
 
 std::vector<PlanCandidate> ComparePartitioners(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
-                                                const PlanRequest& request, const Plan& chosen) {
+                                                const Cluster& whole, const PlanRequest& request, const Plan& chosen) {
   std::vector<PlanCandidate> rows;
   const int K = int(chosen.stages.size());
   const int chunks = StagesPerDevice(chosen);
@@ -59,10 +59,10 @@ std::vector<PlanCandidate> ComparePartitioners(const OpGraph& graph, const Profi
   }
   if (request.layer_split.empty()) return rows;
   const int split_stages = int(ParseLayerSplit(request.layer_split).size());
-  std::vector<int> counts = {chosen.microbatches};
-  const int64_t share = ReplicaBatch(chosen);
-  for (int64_t size = 1; size <= share; ++size) {
-    if (share % size == 0 && CanInterpolate(profile, size)) counts.push_back(int(share / size));
+  std::vector<int> counts;  // the chosen plan's M (a copy's, with replicas: not the split's) and every size's
+  if (chosen.replicas == 1) counts.push_back(chosen.microbatches);
+  for (int64_t size = 1; size <= chosen.batch; ++size) {
+    if (chosen.batch % size == 0 && CanInterpolate(profile, size)) counts.push_back(int(chosen.batch / size));
   }
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
@@ -73,7 +73,7 @@ std::vector<PlanCandidate> ComparePartitioners(const OpGraph& graph, const Profi
                                                                                    : chosen.schedule;
   for (int m : counts) {
     if (chosen.partitioner == "layers" && m == chosen.microbatches && split_stages == K) continue;
-    rows.push_back(Compare(graph, profile, cluster, request, "layers", split_stages, 1, m, schedule));
+    rows.push_back(Compare(graph, profile, whole, request, "layers", split_stages, 1, m, schedule));
   }
   return rows;
 }

@@ -726,12 +726,6 @@ ERROR_CASE("exec-launch-more-ranks", "`--launch-local` with more processes than 
   c.setup = [](const fs::path& dir) { ToyPlan(dir); };
 }
 
-ERROR_CASE("exec-replicas-one-process", "a plan with replicas run in one process") {
-  c.command = "mpexec toy.r2.yaml";
-  c.names = "2 replicas";
-  c.setup = ToyReplicaPlan;
-}
-
 ERROR_CASE("exec-replicas-ranks", "`--launch-local` with a process count the replicas do not divide") {
   c.command = "mpexec toy.r2.yaml --launch-local 3";
   c.names = "a multiple of 2";

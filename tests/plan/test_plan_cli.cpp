@@ -166,9 +166,9 @@ TEST_CASE("--objective throughput-per-device: the most samples per second per de
   CHECK(bad.out.find("--objective") != std::string::npos);
 }
 
-TEST_CASE("--replicas auto: the search chooses replicas x stages, lists both kinds and says what it uses") {
+TEST_CASE("--replicas auto, the default: the search chooses replicas x stages, lists both kinds and says what it uses") {
   const std::string out = TempPath("gpt.auto_replicas.plan.yaml");
-  const auto run = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas auto --explain -o " + out);
+  const auto run = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --explain -o " + out);
   INFO(run.out);
   REQUIRE(run.status == 0);
   const mp::Plan plan = mp::ReadPlan(out);
@@ -198,6 +198,9 @@ TEST_CASE("--replicas auto: the search chooses replicas x stages, lists both kin
   const auto zb = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas auto --schedule zb-h1 --json -o " + out);
   REQUIRE(zb.status == 0);
   CHECK(nlohmann::json::parse(zb.out)["replicas"] == 1);
+  // --replicas 1 searches pipelines alone.
+  REQUIRE(Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas 1 -o " + out).status == 0);
+  for (const auto& a : mp::ReadPlan(out).alternatives) CHECK(a.replicas == 1);
   const auto bad = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas some -o " + out);
   CHECK(bad.status != 0);
   CHECK(bad.out.find("--replicas: 'some' is not auto or a positive count") != std::string::npos);
@@ -271,6 +274,15 @@ TEST_CASE("--processes: messages between stages and the replicas' all-reduce are
   CHECK(replicated.replicas == 2);
   CHECK(replicated.replica_link.latency_ms == doctest::Approx(profile.allreduce_link.latency_ms));
   CHECK(replicated.replica_link.bandwidth_bytes_per_s == doctest::Approx(profile.allreduce_link.bytes_per_s));
+  // mpexec runs replicas over processes, so a copy's stages pass each other
+  // values over the probed process link, without --processes too.
+  const auto copies = Mpplan(ZooPath("toy.script.pt") + " --quiet --gpus 4 --replicas 2 --stages 2 --profile-in " +
+                             profile_path + " -o " + TempPath("copies.plan.yaml"));
+  REQUIRE(copies.status == 0);
+  const mp::Plan copied = mp::ReadPlan(TempPath("copies.plan.yaml"));
+  REQUIRE(copied.links.size() == 1);
+  CHECK(copied.links[0].latency_ms == doctest::Approx(profile.process_link.latency_ms));
+  CHECK(copied.links[0].bandwidth_bytes_per_s == doctest::Approx(profile.process_link.bytes_per_s));
   // Not for a device profile's devices, whose links are their own.
   const auto gpus = Mpplan(ZooPath("toy.script.pt") + kQuick + " --gpus 2 --processes -o " + TempPath("gpus.plan.yaml"));
   CHECK(gpus.status != 0);
