@@ -66,8 +66,8 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
       ->default_str("1");
   app.add_option("--replicas", replicas,
                  "data-parallel copies of the pipeline, each on --gpus / R devices with batch / R samples; "
-                 "gradients are all-reduced among them. auto: the search chooses R with the stages (gpipe and "
-                 "1f1b with R > 1); mpexec runs a plan with replicas as one process per device")
+                 "gradients are all-reduced among them. auto: the search chooses R with the stages, micro-batches "
+                 "and schedule; mpexec runs a plan with replicas as one process per device")
       ->default_str("auto");
   app.add_option("--stages", stages, "pipeline stages: auto (1 to --gpus / --replicas) or a count")->default_str("auto");
   app.add_flag("--processes", request.processes,

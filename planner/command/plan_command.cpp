@@ -75,12 +75,11 @@ void CheckOutputs(const std::vector<std::string>& outputs, const std::vector<std
 }
 
 // Whether the search may choose replicas: --replicas above 1, or auto with
-// room for two copies of the pipeline, a schedule planned with them, and a
-// build whose mpexec can run them (over processes).
+// room for two copies of the pipeline, no hand split by layers, and a build
+// whose mpexec can run them (over processes).
 bool MayReplicate(const PlanCommandRequest& request) {
   if (request.replicas != 0) return request.replicas > 1;
-  return ProcessGroupsAvailable() && PlannedWithReplicas(request.schedule, request.partitioner) &&
-         request.gpus / std::max(1, request.stages) >= 2;
+  return ProcessGroupsAvailable() && request.partitioner != "layers" && request.gpus / std::max(1, request.stages) >= 2;
 }
 
 }  // namespace
@@ -126,7 +125,6 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
     const ScheduleKind kind = *request.schedule;
     const std::string flag = "--schedule " + ScheduleName(kind);
     if (!request.profile.training) throw InputError(flag + ": a training schedule; --mode infer runs forward only");
-    if (request.replicas > 1) throw InputError(flag + " with --replicas is not planned yet");
     const int chunks = ChunksFor(kind, request.chunks);
     if (request.microbatches > 0 && request.stages > 0) {
       if (std::string why = ScheduleRuledOut(kind, request.stages, request.microbatches, chunks); !why.empty()) {

@@ -8,17 +8,11 @@
 
 namespace mp {
 
-bool PlannedWithReplicas(const std::optional<ScheduleKind>& schedule, const std::string& method) {
-  const bool plain = !schedule || *schedule == ScheduleKind::kGPipe || *schedule == ScheduleKind::kOneFOneB ||
-                     *schedule == ScheduleKind::kForwardOnly;
-  return plain && method != "layers";
-}
-
 std::vector<int> ReplicaCounts(int gpus, int replicas, int64_t batch, const PlanRequest& request) {
   if (replicas > 0) return {replicas};
   std::vector<int> counts;
   for (int r = 1; r <= gpus; ++r) {
-    if (r > 1 && !PlannedWithReplicas(request.schedule, request.method)) break;
+    if (r > 1 && request.method == "layers") break;  // a hand split runs on every device
     if (batch % r != 0 || gpus / r < std::max(1, request.stages)) continue;
     counts.push_back(r);
   }

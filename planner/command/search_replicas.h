@@ -23,15 +23,10 @@
 
 namespace mp {
 
-// Whether plans with replicas are made for `schedule` (none: the search's
-// choice) and partitioner `method`: gpipe and 1f1b in training, forward in
-// inference, not a --split by layers.
-bool PlannedWithReplicas(const std::optional<ScheduleKind>& schedule, const std::string& method);
-
 // The replica counts to search: `replicas` when above 0, else every R from
 // 1 to `gpus` that divides `batch` and leaves each copy `stages` devices
-// (when fixed), R > 1 only for schedules planned with replicas (gpipe and
-// 1f1b in training, forward in inference).
+// (when fixed), R > 1 only where the partitioner is not a hand split by
+// layers (--partitioner layers, which runs on every device).
 std::vector<int> ReplicaCounts(int gpus, int replicas, int64_t batch, const PlanRequest& request);
 
 // How the copies of a pipeline meet, and how a copy's stages talk when

@@ -30,7 +30,7 @@ struct ScheduleChoice {
   int chunks;
 };
 
-std::vector<ScheduleChoice> Schedules(const PlanRequest& request, int replicas) {
+std::vector<ScheduleChoice> Schedules(const PlanRequest& request) {
   if (request.chunks > 0 && request.schedule != ScheduleKind::kInterleaved1F1B) {
     throw InputError("chunks: only the interleaved-1f1b schedule takes a number of stages per device (zbv runs 2)");
   }
@@ -44,7 +44,6 @@ std::vector<ScheduleChoice> Schedules(const PlanRequest& request, int replicas) 
   if (!request.schedule) {
     if (!request.training) return {{ScheduleKind::kForwardOnly, 1}};
     std::vector<ScheduleChoice> all = {{ScheduleKind::kGPipe, 1}, {ScheduleKind::kOneFOneB, 1}};
-    if (replicas > 1) return all;  // the others are not planned with replicas yet
     if (!always) all.push_back({ScheduleKind::kZeroBubbleH1, 1});
     if (layers) return all;
     all.push_back({ScheduleKind::kInterleaved1F1B, ChunksFor(ScheduleKind::kInterleaved1F1B, request.chunks)});
@@ -479,7 +478,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     }
     k_min = k_max = k;
   }
-  const auto schedules = Schedules(request, cluster.replicas);
+  const auto schedules = Schedules(request);
   const auto counts = Microbatches(profile, request, batch);
   const auto order = PipelineOrder(graph);
   const bool shared_table = request.method == "dp" && IsHomogeneous(cluster);

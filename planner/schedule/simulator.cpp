@@ -183,9 +183,14 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
     }
   }
 
+  // A device's stages all-reduce their gradients once its whole list is
+  // done, one stage after another, as mpexec does when a rank's workers end
+  // (executor/runtime/gradient_sync.h).
   result.allreduce_ms = allreduce_ms.empty() ? std::vector<double>(S, 0) : allreduce_ms;
-  for (int s = 0; s < S; ++s) result.step_ms = std::max(result.step_ms, stage_done[s] + result.allreduce_ms[s]);
-  for (int d = 0; d < D; ++d) result.step_ms = std::max(result.step_ms, clock[d]);
+  std::vector<double> device_done = clock;
+  for (int s = 0; s < S; ++s) device_done[sch.DeviceOf(s)] = std::max(device_done[sch.DeviceOf(s)], stage_done[s]);
+  for (int s = 0; s < S; ++s) device_done[sch.DeviceOf(s)] += result.allreduce_ms[s];
+  for (int d = 0; d < D; ++d) result.step_ms = std::max(result.step_ms, device_done[d]);
   result.step_ms += step_overhead_ms;  // every device idle meanwhile
   double idle = 0;
   result.idle_ms.resize(D);

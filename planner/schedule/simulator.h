@@ -88,15 +88,16 @@ struct SimResult {
   // runs and a transient while a B, I or W runs (one action at a time),
   // and the gradients it sent that their receiver has not taken yet.
   std::vector<int64_t> device_peak_memory_bytes;
-  std::vector<double> allreduce_ms;       // per stage: its gradient all-reduce after its last action
+  std::vector<double> allreduce_ms;       // per stage: its gradient all-reduce after its device's last action
   std::vector<std::vector<TimedAction>> timeline;  // per device, in list order
 };
 
 // `stages` has one entry per stage; `transfers` one per boundary between
 // consecutive stages (stages - 1) or is empty for free transfers; `memory` one per stage or empty (all zero);
 // `allreduce_ms` one per stage or empty: data-parallel replicas all-reduce a
-// stage's gradients once its last action is done, so the step ends when the
-// last stage's all-reduce does (idle and bubble include that time);
+// device's stages' gradients once its whole list is done, one stage after
+// another, so the step ends when the last device's last all-reduce does
+// (idle and bubble include that time);
 // `slowdown` is empty or the factors (each >= 1) for 1, 2, ... devices
 // computing at once, the last one serving any more. Throws InputError for
 // mismatched sizes, factors below 1 and lists that deadlock.

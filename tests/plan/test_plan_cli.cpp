@@ -127,7 +127,7 @@ TEST_CASE("--replicas: half the batch each, the all-reduce in the step, the tabl
   const mp::Plan plan = mp::ReadPlan(out);
   CHECK(plan.replicas == 2);
   CHECK(plan.batch == 16);
-  CHECK(plan.stages.size() <= 2);
+  CHECK(plan.programs.size() <= 2);  // devices a copy
   CHECK(plan.devices.size() == 4);
   CHECK(plan.microbatch_size * plan.microbatches >= 8);
   CHECK(plan.microbatch_size * (plan.microbatches - 1) < 8);
@@ -189,15 +189,24 @@ TEST_CASE("--replicas auto, the default: the search chooses replicas x stages, l
   CHECK(run.out.find("devices            uses 4 of 4; the best without replicas, ") != std::string::npos);
   // The table lists the replica counts.
   CHECK(run.out.find("     R       K  M  size") != std::string::npos);
-  // Fixing the stages leaves R <= gpus / stages; a schedule planned
-  // without replicas leaves R = 1.
+  // Fixing the stages leaves R <= gpus / stages; every schedule is
+  // planned with replicas.
   const auto staged = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas auto --stages 3 --json -o " + out);
   REQUIRE(staged.status == 0);
   CHECK(nlohmann::json::parse(staged.out)["replicas"] == 1);
   CHECK(mp::ReadPlan(out).programs.size() == 3);  // devices: zbv cuts 6 stages on 3
-  const auto zb = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas auto --schedule zb-h1 --json -o " + out);
-  REQUIRE(zb.status == 0);
-  CHECK(nlohmann::json::parse(zb.out)["replicas"] == 1);
+  for (const char* schedule : {"zb-h1", "zbv", "interleaved-1f1b"}) {
+    CAPTURE(schedule);
+    const auto zb = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --schedule " + schedule + " -o " + out);
+    REQUIRE(zb.status == 0);
+    const mp::Plan zb_plan = mp::ReadPlan(out);
+    CHECK(mp::ScheduleName(zb_plan.schedule) == schedule);
+    std::set<int> zb_counts;
+    for (const auto& a : zb_plan.alternatives) {
+      if (a.feasible) zb_counts.insert(a.replicas);
+    }
+    CHECK(zb_counts.count(2) == 1);  // 2 copies of 2 devices
+  }
   // --replicas 1 searches pipelines alone.
   REQUIRE(Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas 1 -o " + out).status == 0);
   for (const auto& a : mp::ReadPlan(out).alternatives) CHECK(a.replicas == 1);

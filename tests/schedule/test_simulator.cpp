@@ -350,6 +350,22 @@ TEST_CASE("replicas: a stage's all-reduce starts after its last action and can e
   CHECK_THROWS_AS(mp::SimulateStep(sch, times, {}, {}, {1}), mp::InputError);
 }
 
+TEST_CASE("replicas: a device's stages all-reduce one after another once its whole list is done") {
+  // zbv: device 0 holds stages 0 and 3, device 1 stages 1 and 2; mpexec
+  // all-reduces a rank's stages in turn after its workers end.
+  const mp::Schedule sch = mp::BuildSchedule(ScheduleKind::kZeroBubbleV, 2, 4, 2);
+  const std::vector<mp::StageTimes> times(4, {1, 2, 1, 1});
+  const mp::SimResult plain = mp::SimulateStep(sch, times);
+  double device0_done = 0, device1_done = 0;
+  for (const auto& t : plain.timeline[0]) device0_done = std::max(device0_done, t.end_ms);
+  for (const auto& t : plain.timeline[1]) device1_done = std::max(device1_done, t.end_ms);
+  CHECK(plain.step_ms == doctest::Approx(std::max(device0_done, device1_done)));
+  // Stage 3 ends before device 0's list does; its all-reduce still waits
+  // for the list, and then for stage 0's.
+  const mp::SimResult reduced = mp::SimulateStep(sch, times, {}, {}, {2, 0.5, 0.5, 3});
+  CHECK(reduced.step_ms == doctest::Approx(std::max(device0_done + 5, device1_done + 1)));
+}
+
 TEST_CASE("the runtime's fixed cost per step lengthens the step, every device idle for it") {
   const mp::Schedule sch = mp::BuildSchedule(ScheduleKind::kOneFOneB, 2, 4);
   const std::vector<mp::StageTimes> times = {{1, 2}, {1, 2}};
