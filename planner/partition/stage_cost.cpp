@@ -141,9 +141,15 @@ StageCostModel::StageCostModel(const OrderCosts& costs, std::vector<StageSpec> s
     sums->kept_by_next_weight_reader = DominanceSum(n_ + 1, std::move(kept));
   }
   sums_ = std::move(sums);
+  SetCanBind();
 }
 
-bool StageCostModel::MemoryCanBind(int s) const {
+void StageCostModel::SetCanBind() {
+  can_bind_.resize(stages_.size());
+  for (size_t s = 0; s < stages_.size(); ++s) can_bind_[s] = WorkOutCanBind(int(s));
+}
+
+bool StageCostModel::WorkOutCanBind(int s) const {
   if (stages_[s].memory_bytes == kUnlimitedMemory) return false;
   // A bound on any stage's ActivationBytes: every value once, and once more
   // for what a stage relays and keeps as a root too.
@@ -163,6 +169,7 @@ StageCostModel StageCostModel::WithStages(std::vector<StageSpec> stages) const {
   if (stages.empty()) throw InternalError("StageCostModel without stages");
   StageCostModel copy = *this;
   copy.stages_ = std::move(stages);
+  copy.SetCanBind();
   return copy;
 }
 
@@ -301,7 +308,7 @@ bool StageCostModel::Recomputes(int s, int a, int e) const {
   switch (stages_[s].recompute) {
     case Recompute::kNever: return false;
     case Recompute::kAlways: return true;
-    case Recompute::kAuto: return MemoryWith(s, a, e, false) > stages_[s].memory_bytes;
+    case Recompute::kAuto: return MemoryCanBind(s) && MemoryWith(s, a, e, false) > stages_[s].memory_bytes;
   }
   return false;
 }

@@ -129,11 +129,17 @@ class StageCostModel {
   // LeastMemoryBytes without what the stage sends and keeps (which may
   // shrink as e passes its last reader): a bound that never decreases with e.
   int64_t MemoryLowerBound(int s, int a, int e) const;
-  bool Fits(int s, int a, int e) const { return MemoryBytes(s, a, e) <= stages_[s].memory_bytes; }
+  // Every range fits a stage whose memory cannot bind (MemoryCanBind):
+  // its memory is not worked out (here and in Recomputes, the transient's
+  // walk over the values crossing e took most of a 96-block GPT's
+  // 64-device search).
+  bool Fits(int s, int a, int e) const {
+    return !MemoryCanBind(s) || MemoryBytes(s, a, e) <= stages_[s].memory_bytes;
+  }
   // False when every range of the order fits stage s (its memory bound by
   // the whole model's parameters and every activation cannot exceed the
   // limit), so the limit never constrains that stage.
-  bool MemoryCanBind(int s) const;
+  bool MemoryCanBind(int s) const { return can_bind_[s]; }
 
   // Every stage must hold a node that costs time: the smallest end e > a for
   // which [a, e) does, or n + 1 when none is left.
@@ -183,11 +189,16 @@ class StageCostModel {
     DominanceSum kept_by_next_weight_reader;
   };
 
+  // MemoryCanBind for each stage, worked out once its stages are set.
+  bool WorkOutCanBind(int s) const;
+  void SetCanBind();
+
   const OrderCosts* costs_;
   std::vector<StageSpec> stages_;
   double static_factor_;
   int n_;
   std::shared_ptr<const Sums> sums_;
+  std::vector<bool> can_bind_;
 };
 
 }  // namespace mp
