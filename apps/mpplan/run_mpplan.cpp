@@ -73,8 +73,8 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
   app.add_flag("--processes", request.processes,
                "CPU workers: plan for every device as its own process (mpexec --launch-local with one rank per "
                "device, or torchrun), charging messages between stages what a probe measures over Gloo on "
-               "loopback; without it, stages are threads of one process (in training a replica's all-reduce is "
-               "always probed)");
+               "loopback; without it, stages are threads of one process (where the plan may have replicas, which "
+               "run as processes, their all-reduce and a copy's messages are probed and charged)");
   app.add_option("--microbatches", microbatches, "micro-batches per step: auto or a count")->default_str("auto");
   double tie_percent = 100 * kDefaultTieTolerance;
   app.add_option("--tie-tolerance", tie_percent,
