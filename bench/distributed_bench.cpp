@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -139,9 +140,20 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
     const size_t same = chose.replicas > 1 ? 1 : 0, other = 1 - same;
     const bool is_layout = devices[2] == "2";
     if (is_layout) {
-      const bool ok = medians[same] <= medians[other];
-      std::printf("%-22s  auto chose %d replica(s) x %zu stage(s): %s (measured %.1f against %.1f ms)\n", c.name,
-                  chose.replicas, chose.stages.size(), ok ? "the faster, ok" : "MISSED", medians[same], medians[other]);
+      // Where auto's plan is the layout's own (same shape), the two ran the
+      // same plan: their difference is this run's noise, and a choice
+      // slower by less than it is a tie, not a miss.
+      const mp::Plan layout = mp::ReadPlan(plans[same]);
+      const bool identical = layout.replicas == chose.replicas && layout.stages.size() == chose.stages.size() &&
+                             layout.microbatches == chose.microbatches && layout.schedule == chose.schedule;
+      const double noise = identical ? std::abs(medians[2] - medians[same]) / std::min(medians[2], medians[same]) : 0;
+      const char* verdict = medians[same] <= medians[other]                 ? "the faster, ok"
+                            : medians[same] <= medians[other] * (1 + noise) ? "slower within the noise, a tie"
+                                                                            : "MISSED";
+      std::printf("%-22s  auto chose %d replica(s) x %zu stage(s): %s (measured %.1f against %.1f ms", c.name,
+                  chose.replicas, chose.stages.size(), verdict, medians[same], medians[other]);
+      if (identical) std::printf("; the same plan twice %.1f%% apart", noise * 100);
+      std::printf(")\n");
     } else {
       const double best = std::min(medians[0], medians[1]);
       std::printf("%-22s  auto chose %d replica(s) x %zu stage(s) on %zu device(s), neither layout: %s (measured "
