@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/same_plan.h"
 #include "bench/tool_bench_args.h"
 #include "planner/plan/plan_reader.h"
 
@@ -97,11 +98,8 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
               c.flags + " --previous none -o " + plans[l],
           plans[l] + ".out");
     }
-    std::vector<std::string> devices;  // each plan's
-    for (const std::string& plan : plans) {
-      const mp::Plan p = mp::ReadPlan(plan);
-      devices.push_back(std::to_string(p.replicas * int(p.programs.size())));
-    }
+    std::vector<mp::Plan> read;
+    for (const std::string& plan : plans) read.push_back(mp::ReadPlan(plan));
     // As mpexec runs each by default: a pipeline as threads of one process,
     // replicas as one process per device.
     for (int r = 0; r < repeats; ++r) {
@@ -134,18 +132,16 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
                          {"steps_ms", step}});
     }
     // Did auto choose the layout that measured faster?
-    const mp::Plan chose = mp::ReadPlan(plans[2]);
+    const mp::Plan& chose = read[2];
     // Auto may also choose neither (fewer devices, within the device
     // tolerance): then it must measure no slower than the faster layout.
     const size_t same = chose.replicas > 1 ? 1 : 0, other = 1 - same;
-    const bool is_layout = devices[2] == "2";
+    const bool is_layout = chose.replicas * chose.programs.size() == 2;
     if (is_layout) {
-      // Where auto's plan is the layout's own (same shape), the two ran the
-      // same plan: their difference is this run's noise, and a choice
-      // slower by less than it is a tie, not a miss.
-      const mp::Plan layout = mp::ReadPlan(plans[same]);
-      const bool identical = layout.replicas == chose.replicas && layout.stages.size() == chose.stages.size() &&
-                             layout.microbatches == chose.microbatches && layout.schedule == chose.schedule;
+      // Where auto's plan is the layout's own, the two ran the same plan:
+      // their difference is this run's noise, and a choice slower by less
+      // than it is a tie, not a miss.
+      const bool identical = mp::bench::SamePlan(read[same], chose);
       const double noise = identical ? std::abs(medians[2] - medians[same]) / std::min(medians[2], medians[same]) : 0;
       const char* verdict = medians[same] <= medians[other]                 ? "the faster, ok"
                             : medians[same] <= medians[other] * (1 + noise) ? "slower within the noise, a tie"

@@ -66,6 +66,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/same_plan.h"
 #include "bench/suite/svg_chart.h"
 #include "bench/tool_bench_args.h"
 #include "common/allocator.h"
@@ -272,18 +273,6 @@ void Gap(const std::string& mpplan, const std::string& models, const std::string
   }
 }
 
-// The same stages, schedule and action lists: two plans that run alike.
-bool SamePlan(const mp::Plan& a, const mp::Plan& b) {
-  if (a.schedule != b.schedule || a.microbatches != b.microbatches || a.stages.size() != b.stages.size() ||
-      a.programs.size() != b.programs.size())
-    return false;
-  for (size_t s = 0; s < a.stages.size(); ++s)
-    if (a.stages[s].nodes != b.stages[s].nodes || a.stages[s].device != b.stages[s].device) return false;
-  for (size_t p = 0; p < a.programs.size(); ++p)
-    if (a.programs[p].actions != b.programs[p].actions) return false;
-  return true;
-}
-
 // schedules: the zoo MLP and GPT on 2 devices, M = 2, 4, 8, every schedule
 // (and auto, and 1f1b twice for the noise) planned from one profile per
 // model, then run in this process, one step of each plan in turn (the
@@ -364,7 +353,7 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
         if (k == kAuto) {
           std::string same;
           for (size_t h = 0; h < kAuto; ++h) {
-            if (!SamePlan(read[k], read[h])) continue;
+            if (!mp::bench::SamePlan(read[k], read[h])) continue;
             same = ", the " + schedules[h] + " plan";
             identical.push_back(std::abs(measured[k] / measured[h] - 1));
             identical_case.push_back(auto_excess.size());
