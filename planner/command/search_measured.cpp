@@ -23,17 +23,19 @@ std::vector<int64_t> UnmeasuredSizes(const SearchResult& search, const Profile& 
   return sizes;
 }
 
-MeasuredSearch SearchAtMeasuredSizes(ProfiledModel& profiled, const Cluster& cluster, const PlanRequest& request) {
+MeasuredSearch SearchAtMeasuredSizes(ProfiledModel& profiled, const Cluster& cluster, const PlanRequest& request,
+                                     SearchMemo* memo) {
   MeasuredSearch result;
-  result.search = SearchPlan(profiled.graph, profiled.profile, cluster, request);
+  result.search = SearchPlan(profiled.graph, profiled.profile, cluster, request, memo);
   for (int round = 0; round < kMeasureRounds && profiled.measure_sizes; ++round) {
     const std::vector<int64_t> sizes = UnmeasuredSizes(result.search, profiled.profile);
     if (sizes.empty()) break;
     const auto start = std::chrono::steady_clock::now();
     MergeSizes(profiled.profile, profiled.measure_sizes(sizes));
+    if (memo) memo->Clear();  // its costs were the profile's before
     result.measure_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     result.added.insert(result.added.end(), sizes.begin(), sizes.end());
-    result.search = SearchPlan(profiled.graph, profiled.profile, cluster, request);
+    result.search = SearchPlan(profiled.graph, profiled.profile, cluster, request, memo);
   }
   return result;
 }

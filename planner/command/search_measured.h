@@ -28,8 +28,10 @@ struct MeasuredSearch {
 
 // SearchPlan on profiled.profile, which gains the sizes measured; without
 // profiled.measure_sizes (a profile from a file, a device profile, the
-// user's --microbatch-sizes), SearchPlan alone.
-MeasuredSearch SearchAtMeasuredSizes(ProfiledModel& profiled, const Cluster& cluster, const PlanRequest& request);
+// user's --microbatch-sizes), SearchPlan alone. `memo` as SearchPlan's,
+// cleared when the profile gains a size.
+MeasuredSearch SearchAtMeasuredSizes(ProfiledModel& profiled, const Cluster& cluster, const PlanRequest& request,
+                                     SearchMemo* memo = nullptr);
 
 // The micro-batch sizes of `search`'s chosen and fastest alternatives that
 // `profile` does not hold, chosen first.

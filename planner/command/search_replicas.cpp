@@ -60,13 +60,14 @@ ReplicaSearch SearchReplicas(ProfiledModel& profiled, const PlanDevices& devices
                              const ReplicaLinks& links, const PlanRequest& request, bool measure) {
   std::vector<Searched> searched;
   std::optional<PlanError> first_error;
+  SearchMemo memo;  // the counts share micro-batch sizes, and so order costs and DP tables
   for (int r : counts) {
     Searched s{r, ForReplicas(devices, r, links), {}};
     try {
       if (measure) {
-        s.measured = SearchAtMeasuredSizes(profiled, s.devices.cluster, request);
+        s.measured = SearchAtMeasuredSizes(profiled, s.devices.cluster, request, &memo);
       } else {
-        s.measured.search = SearchPlan(profiled.graph, profiled.profile, s.devices.cluster, request);
+        s.measured.search = SearchPlan(profiled.graph, profiled.profile, s.devices.cluster, request, &memo);
       }
     } catch (const PlanError& e) {
       if (!first_error && searched.empty()) first_error = e;
@@ -95,7 +96,7 @@ ReplicaSearch SearchReplicas(ProfiledModel& profiled, const PlanDevices& devices
     }
     PlanRequest fresh = request;
     fresh.previous.reset();
-    s.measured.search = SearchPlan(profiled.graph, profiled.profile, s.devices.cluster, fresh);
+    s.measured.search = SearchPlan(profiled.graph, profiled.profile, s.devices.cluster, fresh, &memo);
     for (PlanCandidate& a : s.measured.search.alternatives) a.replicas = s.replicas;
   }
   std::vector<PlanCandidate> ranked;

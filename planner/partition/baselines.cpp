@@ -62,12 +62,16 @@ std::vector<int> UniformBounds(const StageCostModel& model) {
   return bounds;
 }
 
-std::vector<int> ParamBounds(const StageCostModel& model) {
-  CheckEnoughNodes(model, "params");
+MinMaxTable ParamTable(const StageCostModel& model, int stages) {
   const OrderCosts& c = model.Costs();
   std::vector<double> prefix(model.Positions() + 1, 0);
   for (int p = 0; p < model.Positions(); ++p) prefix[p + 1] = prefix[p] + double(c.param_bytes[p]);
-  return PartitionMinMax(model, [&](int, int a, int e) { return prefix[e] - prefix[a]; }).bounds;
+  return MinMaxTable(model, stages, [&](int a, int e) { return prefix[e] - prefix[a]; });
+}
+
+std::vector<int> ParamBounds(const StageCostModel& model) {
+  CheckEnoughNodes(model, "params");
+  return ParamTable(model, model.Stages()).Solve(model.Stages()).bounds;
 }
 
 std::vector<int> BlockBounds(const StageCostModel& model) {

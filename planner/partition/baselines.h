@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "planner/graph/op_graph.h"
+#include "planner/partition/partition_dp.h"
 #include "planner/partition/stage_cost.h"
 
 namespace mp {
@@ -19,6 +20,9 @@ std::vector<int> UniformBounds(const StageCostModel& model);
 // `params`: the min-max split of parameter bytes (DeepSpeed's default,
 // partition_method="parameters").
 std::vector<int> ParamBounds(const StageCostModel& model);
+// Its table for every stage count up to `stages` (ParamBounds for K is
+// its Solve(K)), which a search shares among its K.
+MinMaxTable ParamTable(const StageCostModel& model, int stages);
 
 // `block`: balances compute time the way torchgpipe's balance_by_time does,
 // by leveling block sums (after Barany and Grinberg's block partitions).

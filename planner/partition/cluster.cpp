@@ -58,8 +58,7 @@ bool IsHomogeneous(const Cluster& cluster) {
     if (d.memory_bytes != f.memory_bytes || d.memory_headroom != f.memory_headroom || d.speed != f.speed) return false;
   }
   for (const Link& l : cluster.links) {
-    const Link& f = cluster.links.front();
-    if (l.bandwidth_bytes_per_s != f.bandwidth_bytes_per_s || l.latency_ms != f.latency_ms) return false;
+    if (!(l == cluster.links.front())) return false;
   }
   return true;
 }

@@ -27,6 +27,9 @@ int64_t UsableMemoryBytes(const Device& device);
 struct Link {
   double bandwidth_bytes_per_s = 0;  // 0: infinitely fast
   double latency_ms = 0;
+  bool operator==(const Link& o) const {
+    return bandwidth_bytes_per_s == o.bandwidth_bytes_per_s && latency_ms == o.latency_ms;
+  }
 };
 
 struct Cluster {

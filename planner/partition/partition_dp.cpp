@@ -74,12 +74,12 @@ int FirstTrue(int lo, int end, int hint, Pred pred) {
 }
 
 // Fills value[j][a] and next[j][a] for j = 1..K, for any stage cost with a
-// lower bound nondecreasing in e and a feasible-end limit max_end(s, a).
+// lower bound nondecreasing in e and a feasible-end limit max_end(s, a),
+// stage s = K - j.
 template <typename Lower, typename Cost, typename MaxEnd>
-void SolveSuffixes(const StageCostModel& m, Lower lower, Cost cost, MaxEnd max_end,
+void SolveSuffixes(const StageCostModel& m, int K, Lower lower, Cost cost, MaxEnd max_end,
                    std::vector<std::vector<double>>& value, std::vector<std::vector<int>>& next) {
   const int n = m.Positions();
-  const int K = m.Stages();
   value.assign(K + 1, std::vector<double>(n + 1, kInf));
   next.assign(K + 1, std::vector<int>(n + 1, -1));
   for (int a = 0; a < n; ++a) {
@@ -139,8 +139,8 @@ int MaxFittingEnd(const StageCostModel& m, int s, int a) {
   return left;
 }
 
-DpSolution Extract(const StageCostModel& m, const std::vector<std::vector<double>>& value,
-                   const std::vector<std::vector<int>>& next, int stages) {
+DpSolution Extract(const std::vector<std::vector<double>>& value, const std::vector<std::vector<int>>& next,
+                   int stages) {
   DpSolution solution;
   if (stages < 1 || stages >= int(value.size()) || !(value[stages][0] < kInf)) return solution;
   solution.feasible = true;
@@ -156,21 +156,30 @@ DpSolution Extract(const StageCostModel& m, const std::vector<std::vector<double
 
 }  // namespace
 
-BottleneckDp::BottleneckDp(const StageCostModel& model) : model_(&model) {
+BottleneckDp::BottleneckDp(const StageCostModel& untabulated) {
+  const StageCostModel model = untabulated.WithTransferTables();
   SolveSuffixes(
-      model, [&](int s, int a, int e) { return model.ComputeMs(s, a, e) + model.InMs(s, a); },
+      model, model.Stages(), [&](int s, int a, int e) { return model.ComputeMs(s, a, e) + model.InMs(s, a); },
       [&](int s, int a, int e) { return model.Fits(s, a, e) ? model.StageMs(s, a, e) : kInf; },
       [&](int s, int a) { return MaxFittingEnd(model, s, a); }, value_, next_);
 }
 
-DpSolution BottleneckDp::Solve(int stages) const { return Extract(*model_, value_, next_, stages); }
+DpSolution BottleneckDp::Solve(int stages) const { return Extract(value_, next_, stages); }
+
+MinMaxTable::MinMaxTable(const StageCostModel& model, int stages, const std::function<double(int a, int e)>& cost) {
+  const auto at = [&](int, int a, int e) { return cost(a, e); };
+  SolveSuffixes(model, stages, at, at, [&](int, int) { return model.Positions(); }, value_, next_);
+}
+
+DpSolution MinMaxTable::Solve(int stages) const { return Extract(value_, next_, stages); }
 
 DpSolution PartitionMinMax(const StageCostModel& model, const std::function<double(int s, int a, int e)>& cost,
                            const std::function<double(int s, int a, int e)>& lower) {
   std::vector<std::vector<double>> value;
   std::vector<std::vector<int>> next;
-  SolveSuffixes(model, lower ? lower : cost, cost, [&](int, int) { return model.Positions(); }, value, next);
-  return Extract(model, value, next, model.Stages());
+  SolveSuffixes(model, model.Stages(), lower ? lower : cost, cost, [&](int, int) { return model.Positions(); }, value,
+                next);
+  return Extract(value, next, model.Stages());
 }
 
 int64_t SmallestMemoryLimit(const StageCostModel& model) {

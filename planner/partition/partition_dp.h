@@ -29,9 +29,23 @@ class BottleneckDp {
   DpSolution Solve(int stages) const;
 
  private:
-  const StageCostModel* model_;
   std::vector<std::vector<double>> value_;  // value_[j][a]: best for [a, n) over the last j stages
   std::vector<std::vector<int>> next_;      // the end of the first of those j stages
+};
+
+// The same for a cost of the range alone, alike on every stage and not
+// decreasing with e (parameter bytes), memory ignored: Solve(j) for every
+// j up to `stages` from one table (the params baseline's cut for each K of
+// a search: PartitionMinMax per K was a quarter of a 96-block GPT's
+// 64-device search).
+class MinMaxTable {
+ public:
+  MinMaxTable(const StageCostModel& model, int stages, const std::function<double(int a, int e)>& cost);
+  DpSolution Solve(int stages) const;
+
+ private:
+  std::vector<std::vector<double>> value_;
+  std::vector<std::vector<int>> next_;
 };
 
 // Bottleneck-optimal partition into model.Stages() stages. Throws PlanError

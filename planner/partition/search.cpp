@@ -167,16 +167,25 @@ double StepLowerBound(const Partition& p) {
 // slightly worse slowest stage can simulate faster (torchgpipe's block
 // partition did, by 0.6%, on a DenseNet-121 at 4 stages). The baselines'
 // cuts of `dp`'s model that fit and differ from its cut, each with its
-// method as `cut`.
-std::vector<Partition> KnownCuts(const StageCostModel& model, const OpGraph& graph, const Partition& dp) {
+// method as `cut`; the params cut from `memo`'s table of `top` stages or
+// more.
+std::vector<Partition> KnownCuts(const StageCostModel& model, const OpGraph& graph, const Partition& dp,
+                                 SearchMemo& memo, int top) {
   std::vector<Partition> cuts;
-  for (const char* method : {"block", "params", "uniform"}) {
+  for (const std::string method : {"block", "params", "uniform"}) {
     std::vector<int> bounds;
-    try {
-      bounds = MethodBounds(method, model, graph, {});
-    } catch (const PlanError&) {
-      continue;
+    if (method == "params") {
+      if (model.UsefulNodes() >= model.Stages()) {
+        bounds = memo.Params(model, std::max(top, model.Stages())).Solve(model.Stages()).bounds;
+      }
+    } else {
+      try {
+        bounds = MethodBounds(method, model, graph, {});
+      } catch (const PlanError&) {
+        continue;
+      }
     }
+    if (bounds.empty()) continue;
     if (bounds == dp.bounds) continue;
     if (std::any_of(cuts.begin(), cuts.end(), [&](const Partition& c) { return c.bounds == bounds; })) continue;
     Partition other = MakePartition(model, bounds, dp.method, dp.schedule, dp.microbatches, false, dp.chunks);
@@ -450,8 +459,10 @@ double TieWindow(const Profile& profile, const PlanRequest& request) {
 }
 
 SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
-                        const PlanRequest& request) {
+                        const PlanRequest& request, SearchMemo* shared) {
   ValidateCluster(cluster);
+  SearchMemo own;
+  SearchMemo& memo = shared ? *shared : own;
   const int64_t global_batch = request.batch > 0 ? request.batch : profile.batch;
   if (global_batch < 1) throw InputError(Concat("batch ", global_batch, "; expected at least 1"));
   if (global_batch % cluster.replicas != 0) {
@@ -505,29 +516,32 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     Cluster sized = cluster;
     sized.shared_slowdown = SharedSlowdownFor(cluster, profile, size);
     // Shared: the ties keep it for RefineCut after the count's search.
-    const auto shared_costs =
-        std::make_shared<const OrderCosts>(ComputeOrderCosts(graph, profile, order, size, request.training));
+    const auto shared_costs = memo.Costs(graph, profile, order, size, request.training);
     const OrderCosts& costs = *shared_costs;
     // One stage on one device: the order's sums, shared by every model below.
     const ScheduleKind one_stage = request.training ? ScheduleKind::kOneFOneB : ScheduleKind::kForwardOnly;
     const StageCostModel base(costs, StageSpecs(sized, one_stage, 1, M), request.optimizer_state_factor);
     const int k_top = std::min(k_max, request.stages > 0 ? k_max : std::max(1, base.UsefulNodes()));
+    // Where memory cannot bind, one table of identical stages, every
+    // boundary charged the cluster's link, serves every K and schedule
+    // (SearchMemo): exact for gpipe, 1f1b, zb-h1 and interleaved-1f1b; for
+    // zbv it charges the middle boundary, which stays on one device, as a
+    // link (the partition and the simulation that follow charge nothing).
+    // A DP per K made zbv cost 30x the search on a 10,000-node chain.
+    // Built once, with the most stages any schedule cuts.
+    int most_chunks = 1;
+    for (const ScheduleChoice& c : schedules) most_chunks = std::max(most_chunks, c.chunks);
+    const int table_top = std::min(k_top * most_chunks, base.UsefulNodes());
+    // Where memory binds: with identical devices, gpipe's and 1f1b's
+    // in-flight counts depend only on the stages left, so one table per
+    // schedule serves every K.
     std::optional<BottleneckDp> table;
     std::optional<StageCostModel> table_model;
-    // Chunked schedules (interleaved-1f1b, zbv) cut K·v stages. Where
-    // memory cannot bind, one table of identical stages, every boundary
-    // charged the cluster's link, serves every K as `table` does: exact
-    // for interleaved-1f1b; for zbv it charges the middle boundary, which
-    // stays on one device, as a link (the partition and the simulation
-    // that follow charge nothing). A DP per K made zbv cost 30x the
-    // search on a 10,000-node chain.
-    std::optional<BottleneckDp> chunk_table;
-    std::optional<StageCostModel> chunk_table_model;
     for (const auto& [kind, chunks] : schedules) {
+      table.reset();
       if (shared_table && chunks == 1) {
-        // Schedules differ only in memory; where it binds no stage, one table serves both.
         StageCostModel top = base.WithStages(StageSpecs(sized, kind, k_top, M, 1, request.recompute));
-        if (!table || MemoryCanBind(top) || MemoryCanBind(*table_model)) {
+        if (MemoryCanBind(top)) {
           table_model.emplace(std::move(top));
           table.emplace(*table_model);
         }
@@ -556,18 +570,13 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
           const StageCostModel model =
               base.WithStages(StageSpecs(sized, kind, K * chunks, M, chunks, request.recompute));
           std::vector<int> bounds;
-          if (shared_table && chunks == 1 && K <= base.UsefulNodes()) {
-            DpSolution s = table->Solve(K);
+          if (shared_table && !MemoryCanBind(model) && K * chunks <= table_top) {
+            StageSpec spec = model.Spec(0);
+            spec.in_link = spec.out_link = LinkAt(sized, 0);
+            DpSolution s = memo.Table(base, spec, table_top).Solve(K * chunks);
             bounds = s.feasible ? s.bounds : PartitionDp(model).bounds;  // PartitionDp says why not
-          } else if (shared_table && chunks > 1 && !MemoryCanBind(model)) {
-            const int top = std::min(k_top * chunks, base.UsefulNodes());
-            if (!chunk_table_model || chunk_table_model->Stages() != top) {
-              StageSpec spec = model.Spec(0);
-              spec.in_link = spec.out_link = LinkAt(sized, 0);
-              chunk_table_model.emplace(base.WithStages(std::vector<StageSpec>(size_t(top), spec)));
-              chunk_table.emplace(*chunk_table_model);
-            }
-            DpSolution s = chunk_table->Solve(K * chunks);
+          } else if (table && K <= base.UsefulNodes()) {
+            DpSolution s = table->Solve(K);
             bounds = s.feasible ? s.bounds : PartitionDp(model).bounds;
           } else {
             bounds = MethodBounds(request.method, model, graph, groups);
@@ -592,7 +601,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
                                                                       (alt.previous ? 1 + request.tie_tolerance : 1);
             std::vector<Partition> cuts;
             if (may_tie && request.method == "dp" && request.known_cuts && p.stages.size() > 1) {
-              cuts = KnownCuts(model, graph, p);
+              cuts = KnownCuts(model, graph, p, memo, table_top);
             }
             for (Partition& c : cuts) {  // the fastest known cut; the DP's on a tie
               if (StepLowerBound(c) >= sim.step_ms) continue;  // cannot be faster

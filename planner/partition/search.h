@@ -27,6 +27,7 @@
 #include "planner/graph/op_graph.h"
 #include "planner/partition/cluster.h"
 #include "planner/partition/partition.h"
+#include "planner/partition/search_memo.h"
 #include "planner/plan/plan.h"
 #include "planner/profile/profile.h"
 
@@ -173,9 +174,11 @@ double TieWindow(const Profile& profile, const PlanRequest& request);
 // above the devices, a schedule that does not match training/inference, a
 // profile without backward times for training, a bad layer split) and
 // PlanError when no alternative is feasible, with the reason of the one
-// closest to fitting.
+// closest to fitting. `shared`, where given, keeps the order costs and DP
+// tables for the next search of this graph and profile (another replica
+// count's).
 SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
-                        const PlanRequest& request);
+                        const PlanRequest& request, SearchMemo* shared = nullptr);
 
 // The cluster's contention factors (Cluster::shared_slowdown) for
 // micro-batches of `microbatch` samples: CPU workers slow each other more

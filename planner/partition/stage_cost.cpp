@@ -170,19 +170,46 @@ StageCostModel StageCostModel::WithStages(std::vector<StageSpec> stages) const {
   StageCostModel copy = *this;
   copy.stages_ = std::move(stages);
   copy.SetCanBind();
+  copy.cut_ms_.reset();
+  copy.in_table_.clear();
+  copy.out_table_.clear();
   return copy;
+}
+
+StageCostModel StageCostModel::WithTransferTables() const {
+  StageCostModel copy = *this;
+  auto tables = std::make_shared<std::vector<std::vector<double>>>();
+  std::vector<Link> links;
+  const auto table_of = [&](const Link& link) {
+    const auto known = std::find(links.begin(), links.end(), link);
+    if (known != links.end()) return int(known - links.begin());
+    links.push_back(link);
+    std::vector<double>& table = tables->emplace_back(size_t(n_) + 1);
+    for (int c = 0; c <= n_; ++c) table[c] = CutMs(c, link);
+    return int(links.size()) - 1;
+  };
+  copy.in_table_.resize(stages_.size());
+  copy.out_table_.resize(stages_.size());
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    copy.in_table_[s] = table_of(stages_[s].in_link);
+    copy.out_table_[s] = table_of(stages_[s].out_link);
+  }
+  copy.cut_ms_ = std::move(tables);
+  return copy;
+}
+
+double StageCostModel::CutMs(int cut, const Link& link) const {
+  return TransferMs(costs_->cut_bytes[cut], link) + TransferMs(costs_->cut_grad_bytes[cut], link);
 }
 
 double StageCostModel::InMs(int s, int a) const {
   if (a <= 0) return 0;
-  const Link& link = stages_[s].in_link;
-  return TransferMs(costs_->cut_bytes[a], link) + TransferMs(costs_->cut_grad_bytes[a], link);
+  return in_table_.empty() ? CutMs(a, stages_[s].in_link) : (*cut_ms_)[in_table_[s]][a];
 }
 
 double StageCostModel::OutMs(int s, int e) const {
   if (e >= n_) return 0;
-  const Link& link = stages_[s].out_link;
-  return TransferMs(costs_->cut_bytes[e], link) + TransferMs(costs_->cut_grad_bytes[e], link);
+  return out_table_.empty() ? CutMs(e, stages_[s].out_link) : (*cut_ms_)[out_table_[s]][e];
 }
 
 std::vector<std::vector<int64_t>> StageCostModel::SparseMax(const std::vector<int64_t>& values) {

@@ -73,6 +73,11 @@ class StageCostModel {
   StageCostModel(const OrderCosts& costs, std::vector<StageSpec> stages, double optimizer_state_factor);
   // The same order and prefix sums (shared, not copied) on other stages.
   StageCostModel WithStages(std::vector<StageSpec> stages) const;
+  // The same, with each stage's transfers over every cut tabulated (one
+  // table per distinct link), which InMs and OutMs then read: for the DP,
+  // which asks for each cut's many times over (computing them took a
+  // third of a 96-block GPT's DP tables).
+  StageCostModel WithTransferTables() const;
 
   int Positions() const { return n_; }
   int Stages() const { return int(stages_.size()); }
@@ -149,6 +154,7 @@ class StageCostModel {
 
  private:
   int64_t PeakLive(int a, int e) const;  // max over positions of live bytes, sparse table
+  double CutMs(int cut, const Link& link) const;  // activations and gradients over `cut` on `link`
   // table[k][p] = max of values over [p, p + 2^k), and its range query.
   // Stage s's transient with [a, e): its B's, or the larger of its I's
   // and its W's.
@@ -199,6 +205,10 @@ class StageCostModel {
   int n_;
   std::shared_ptr<const Sums> sums_;
   std::vector<bool> can_bind_;
+  // WithTransferTables: per distinct link, each cut's InMs-style transfer
+  // time; per stage, its in and out links' tables (else empty).
+  std::shared_ptr<const std::vector<std::vector<double>>> cut_ms_;
+  std::vector<int> in_table_, out_table_;
 };
 
 }  // namespace mp

@@ -9,6 +9,7 @@
 
 #include "common/byte_size.h"
 #include "common/error.h"
+#include "planner/partition/baselines.h"
 #include "planner/partition/order.h"
 #include "planner/partition/partition_dp.h"
 #include "tests/partition/synthetic.h"
@@ -140,6 +141,38 @@ TEST_CASE("one suffix table answers every stage count on identical devices") {
       CAPTURE(k);
       CHECK(solution.feasible == (brute.bottleneck < kInf));
       if (solution.feasible) CHECK(solution.bottleneck_ms == doctest::Approx(brute.bottleneck).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("one params table answers every stage count with the min-max of parameter bytes") {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = std::uniform_int_distribution<int>(4, 12)(rng);
+    auto b = mp::testing::RandomDag(rng, n);
+    auto costs = mp::ComputeOrderCosts(b.graph, b.profile, mp::PipelineOrder(b.graph), 8, true);
+    for (auto& bytes : costs.param_bytes) bytes = std::uniform_int_distribution<int64_t>(0, 1000)(rng);
+    mp::StageCostModel top(costs, mp::StageSpecs(RandomCluster(rng, 4, true), mp::ScheduleKind::kGPipe, 4, 2), 2.0);
+    const mp::MinMaxTable table = mp::ParamTable(top, 4);
+    for (int k = 1; k <= std::min(4, top.UsefulNodes()); ++k) {
+      double best = kInf;
+      ForEachPartition(n, k, [&](const std::vector<int>& bounds) {
+        double worst = 0;
+        for (int s = 0; s < k; ++s) {
+          if (top.UsefulIn(bounds[s], bounds[s + 1]) == 0) return;
+          int64_t bytes = 0;
+          for (int p = bounds[s]; p < bounds[s + 1]; ++p) bytes += costs.param_bytes[p];
+          worst = std::max(worst, double(bytes));
+        }
+        best = std::min(best, worst);
+      });
+      CAPTURE(trial);
+      CAPTURE(k);
+      const mp::DpSolution solution = table.Solve(k);
+      REQUIRE(solution.feasible);
+      CHECK(solution.bottleneck_ms == best);
+      CHECK(solution.bounds == mp::ParamBounds(top.WithStages(mp::StageSpecs(RandomCluster(rng, k, true),
+                                                                              mp::ScheduleKind::kGPipe, k, 2))));
     }
   }
 }

@@ -666,3 +666,44 @@ TEST_CASE("zb-h1: a stage whose I + W costs more than its B runs B where the ste
   const auto plain = mp::SearchPlan(even.graph, even.profile, cluster, request);
   for (const mp::Stage& st : plain.partition.stages) CHECK_FALSE(st.whole_backward);
 }
+
+TEST_CASE("replica counts that share a memo search as each would alone") {
+  std::mt19937 rng(29);
+  auto b = mp::testing::RandomDag(rng, 40, {1, 2, 4, 8});
+  // Each size's times of their own: each size cuts elsewhere.
+  std::uniform_real_distribution<double> ms(0.1, 10.0);
+  for (auto& node : b.profile.nodes) {
+    for (double& t : node.forward_ms) t = ms(rng);
+  }
+  int too_big = 0;  // alternatives the memory limit rules out: it binds
+  for (const int64_t memory : {mp::kUnlimitedMemory, int64_t(3000000)}) {
+    mp::SearchMemo memo;
+    for (int r : {1, 2, 4, 8, 2}) {  // the last reads tables built for more stages
+      mp::Cluster cluster = mp::UniformCluster(8 / r, {"d", memory, 1.0}, {1e7, 0.05});
+      cluster.replicas = r;
+      cluster.replica_link = {1e7, 0.05};
+      mp::PlanRequest request;
+      request.batch = 8;
+      CAPTURE(memory);
+      CAPTURE(r);
+      mp::SearchResult alone, shared;
+      try {
+        alone = mp::SearchPlan(b.graph, b.profile, cluster, request);
+      } catch (const mp::PlanError& e) {
+        CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, cluster, request, &memo), e.what(), mp::PlanError);
+        continue;
+      }
+      shared = mp::SearchPlan(b.graph, b.profile, cluster, request, &memo);
+      CHECK(shared.chosen == alone.chosen);
+      CHECK(shared.partition.bounds == alone.partition.bounds);
+      CHECK(shared.predicted.step_ms == alone.predicted.step_ms);
+      REQUIRE(shared.alternatives.size() == alone.alternatives.size());
+      for (size_t i = 0; i < alone.alternatives.size(); ++i) {
+        CHECK(shared.alternatives[i].step_ms == alone.alternatives[i].step_ms);
+        CHECK(shared.alternatives[i].why_not == alone.alternatives[i].why_not);
+        too_big += alone.alternatives[i].why_not.find("needs") != std::string::npos;
+      }
+    }
+  }
+  CHECK(too_big > 0);
+}

@@ -1,0 +1,62 @@
+// What SearchPlan works out per micro-batch size and may reuse: the order's
+// costs, and the suffix DP table of identical stages (BottleneckDp). Where
+// memory cannot bind, one table answers every stage count of every
+// schedule, chunking and replica count that cuts stages of the same speed,
+// link and recomputation: the plain and chunked schedules' tables, and each
+// replica count's, were one table built up to five times over (a 96-block
+// GPT for 64 devices: 11 replica-count-and-size searches, 5 sizes).
+//
+// A memo serves one graph and one profile: Clear it when the profile
+// changes (SearchAtMeasuredSizes does, after measuring a size).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "planner/graph/op_graph.h"
+#include "planner/partition/cut_cost.h"
+#include "planner/partition/partition_dp.h"
+#include "planner/partition/stage_cost.h"
+#include "planner/profile/profile.h"
+
+namespace mp {
+
+class SearchMemo {
+ public:
+  // The order's costs at micro-batch `size`, worked out once per size.
+  std::shared_ptr<const OrderCosts> Costs(const OpGraph& graph, const Profile& profile, const std::vector<int>& order,
+                                          int64_t size, bool training);
+  // A table over `base`'s order of at least `stages` stages, each one like
+  // `spec`; the caller makes sure memory cannot bind `spec` (its times
+  // alone decide: speed, in and out links, recomputation). `base`'s costs
+  // must come from Costs.
+  const BottleneckDp& Table(const StageCostModel& base, const StageSpec& spec, int stages);
+  // The params baseline's table (ParamTable) over `model`'s order, of at
+  // least `stages` stages; `model`'s costs must come from Costs.
+  const MinMaxTable& Params(const StageCostModel& model, int stages);
+  void Clear();
+
+ private:
+  struct Sized {
+    int64_t size;
+    bool training;
+    std::shared_ptr<const OrderCosts> costs;
+  };
+  struct Built {
+    const OrderCosts* costs;
+    StageSpec spec;
+    int stages;
+    std::unique_ptr<BottleneckDp> table;
+  };
+  struct BuiltParams {
+    const OrderCosts* costs;
+    int stages;
+    std::unique_ptr<MinMaxTable> table;
+  };
+  std::vector<Sized> costs_;
+  std::vector<Built> tables_;
+  std::vector<BuiltParams> params_;
+};
+
+}  // namespace mp
