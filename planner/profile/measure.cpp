@@ -232,9 +232,9 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   std::vector<std::unique_ptr<NodeByNodePasses>> turns(run_sizes.size());
   for (size_t s = 0; s < run_sizes.size(); ++s) {
     const int64_t m = run_sizes[s];
-    // The whole-graph reference only where coverage is taken: it costs as
-    // much as the node passes, and the budget is 30 whole steps.
-    pass.whole_graph = options.timed && options.coverage && m == sizes.back();
+    // The whole graph at every size: each size's node times are scaled to
+    // it (WholeScale).
+    pass.whole_graph = options.timed;
     at_size(m, [&] {
       turns[s] = std::make_unique<NodeByNodePasses>(
           canonical, SyntheticInputs(WithBatch(inputs, m), options.seed), pass);
@@ -274,6 +274,27 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
       s.weight_backward_ms *= scale;
     }
   }
+  // Then each size's to what the whole graph takes there, warm (WholeScale);
+  // the coverage is of the nodes before it, at the largest size.
+  for (PassResult& result : results) {
+    if (!options.timed) break;
+    double forward = 0, backward = 0;
+    for (const NodeSample& s : result.nodes) {
+      forward += s.forward_ms;
+      backward += s.backward_ms;
+    }
+    if (result.whole_forward.median_ms > 0) profile.coverage = forward / result.whole_forward.median_ms;
+    if (result.whole_backward.median_ms > 0) profile.backward_coverage = backward / result.whole_backward.median_ms;
+    const double f = WholeScale(result.whole_forward.median_ms, forward);
+    const double b = options.training ? WholeScale(result.whole_backward.median_ms, backward) : 1;
+    profile.whole_scale.push_back({f, b});
+    for (NodeSample& s : result.nodes) {
+      s.forward_ms *= f;
+      s.backward_ms *= b;
+      s.input_backward_ms *= b;
+      s.weight_backward_ms *= b;
+    }
+  }
 
   // What adding a parameter's gradient into .grad costs a MiB: the
   // median over every size's kept passes.
@@ -287,7 +308,6 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
 
   std::vector<std::vector<int64_t>> value_bytes;  // [run size][value]
   std::vector<double> reference_ms, pass_ratios;
-  double node_forward = 0, node_backward = 0;
   for (PassResult& result : results) {
     if (options.timed) {
       profile.whole_forward_ms = result.whole_forward.median_ms;
@@ -296,7 +316,6 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
       for (double ms : result.pass_ms) pass_ratios.push_back(median > 0 ? ms / median : 1.0);
       reference_ms.insert(reference_ms.end(), result.reference_ms.begin(), result.reference_ms.end());
     }
-    node_forward = node_backward = 0;
     for (size_t n = 0; n < num_nodes; ++n) {
       const NodeSample& s = result.nodes[n];
       NodeCost& cost = profile.nodes[n];
@@ -310,8 +329,6 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
       cost.flops.push_back(s.work.flops);
       cost.bytes_moved.push_back(s.work.bytes_moved);
       cost.param_bytes = s.param_bytes;
-      node_forward += s.forward_ms;
-      node_backward += s.backward_ms;
     }
     value_bytes.push_back(std::move(result.value_bytes));
   }
@@ -347,9 +364,6 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   if (options.timed && device.is_cpu()) {
     profile.step_overhead_ms = MeasureStepOverheadMs(std::max(1, options.workers), profile.threads, kOverheadSteps);
   }
-  // Coverage at the largest size, where the planner's times matter most.
-  if (profile.whole_forward_ms > 0) profile.coverage = node_forward / profile.whole_forward_ms;
-  if (profile.whole_backward_ms > 0) profile.backward_coverage = node_backward / profile.whole_backward_ms;
 
   const size_t num_values = value_bytes.front().size();
   profile.values.resize(num_values);

@@ -1,6 +1,6 @@
 // The measured profile: the canonical graph run node by node on this
-// machine at several micro-batch sizes, plus the whole graph in one piece
-// for coverage.
+// machine at several micro-batch sizes, plus the whole graph in one piece,
+// to which each size's node times are scaled (WholeScale).
 #pragma once
 
 #include <functional>
@@ -20,9 +20,6 @@ struct MeasureOptions {
   TimingOptions timing;
   std::string device = "cpu";             // cpu, cuda, cuda:1, ...
   bool timed = true;                      // false: shapes, bytes and FLOPs only
-  // Timed: also time the whole graph in one piece at the largest size
-  // (Profile::coverage). Off where sizes are added to a profile that has it.
-  bool coverage = true;
   uint64_t seed = 0;
   // Timed: the factor to scale the node times by (pass_scale.h); 0: the
   // profile's own passes set it. Sizes added to a profile take its factor,

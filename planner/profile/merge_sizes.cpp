@@ -46,6 +46,7 @@ void MergeSizes(Profile& profile, const Profile& more) {
       InsertAt(to.forward_working_bytes, count, i, from.forward_working_bytes, j);
       InsertAt(to.backward_working_bytes, count, i, from.backward_working_bytes, j);
     }
+    InsertAt(profile.whole_scale, count, i, more.whole_scale, j);
     sizes.insert(at, m);
   }
 }

@@ -19,4 +19,9 @@ double PassScale(const std::vector<SizePasses>& sizes) {
   return std::clamp(Quantile(ratios, 0.5), 1 / kMaxPassScale, kMaxPassScale);
 }
 
+double WholeScale(double whole_ms, double nodes_ms) {
+  if (!(whole_ms > 0) || !(nodes_ms > 0)) return 1;
+  return std::clamp(whole_ms / nodes_ms, 1 / kMaxWholeScale, kMaxWholeScale);
+}
+
 }  // namespace mp

@@ -34,4 +34,16 @@ struct SizePasses {
 constexpr double kMaxPassScale = 1.1;
 double PassScale(const std::vector<SizePasses>& sizes);
 
+// Then, at each size, the whole graph's warm run (`whole_ms`, forward or
+// backward) over the sum of the nodes' (`nodes_ms`): what a stage running
+// its micro-batches back to back pays against the nodes timed alone, each
+// after other sizes' work. The profile pass's cold caches and the per-node
+// cost the node overhead does not take off come to most at small sizes:
+// GPT's nodes at 2 samples summed to 21.3-22.1 ms where its whole graph ran
+// 19.9-20.3 warm and a one-stage plan measured 12% under its prediction
+// (docs/profile.md, "Whole scale"). Within [1 / kMaxWholeScale,
+// kMaxWholeScale]; 1 where either is not positive.
+constexpr double kMaxWholeScale = 1.4;
+double WholeScale(double whole_ms, double nodes_ms);
+
 }  // namespace mp

@@ -77,12 +77,18 @@ struct Profile {
   std::vector<NodeCost> nodes;       // index = canonical node id
   std::vector<ValueBytes> values;    // index = OpGraph value id
   // Measured profiles: the whole graph in one piece at the largest size,
-  // and coverage = sum of per-node forward times / whole forward time
-  // there; backward_coverage likewise for the backward. 0 when not measured.
+  // warm, and coverage = sum of per-node forward times / whole forward
+  // time there, before the nodes are scaled to it; backward_coverage
+  // likewise for the backward. 0 when not measured.
   double whole_forward_ms = 0;
   double whole_backward_ms = 0;
   double coverage = 0;
   double backward_coverage = 0;
+  // Measured profiles, one [forward, backward] per size: the factors that
+  // scaled its node times to its whole graph's warm run (WholeScale; the
+  // backward's is 1 in inference). Empty in profiles from before
+  // 2026-11-29, whose sizes are unscaled.
+  std::vector<std::vector<double>> whole_scale;
   // Measured on CPU for several workers: shared_slowdown[k - 1] is how much
   // slower the whole graph ran with k copies at once (contention between
   // CPU-worker stages; see contention.h), at micro-batch size

@@ -41,7 +41,6 @@ Profile Measure(const CanonicalGraph& canonical, const ProfileRequest& request,
   options.node_overhead = node_overhead;
   options.training = request.training;
   options.microbatch_sizes = sizes.empty() ? request.microbatch_sizes : sizes;
-  options.coverage = sizes.empty();
   options.timing = request.timing;
   options.device = request.device;
   options.timed = timed;

@@ -215,6 +215,11 @@ std::string ProfileToYaml(const Profile& p) {
     EmitFlowSeq(out, std::vector<double>{p.reference_band.low, p.reference_band.high});
   }
   if (p.pass_scale > 0) out << YAML::Key << "pass_scale" << YAML::Value << p.pass_scale;
+  if (!p.whole_scale.empty()) {
+    out << YAML::Key << "whole_scale" << YAML::Value << YAML::BeginSeq;
+    for (const auto& pair : p.whole_scale) EmitFlowSeq(out, pair);
+    out << YAML::EndSeq;
+  }
   if (p.accumulate_ms_per_mib > 0) {
     out << YAML::Key << "accumulate_ms_per_mib" << YAML::Value << p.accumulate_ms_per_mib;
   }
@@ -280,7 +285,7 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
                  {"shared_slowdown", "shared_slowdown_microbatch", "shared_slowdown_sizes", "shared_slowdown_by_size",
                   "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "process_link",
                   "allreduce_link", "step_overhead_ms",
-                  "pass_band", "reference_ms", "reference_band", "pass_scale",
+                  "pass_band", "reference_ms", "reference_band", "pass_scale", "whole_scale",
                   "engine_walk_us",  // as autograd_nodes, ignored
                   "accumulate_ms_per_mib", "node_overhead_ms"});
   Profile p;
@@ -336,6 +341,15 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
     p.reference_band = ReadBand(root["reference_band"]);
   }
   if (root.Has("pass_scale")) p.pass_scale = root["pass_scale"].NumberIn(0, YamlCursor::kNoLimit, "a factor", true);
+  if (root.Has("whole_scale")) {  // one [forward, backward] per size
+    const YamlCursor rows = root["whole_scale"];
+    const int n = rows.ExpectList(int(p.microbatch_sizes.size()));
+    for (int i = 0; i < n; ++i) {
+      rows[i].ExpectList(2);
+      p.whole_scale.push_back({rows[i][0].NumberIn(0, YamlCursor::kNoLimit, "a factor", true),
+                               rows[i][1].NumberIn(0, YamlCursor::kNoLimit, "a factor", true)});
+    }
+  }
   if (root.Has("accumulate_ms_per_mib")) {
     p.accumulate_ms_per_mib = root["accumulate_ms_per_mib"].NumberIn(0, YamlCursor::kNoLimit, "a time", true);
   }

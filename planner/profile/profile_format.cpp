@@ -137,6 +137,14 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
     out << "node times scaled by " << Format("%.3f", p.pass_scale)
         << ": the passes' median total over the sum of the nodes' medians\n";
   }
+  if (p.whole_scale.size() == p.microbatch_sizes.size()) {
+    out << "then at each size to the whole graph's warm run (forward, backward):";
+    for (size_t i = 0; i < p.whole_scale.size(); ++i) {
+      out << (i ? ";" : "") << " " << p.microbatch_sizes[i] << ": " << Format("%.3f", p.whole_scale[i].at(0)) << ", "
+          << Format("%.3f", p.whole_scale[i].at(1));
+    }
+    out << "\n";
+  }
   if (p.accumulate_ms_per_mib > 0) {
     out << "a micro-batch's gradients join .grad at " << Format("%.3f", p.accumulate_ms_per_mib)
         << " ms a MiB of parameters: charged to the backward of every micro-batch after a step's first\n";
@@ -183,6 +191,7 @@ nlohmann::json ProfileSummaryJson(const Profile& p, const std::string& calibrati
   j["reference_ms"] = p.reference_ms;
   j["reference_band"] = {p.reference_band.low, p.reference_band.high};
   j["pass_scale"] = p.pass_scale;
+  j["whole_scale"] = p.whole_scale;
   j["accumulate_ms_per_mib"] = p.accumulate_ms_per_mib;
   j["node_overhead_ms"] = p.node_overhead;
   j["worker_speed"] = p.worker_speed;

@@ -36,6 +36,10 @@ double WholeGraph::Forward() {
   return ms;
 }
 
+void WholeGraph::ForgetGradients() {
+  for (at::Tensor& p : params_) p.mutable_grad() = at::Tensor();
+}
+
 double WholeGraph::Backward() {
   if (!options_.training || outputs_.empty() || params_.empty()) return 0;
   try {

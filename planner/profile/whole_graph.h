@@ -29,6 +29,9 @@ class WholeGraph {
   // d parameters), at most once per Forward(): it frees the graph, as a
   // training step does. 0 in inference or when nothing needs a gradient.
   double Backward();
+  // Drops the parameters' gradients: the next Backward() makes them anew
+  // rather than adding into them.
+  void ForgetGradients();
 
  private:
   PassOptions options_;

@@ -90,6 +90,13 @@ void CheckComplete(const std::string& name, bool training, int64_t batch) {
   CHECK(p.whole_forward_ms > 0);
   CHECK((p.whole_backward_ms > 0) == training);
   CHECK(p.coverage > 0);
+  // Every size's node times scaled to its whole graph, within the bounds.
+  REQUIRE(p.whole_scale.size() == sizes);
+  for (const auto& factors : p.whole_scale) {
+    REQUIRE(factors.size() == 2);
+    for (double f : factors) CHECK((f >= 1 / mp::kMaxWholeScale - 1e-9 && f <= mp::kMaxWholeScale + 1e-9));
+    if (!training) CHECK(factors[1] == 1);
+  }
 
   // Bytes at the full batch equal the sizes of the real tensors.
   mp::OpGraph graph = mp::BuildOpGraph(m.canonical);

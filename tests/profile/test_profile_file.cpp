@@ -47,6 +47,7 @@ mp::Profile Sample() {
   p.reference_ms = 0.8125;
   p.reference_band = {0.97, 1.05};
   p.pass_scale = 1.0125;
+  p.whole_scale = {{0.875, 0.9375}, {0.9375, 1}, {1, 1.0625}};
   p.accumulate_ms_per_mib = 0.0625;
   p.node_overhead = {0.00075, 0.000125, 0.003};
   for (int i = 0; i < 3; ++i) {
@@ -119,6 +120,7 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.pass_band.high == doctest::Approx(1.03));
   CHECK(q.reference_ms == doctest::Approx(0.8125));
   CHECK(q.pass_scale == doctest::Approx(1.0125));
+  CHECK(q.whole_scale == p.whole_scale);
   CHECK(q.accumulate_ms_per_mib == doctest::Approx(0.0625));
   CHECK(q.node_overhead == p.node_overhead);
   CHECK(q.reference_band.high == doctest::Approx(1.05));
@@ -227,6 +229,10 @@ TEST_CASE("malformed profile files name the problem") {
   const std::string unscaled = SampleYamlWith("pass_scale: 1.0125", "pass_scale: 0");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(unscaled, "p.yaml"), "p.yaml: pass_scale: expected a factor > 0, found 0",
                        mp::InputError);
+  const std::string short_scale =
+      SampleYamlWith("  - [0.9375, 1]\n  - [1, 1.0625]", "  - [0.9375, 1]");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(short_scale, "p.yaml"), "p.yaml: whole_scale: expected 3 entries, found 2",
+                       mp::InputError);
   const std::string no_band = SampleYamlWith("shared_slowdown_band: [0.75, 1.5]", "shared_slowdown_band: [1.5]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_band, "p.yaml"), "p.yaml: shared_slowdown_band: expected 2 entries, found 1",
                        mp::InputError);
@@ -288,6 +294,15 @@ TEST_CASE("node times are scaled to the passes' median total, each pass against 
   CHECK(mp::PassScale({mp::SizePasses{{7, 8, 6}, {false, false, false}, 10, 10}}) == doctest::Approx(1 / 1.1));
 }
 
+TEST_CASE("each size's node times are scaled to the whole graph's warm run, within bounds") {
+  CHECK(mp::WholeScale(19.0, 20.0) == doctest::Approx(0.95));
+  CHECK(mp::WholeScale(21.0, 20.0) == doctest::Approx(1.05));
+  CHECK(mp::WholeScale(10.0, 20.0) == doctest::Approx(1 / mp::kMaxWholeScale));
+  CHECK(mp::WholeScale(40.0, 20.0) == doctest::Approx(mp::kMaxWholeScale));
+  CHECK(mp::WholeScale(0, 20.0) == 1);   // not measured
+  CHECK(mp::WholeScale(19.0, 0) == 1);   // nodes that take no time
+}
+
 TEST_CASE("the contention factor at a micro-batch size interpolates between the sizes it was measured at") {
   mp::Profile p = Sample();  // 1.5 at micro-batch 1, 1.25 at 2
   CHECK(mp::SharedSlowdownAt(p, 1)[1] == doctest::Approx(1.5));
@@ -343,6 +358,7 @@ TEST_CASE("sizes measured later join the profile in order, and replace the line 
   CHECK(line == doctest::Approx(2.0 + 2.0 / 6 * 2.0));
   mp::Profile more = Sample();
   more.microbatch_sizes = {2, 4};  // 2: held already, kept as it was
+  more.whole_scale = {{99, 99}, {0.96875, 1.03125}};
   for (mp::NodeCost& n : more.nodes) {
     n.forward_ms = {99, 7.5 + n.id};
     n.backward_ms = {99, 9.5};
@@ -354,6 +370,7 @@ TEST_CASE("sizes measured later join the profile in order, and replace the line 
   }
   mp::MergeSizes(p, more);
   CHECK(p.microbatch_sizes == std::vector<int64_t>{1, 2, 4, 8});
+  CHECK(p.whole_scale == std::vector<std::vector<double>>{{0.875, 0.9375}, {0.9375, 1}, {0.96875, 1.03125}, {1, 1.0625}});
   for (const mp::NodeCost& n : p.nodes) {
     CAPTURE(n.id);
     CHECK(n.forward_ms == std::vector<double>{0.5 + n.id, 1.0 + n.id, 7.5 + n.id, 3.0 + n.id});
