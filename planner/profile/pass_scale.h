@@ -41,7 +41,7 @@ double PassScale(const std::vector<SizePasses>& sizes);
 // cost the node overhead does not take off come to most at small sizes:
 // GPT's nodes at 2 samples summed to 21.3-22.1 ms where its whole graph ran
 // 19.9-20.3 warm and a one-stage plan measured 12% under its prediction
-// (docs/profile.md, "Whole scale"). Within [1 / kMaxWholeScale,
+// (docs/profile.md, "Coverage and whole scale"). Within [1 / kMaxWholeScale,
 // kMaxWholeScale]; 1 where either is not positive.
 constexpr double kMaxWholeScale = 1.4;
 double WholeScale(double whole_ms, double nodes_ms);
