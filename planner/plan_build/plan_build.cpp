@@ -134,8 +134,12 @@ std::vector<std::string> Warnings(const OpGraph& graph, const Profile& profile, 
                                 "each worker's cores run then"));
     }
   }
-  if (profile.coverage > 0 && std::abs(profile.coverage - 1) > 0.15) {
-    warnings.push_back(Concat("the per-node profile adds up to ", Percent(profile.coverage),
+  // The node times once scaled to the whole graph (WholeScale, at most
+  // 1.4x either way), where the profile did.
+  const double covered =
+      profile.coverage * (profile.whole_scale.empty() ? 1.0 : profile.whole_scale.back().at(0));
+  if (covered > 0 && std::abs(covered - 1) > 0.15) {
+    warnings.push_back(Concat("the per-node profile adds up to ", Percent(covered),
                               " of the whole-graph forward time: predictions may be off by as much"));
   }
   return warnings;

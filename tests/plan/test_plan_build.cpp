@@ -78,6 +78,26 @@ TEST_CASE("layer names: a whole top-level module, or its children") {
   CHECK(mp::StageLayers(b.graph, {3, 4, 5}) == std::vector<std::string>{"block.1", "block.2", "head"});
 }
 
+TEST_CASE("warnings: node times that do not add up to the whole graph, once scaled to it") {
+  PlanFixture f;
+  const auto plan_with = [&](double coverage, std::vector<std::vector<double>> scale) {
+    f.builder.profile.coverage = coverage;
+    f.builder.profile.whole_scale = std::move(scale);
+    const mp::SearchResult result = mp::SearchPlan(f.builder.graph, f.builder.profile, f.cluster, f.request);
+    mp::PlanSource source;
+    for (int i = 0; i < 3; ++i) source.devices.push_back(mp::PlanDevice{i, "cpu", i, "dev", 0, 1.0});
+    return mp::BuildPlan(f.builder.graph, f.builder.profile, f.cluster, f.request, result, source);
+  };
+  // A profile from before the scaling: its coverage as it is.
+  CHECK(HasWarning(plan_with(1.3, {}), "the per-node profile adds up to 130% of the whole-graph forward time"));
+  CHECK_FALSE(HasWarning(plan_with(1.1, {}), "adds up to"));
+  // Scaled to the whole graph: what is left after the scaling.
+  const size_t sizes = f.builder.profile.microbatch_sizes.size();
+  CHECK_FALSE(HasWarning(plan_with(1.3, std::vector<std::vector<double>>(sizes, {1 / 1.3, 1})), "adds up to"));
+  CHECK(HasWarning(plan_with(2.8, std::vector<std::vector<double>>(sizes, {1 / 1.4, 1})),
+                   "the per-node profile adds up to 200% of the whole-graph forward time"));
+}
+
 TEST_CASE("warnings: pinned CPU workers whose cores ran apart while profiling") {
   PlanFixture f;
   const auto plan_with = [&](std::vector<double> speeds) {
