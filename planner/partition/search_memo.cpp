@@ -2,6 +2,8 @@
 // stage times.
 #include "planner/partition/search_memo.h"
 
+#include <utility>
+
 #include "planner/partition/baselines.h"
 
 namespace mp {
@@ -10,6 +12,23 @@ namespace {
 // Stages whose memory cannot bind take the same time on the same range.
 bool SameTimes(const StageSpec& a, const StageSpec& b) {
   return a.speed == b.speed && a.in_link == b.in_link && a.out_link == b.out_link && a.recompute == b.recompute;
+}
+
+// The table of the entry that `matches`, of at least `stages` stages: a
+// shorter one is rebuilt larger (its shorter suffixes are the same), a
+// missing one added. `build(stages)` makes a table.
+template <typename Entry, typename Matches, typename Build>
+const auto& AtLeast(std::vector<Entry>& entries, int stages, Entry key, Matches matches, Build build) {
+  Entry* at = nullptr;
+  for (Entry& e : entries) {
+    if (matches(e)) at = &e;
+  }
+  if (!at) at = &entries.emplace_back(std::move(key));
+  if (!at->table || at->stages < stages) {
+    at->stages = stages;
+    at->table = build(stages);
+  }
+  return *at->table;
 }
 
 }  // namespace
@@ -30,29 +49,17 @@ const BottleneckDp& SearchMemo::Table(const StageCostModel& base, const StageSpe
   StageSpec timed = spec;
   timed.memory_bytes = kUnlimitedMemory;
   if (timed.recompute == Recompute::kAuto) timed.recompute = Recompute::kNever;
-  const auto build = [&](Built& b) {
-    b.stages = stages;
-    b.table = std::make_unique<BottleneckDp>(base.WithStages(std::vector<StageSpec>(size_t(stages), timed)));
-  };
-  for (Built& b : tables_) {
-    if (b.costs != &base.Costs() || !SameTimes(b.spec, timed)) continue;
-    // More stages: a larger table, whose shorter suffixes are the same.
-    if (b.stages < stages) build(b);
-    return *b.table;
-  }
-  tables_.push_back({&base.Costs(), timed, 0, nullptr});
-  build(tables_.back());
-  return *tables_.back().table;
+  return AtLeast(
+      tables_, stages, Built{&base.Costs(), timed, 0, nullptr},
+      [&](const Built& b) { return b.costs == &base.Costs() && SameTimes(b.spec, timed); },
+      [&](int k) { return std::make_unique<BottleneckDp>(base.WithStages(std::vector<StageSpec>(size_t(k), timed))); });
 }
 
 const MinMaxTable& SearchMemo::Params(const StageCostModel& model, int stages) {
-  for (BuiltParams& b : params_) {
-    if (b.costs != &model.Costs()) continue;
-    if (b.stages < stages) b = {b.costs, stages, std::make_unique<MinMaxTable>(ParamTable(model, stages))};
-    return *b.table;
-  }
-  params_.push_back({&model.Costs(), stages, std::make_unique<MinMaxTable>(ParamTable(model, stages))});
-  return *params_.back().table;
+  return AtLeast(
+      params_, stages, BuiltParams{&model.Costs(), 0, nullptr},
+      [&](const BuiltParams& b) { return b.costs == &model.Costs(); },
+      [&](int k) { return std::make_unique<MinMaxTable>(ParamTable(model, k)); });
 }
 
 void SearchMemo::Clear() {
