@@ -296,15 +296,15 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     }
   }
 
-  // What a backward into kept gradients takes over one into fresh ones, a
-  // MiB of them: the median over every size's kept passes (none below 0).
+  // What adding a parameter's gradient into .grad costs a MiB: the
+  // median over every size's kept passes.
   std::vector<double> accumulate;
   for (const PassResult& result : results) {
     for (size_t p = 0; p < result.accumulate_ms.size(); ++p) {
       accumulate.push_back(result.accumulate_ms[p] * double(1 << 20) / double(result.accumulate_bytes[p]));
     }
   }
-  if (options.timed && !accumulate.empty()) profile.accumulate_ms_per_mib = std::max(0.0, Quantile(accumulate, 0.5));
+  if (options.timed && !accumulate.empty()) profile.accumulate_ms_per_mib = Quantile(accumulate, 0.5);
 
   std::vector<std::vector<int64_t>> value_bytes;  // [run size][value]
   std::vector<double> reference_ms, pass_ratios;

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -149,6 +150,8 @@ class Engine {
     if (keep && options_.timed && options_.between_passes) options_.between_passes();
     if (keep && options_.reference) result_.reference_ms.push_back(options_.reference->TimeMs());
     double pass_ms = 0;
+    pass_accumulate_ms_ = 0;
+    pass_accumulate_bytes_ = 0;
     LoadInputs(model_inputs_);
     records_.assign(n, Recorded());
     for (size_t i = 0; i < n; ++i) {
@@ -197,6 +200,10 @@ class Engine {
     if (keep && options_.timed) {
       result_.pass_ms.push_back(pass_ms);
       result_.pass_split.push_back(split);
+      if (pass_accumulate_bytes_ > 0) {
+        result_.accumulate_ms.push_back(pass_accumulate_ms_);
+        result_.accumulate_bytes.push_back(pass_accumulate_bytes_);
+      }
     }
     // Release this pass's activations and gradients before the whole
     // graph runs again: holding them made its next run pay for fresh
@@ -211,26 +218,16 @@ class Engine {
     // back. Timed before the pass, after other sizes' passes, it found the
     // caches cold: GPT at 2 samples took 21.8 ms, the runs after it
     // 19.9-21.3, mpexec's stage 19.3 a micro-batch. Its backward into fresh
-    // gradients: a node's adds nothing to .grad either. Each backward runs
-    // on the graph its own forward just built, as a training step does: a
-    // backward repeated on one retained graph finds its buffers warm and
-    // ran up to 1.7x faster (ConvNet at 8). After every other one, a run
-    // into the gradients it made, as a stage's micro-batches after its
-    // first: what its backward takes over the first is what adding into
-    // .grad costs them (the addition, less the fresh memory the first one's
-    // gradients took). The addition timed alone was twice what mpexec's
-    // later backwards paid over its first (MLP at 32: 1.97 ms, 1.04 paid).
+    // gradients: a node's adds nothing to .grad either (the accumulation is
+    // timed apart, accumulate_ms_per_mib). Each backward runs on the graph
+    // its own forward just built, as a training step does: a backward
+    // repeated on one retained graph finds its buffers warm and ran up to
+    // 1.7x faster (ConvNet at 8).
     if (whole_ && pass + 1 < passes && pass + 1 >= warmup) {
       const double forward_ms = whole_->Forward();
       whole_->ForgetGradients();
       whole_forward_.push_back(forward_ms);
-      const double fresh_ms = options_.training ? whole_->Backward() : 0;
-      whole_backward_.push_back(fresh_ms);
-      if (options_.training && whole_backward_.size() % 2 == 1 && whole_->GradientBytes() > 0) {
-        whole_->Forward();
-        result_.accumulate_ms.push_back(whole_->Backward() - fresh_ms);
-        result_.accumulate_bytes.push_back(whole_->GradientBytes());
-      }
+      whole_backward_.push_back(options_.training ? whole_->Backward() : 0);
     }
   }
 
@@ -497,6 +494,24 @@ class Engine {
     if (static_cast<int>(grads.size()) <= slot.second) grads.resize(slot.second + 1);
     at::Tensor& sum = grads[slot.second];
     sum = sum.defined() ? sum + grad : grad;
+    const int id = slot.first;
+    const bool parameter = id >= int(canonical_.num_model_inputs) && id < int(canonical_.graph->inputs().size());
+    if (parameter && options_.timed) Accumulate(slot, grad);
+  }
+
+  // A parameter's gradient added in place into the one kept from the pass
+  // before, as autograd adds each micro-batch's after the first into .grad
+  // (that gradient, like .grad, last touched a pass ago). Timed apart from
+  // the node: the planner charges it per micro-batch after the first.
+  void Accumulate(const TensorSlot& slot, const at::Tensor& grad) {
+    at::Tensor& into = accumulated_[slot];
+    if (!into.defined() || !into.sizes().equals(grad.sizes())) {
+      into = grad.detach().clone();
+      return;
+    }
+    const at::NoGradGuard no_grad;
+    pass_accumulate_ms_ += Timed([&] { into.add_(grad); });
+    pass_accumulate_bytes_ += int64_t(grad.numel() * grad.element_size());
   }
 
   // Values computed from parameters alone (the parameters themselves
@@ -665,6 +680,9 @@ class Engine {
   std::vector<IValue> env_;
   std::vector<Recorded> records_;
   std::vector<std::vector<at::Tensor>> grads_;  // value id -> gradient per flattened tensor
+  std::map<TensorSlot, at::Tensor> accumulated_;  // a parameter's gradients added up, kept across passes
+  double pass_accumulate_ms_ = 0;
+  int64_t pass_accumulate_bytes_ = 0;
   PassResult result_;
 };
 

@@ -65,10 +65,9 @@ struct PassResult {
   std::vector<double> pass_ms;
   std::vector<bool> pass_split;
   std::vector<double> reference_ms;
-  // Timed training passes, one per kept pass: how much longer the whole
-  // graph's backward took into the gradients of the one before than into
-  // fresh ones (less than 0 where the noise says so), and the bytes of
-  // those gradients.
+  // Timed training passes, one per kept pass: the time of adding each
+  // parameter's gradient into a gradient kept from the pass before, as
+  // autograd adds a micro-batch's into .grad, and the bytes added.
   std::vector<double> accumulate_ms;
   std::vector<int64_t> accumulate_bytes;
 };

@@ -147,12 +147,9 @@ struct Profile {
   // (pass_scale.h). 0 in profiles from before 2026-11-27 (unscaled).
   double pass_scale = 0;
   // Measured training profiles: what adding a micro-batch's parameter
-  // gradients into .grad costs, in ms per MiB of parameters: how much
-  // longer the whole graph's backward takes into kept gradients than into
-  // fresh ones (node_by_node.cpp; since 2026-11-29, before which the
-  // addition was timed alone, about twice what mpexec pays). Every
-  // micro-batch of a step after the first pays it (cut_cost.cpp). 0 in
-  // profiles from before 2026-11-27.
+  // gradients into .grad costs, in ms per MiB of parameters, timed in the
+  // profile's passes (node_by_node.cpp). Every micro-batch of a step after
+  // the first pays it (cut_cost.cpp). 0 in profiles from before 2026-11-27.
   double accumulate_ms_per_mib = 0;
   // Measured profiles: what timing a node alone added to each sample, taken
   // off every node's times (node_overhead.h): [forward per call, forward

@@ -40,17 +40,11 @@ void WholeGraph::ForgetGradients() {
   for (at::Tensor& p : params_) p.mutable_grad() = at::Tensor();
 }
 
-int64_t WholeGraph::GradientBytes() const {
-  int64_t bytes = 0;
-  for (const at::Tensor& p : params_) bytes += int64_t(p.numel() * p.element_size());
-  return bytes;
-}
-
 double WholeGraph::Backward() {
   if (!options_.training || outputs_.empty() || params_.empty()) return 0;
   try {
-    // Into the parameters' .grad: fresh after ForgetGradients, as a
-    // step's first micro-batch; else added into, as every later one.
+    // Into the parameters' .grad, which is kept from run to run: what a
+    // pipeline stage does for every micro-batch after a step's first.
     return SyncedMs([&] { torch::autograd::backward(outputs_, seeds_); }, sync_);
   } catch (const c10::Error& e) {
     // An in-place write to a value autograd saved: eager PyTorch

@@ -6,7 +6,6 @@
 
 #include <torch/script.h>
 
-#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -33,8 +32,6 @@ class WholeGraph {
   // Drops the parameters' gradients: the next Backward() makes them anew
   // rather than adding into them.
   void ForgetGradients();
-  // The bytes of the parameters' gradients a Backward() makes.
-  int64_t GradientBytes() const;
 
  private:
   PassOptions options_;
