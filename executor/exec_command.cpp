@@ -347,6 +347,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                         {"batch", plan.batch},
                         {"schedule", ScheduleName(plan.schedule)},
                         {"threads_per_stage", ThreadsPerStage(plan, request.options.pipeline)},
+                        {"profile_threads", plan.profile.threads},
                         {"replicas", plan.replicas},
                         {"ranks", group ? group->size() : 1},
                         {"stage_ranks", group ? dist.owner : std::vector<int>(plan.stages.size(), 0)},

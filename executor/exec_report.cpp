@@ -41,6 +41,14 @@ void FormatTiming(const nlohmann::json& r, std::ostringstream& out) {
   out << " (" << std::showpos << r["step_error_pct"].get<double>() << std::noshowpos << "%";
   if (r.contains("in_band")) out << (r["in_band"].get<bool>() ? ", inside the band" : ", outside the band");
   out << ")\n";
+  // The profile's node times are for its thread count: with another, the
+  // predictions are not this run's (the MLP's forward at 32 samples took
+  // 3.6 ms on 1 thread and 2.5 on 2).
+  const int profiled = r.value("profile_threads", 0), threads = r["threads_per_stage"].get<int>();
+  if (profiled > 0 && profiled != threads) {
+    out << "threads     " << threads << " per stage, where the profile timed " << profiled
+        << ": the predictions are for " << profiled << " (--threads-per-stage " << profiled << ", or leave it out)\n";
+  }
   if (r.contains("drift")) {
     const auto& d = r["drift"];
     out.precision(3);

@@ -112,6 +112,17 @@ TEST_CASE("a plan measured here reports measured against predicted") {
   const auto text = Mpexec(plan + " --steps 1");
   REQUIRE(text.status == 0);
   CHECK(text.out.find("ms now") != std::string::npos);
+  // Run with another thread count than the profile's, the report says the
+  // predictions are for the profile's.
+  const int profiled = j["profile_threads"].get<int>();
+  REQUIRE(profiled >= 1);
+  CHECK(j["threads_per_stage"] == profiled);
+  CHECK(text.out.find("threads     ") == std::string::npos);
+  const auto other = Mpexec(plan + " --steps 1 --threads-per-stage " + std::to_string(profiled + 1));
+  REQUIRE(other.status == 0);
+  CHECK(other.out.find("threads     " + std::to_string(profiled + 1) + " per stage, where the profile timed " +
+                       std::to_string(profiled) + ": the predictions are for " + std::to_string(profiled)) !=
+        std::string::npos);
   CHECK((text.out.find(", inside the band)") != std::string::npos || text.out.find(", outside the band)") != std::string::npos));
   // The plan is this machine's: it runs without --device.
   const auto plain = mp::test::RunTool(MP_MPEXEC, plan + " --steps 1 --json");
