@@ -112,6 +112,19 @@ mp::Profile Noisy(const mp::Profile& fixed, uint64_t seed, double noise, bool ba
   return p;
 }
 
+// The search at one shape on 4 identical devices: `method`'s cut, and with
+// `known_cuts` the fastest cut the search knows.
+mp::SearchResult SearchCut(const mp::OpGraph& graph, const mp::Profile& profile, const std::string& method,
+                           bool known_cuts, int stages, int microbatches, mp::ScheduleKind schedule) {
+  mp::PlanRequest request;
+  request.method = method;
+  request.known_cuts = known_cuts;
+  request.stages = stages;
+  request.microbatches = microbatches;
+  request.schedule = schedule;
+  return mp::SearchPlan(graph, profile, mp::UniformCluster(4, mp::Device{}), request);
+}
+
 // The models the DP is set against the baselines on, each at its batch.
 const std::vector<std::pair<std::string, int64_t>> kCutModels = {{"branchy.script.pt", 4}, {"resnet50.script.pt", 2}};
 
@@ -250,13 +263,7 @@ TEST_CASE("on measured profiles of the branchy model and ResNet-50, the DP again
         CAPTURE(devices);
         CAPTURE(mp::ScheduleName(schedule));
         const auto step = [&](const std::string& method, bool known_cuts) {
-          mp::PlanRequest request;
-          request.method = method;
-          request.known_cuts = known_cuts;
-          request.stages = devices;
-          request.microbatches = static_cast<int>(batch);
-          request.schedule = schedule;
-          return mp::SearchPlan(m.graph, m.profile, mp::UniformCluster(4, mp::Device{}), request);
+          return SearchCut(m.graph, m.profile, method, known_cuts, devices, static_cast<int>(batch), schedule);
         };
         const mp::SearchResult plan = step("dp", true);
         const double own = step("dp", false).predicted.step_ms;
@@ -415,13 +422,7 @@ TEST_CASE("where B beats I + W on some stages, the plan never simulates slower t
       CAPTURE(stages);
       CAPTURE(mp::ScheduleName(schedule));
       const auto step = [&](const std::string& method, bool known_cuts) {
-        mp::PlanRequest request;
-        request.method = method;
-        request.known_cuts = known_cuts;
-        request.stages = stages;
-        request.microbatches = 4;
-        request.schedule = schedule;
-        return mp::SearchPlan(fixed.graph, profile, mp::UniformCluster(4, mp::Device{}), request).predicted.step_ms;
+        return SearchCut(fixed.graph, profile, method, known_cuts, stages, 4, schedule).predicted.step_ms;
       };
       const double plan = step("dp", true);
       for (const char* cut : {"dp", "block", "params", "uniform"}) {
