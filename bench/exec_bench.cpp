@@ -37,6 +37,11 @@
 //               the whole graph, in one process on one core, alternating
 //               (with the heap sampler off and on); no target: it shows
 //               what a stage costs beyond the profile's nodes (issue 30).
+//   threads     the MLP at 1 stage x 8, profiled with 2 threads a stage, run
+//               by mpexec with 2 and with 1 (--threads-per-stage), 3 turns:
+//               each median step's first forward against its later ones,
+//               and the wait before its first action; target: within
+//               1.25x and under 1 ms (bench/exec_threads.h).
 //   held out    torchvision classifiers nothing was tuned on
 //               (MODELS_DIR/heldout), the same way, each turn's profile
 //               planned twice: at the M the planner chooses (target: the
@@ -50,7 +55,8 @@
 // sides; so are the schedules' steps, which this process runs (their
 // targets compare schedules).
 //
-// Usage: bench_exec MODELS_DIR OUT_DIR [--quick] [--only overhead,efficiency,fidelity,gap,schedules,heldout]
+// Usage: bench_exec MODELS_DIR OUT_DIR [--quick]
+//        [--only overhead,efficiency,fidelity,gap,schedules,threads,heldout]
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
@@ -66,6 +72,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/exec_threads.h"
 #include "bench/same_plan.h"
 #include "bench/suite/svg_chart.h"
 #include "bench/tool_bench_args.h"
@@ -561,6 +568,8 @@ int main(int argc, char** argv) {
     if (args->Wants("gap")) Gap(mpplan, models, out, quick);
     // --- schedules: every schedule on 2 devices, M = 2, 4, 8, one profile.
     if (args->Wants("schedules")) all_ok = Schedules(mpplan, models, out, quick) && all_ok;
+    // --- threads: a step's first forward, at the profile's thread count and another.
+    if (args->Wants("threads")) all_ok = mp::bench::ThreadCounts(mpplan, mpexec, models, out, quick) && all_ok;
     // --- held out: torchvision classifiers, the planner's M and size 1.
     if (args->Wants("heldout")) {
       const std::vector<std::string> heldout = {"mobilenet_v2.script.pt", "resnet18.script.pt", "shufflenet.script.pt",

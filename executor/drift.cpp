@@ -19,7 +19,8 @@
 
 namespace mp {
 
-DriftProbe::DriftProbe(const Plan& plan, int threads_per_worker) : plan_(plan) {
+DriftProbe::DriftProbe(const Plan& plan, int threads_per_worker)
+    : plan_(plan), between_steps_(plan.profile.threads <= 1 && threads_per_worker == 1) {
   if (plan.profile.source != "measured" || !(plan.profile.reference_ms > 0)) return;
   c10::Device device(c10::kCPU);
   try {
@@ -30,7 +31,10 @@ DriftProbe::DriftProbe(const Plan& plan, int threads_per_worker) : plan_(plan) {
   if (device.is_cuda() && (!torch::cuda::is_available() || device.index() >= int(torch::cuda::device_count())))
     return;
   reference_ = std::make_unique<DriftReference>(device);
-  if (device.is_cpu()) {
+  // Per worker only where the reference's threads (the profile's) fit a
+  // worker's block: 2 of them pinned to a 1-thread worker's one core read
+  // 100x the profile's time (an MLP plan profiled with 2, run with 1).
+  if (device.is_cpu() && plan.profile.threads <= threads_per_worker) {
     const int workers = PlanWorkers(plan);
     for (int w = 0; w < workers; ++w) {
       // Pinned or not: a worker's block of cores is where a pinned one runs
@@ -59,6 +63,10 @@ void DriftProbe::Sample(int samples) {
       samples_[w].push_back(reference_->TimeMs());
     }
   }
+}
+
+void DriftProbe::AfterStep() {
+  if (between_steps_) Sample();
 }
 
 Drift DriftProbe::Result() const {

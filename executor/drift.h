@@ -5,6 +5,14 @@
 // so a profile taken in a slow stretch of a shared machine is not read as
 // a slow plan. Samples between the steps, not in a row before them: a slow
 // stretch of this machine lasts about as long as a row of samples would.
+// Only where the stages and the reference run one thread each, though.
+// With more, a sample after a step found the stage's OpenMP team still
+// spinning on the cores and read 2-3.7x the profile's time (a one-stage
+// MLP plan of 2 threads); and a reference of another thread count than
+// the stages' set the calling thread's and set it back, which the next
+// step's first forward paid for (UseThreads, scoped_threads.h: 10-25 ms
+// against 5-8 for the later ones). There the samples are the row before
+// the steps, when no stage has run.
 #pragma once
 
 #include <memory>
@@ -41,10 +49,14 @@ class DriftProbe {
   // Times the reference `samples` times (on each CPU worker's block of
   // cores where they fit); nothing when the plan has none.
   void Sample(int samples = 1);
+  // After each step: one sample, where the stages and the reference run
+  // one thread each (above); else nothing.
+  void AfterStep();
   Drift Result() const;
 
  private:
   const Plan& plan_;
+  bool between_steps_ = true;  // samples after each step too
   std::unique_ptr<DriftReference> reference_;
   std::vector<std::vector<int>> worker_cpus_;  // empty: the workers' threads do not fit the cores
   std::vector<std::vector<double>> samples_;   // [worker] (one list without worker_cpus_)

@@ -29,7 +29,7 @@
 namespace mp {
 namespace {
 
-constexpr int kDriftSamplesBefore = 5;  // and one after every step
+constexpr int kDriftSamplesBefore = 5;  // and one after every step where they run alone (DriftProbe)
 
 double ErrorPct(double measured, double predicted) { return predicted > 0 ? (measured / predicted - 1) * 100 : 0.0; }
 
@@ -316,7 +316,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
     // stages time. With no warm-up, the timed steps sample it.
     exec.SampleHeap(request.warmup == 0 || i == request.warmup - 1);
     all.push_back(training ? exec.TrainStep(inputs, labels) : exec.Infer(inputs));
-    probe.Sample();
+    probe.AfterStep();
   }
   const Drift drift = probe.Result();
   if (group) {

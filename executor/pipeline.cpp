@@ -114,8 +114,9 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   // stage's thread count too: with more, its OpenMP team's threads spin
   // after each parallel region, on the cores the next step's stages need
   // (ConvNet, 2 stages of 1 thread on 2 cores: 16-17 ms a step, 13.5-15.5
-  // with this thread at 1).
-  const ScopedThreads calling_thread(threads);
+  // with this thread at 1). It keeps that count after the step: setting
+  // and restoring it around every step cost each step (UseThreads).
+  UseThreads(threads);
   std::optional<HeapSampler> heap;
   if (options.sample_heap) heap.emplace();
   MemoryMeter* meter = options.sample_heap ? MemoryMeter::Installed() : nullptr;
@@ -139,7 +140,7 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
       const MemoryMeter::Scope owner(list.device);
       DeviceWorker worker(context, results, list.actions);
       try {
-        at::set_num_threads(threads);
+        UseThreads(threads);  // a pool thread keeps its count from step to step
         std::optional<at::NoGradGuard> no_grad;
         if (!training) no_grad.emplace();
         worker.Run();

@@ -1,10 +1,22 @@
-// The calling thread's intra-op thread count, set for a scope and restored
-// after it (the pipeline's calling thread, mpexec's drift probe).
+// The calling thread's intra-op thread count: set for a scope and restored
+// after it (mpexec's drift probe), or set for good (the pipeline's threads).
 #pragma once
 
 #include <ATen/Parallel.h>
 
 namespace mp {
+
+// Sets the calling thread's intra-op thread count to `threads` unless it is
+// that already. at::set_num_threads is not free at the count a thread
+// has: it rebuilds LibTorch's thread pool and clears oneDNN's cache of
+// kernels, for the whole process. Called at every step (by each worker,
+// and around the step by its calling thread, whose count started at
+// LibTorch's default: 1 on this project's 2-core VM), it made every step's
+// first forward pay for that: a one-stage MLP plan of 2 threads read 11-19
+// ms for it against 4-5 for the later ones, after a 3-7 ms wait to begin.
+inline void UseThreads(int threads) {
+  if (threads > 0 && at::get_num_threads() != threads) at::set_num_threads(threads);
+}
 
 class ScopedThreads {
  public:

@@ -15,7 +15,8 @@ namespace mp {
 
 // Median time, in ms, over `steps` steps (after a few discarded ones), of
 // handing a job to each of k pool threads, each pinning itself as mpexec's
-// worker w of k would and setting `threads` intra-op threads, and joining them,
+// worker w of k would and setting `threads` intra-op threads where a thread
+// has another count (as mpexec's UseThreads: the first step), and joining them,
 // for k = 1 .. workers: entry k - 1 for k workers. The calling thread
 // spins for a millisecond between steps, as mpexec's does its optimizer
 // step and the next step's set-up, so the pool's threads are asleep when

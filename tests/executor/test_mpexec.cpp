@@ -174,6 +174,30 @@ TEST_CASE("mpexec times its drift reference on each CPU worker's cores, and pins
   CHECK(text.out.find("(worker w pinned to the w-th)") != std::string::npos);
 }
 
+TEST_CASE("a plan profiled with 2 threads a stage, run with 1: the drift reference runs with the profile's 2 "
+          "threads where they fit, not pinned to the one core of a worker") {
+  const std::string plan = TempPath("toy.threads2.plan.yaml");
+  const auto made = mp::test::RunTool(MP_MPPLAN, ZooPath("toy.script.pt") + " --quiet --gpus 1 --threads 2 --warmup 0 "
+                                                                            "--repeats 2 -o " + plan);
+  INFO(made.out);
+  REQUIRE(made.status == 0);
+  const auto run =
+      mp::test::RunTool("MP_PIN_CPUS=1 " MP_MPEXEC, plan + " --steps 3 --warmup 1 --json --threads-per-stage 1");
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  const auto j = nlohmann::json::parse(run.out);
+  CHECK(j["profile_threads"] == 2);
+  CHECK(!j["drift"].contains("worker_factors"));
+  // Two threads pinned to one core read about 100x the profile's time.
+  CHECK(j["drift"]["factor"].get<double>() < 10);
+  // With the profile's count, the reference is timed on the worker's cores
+  // where they are cores enough.
+  const auto same = mp::test::RunTool("MP_PIN_CPUS=1 " MP_MPEXEC, plan + " --steps 3 --warmup 1 --json");
+  REQUIRE(same.status == 0);
+  const auto s = nlohmann::json::parse(same.out);
+  CHECK(s["drift"].contains("worker_factors") == (mp::AllowedCpus().size() >= 2));
+}
+
 TEST_CASE("a plan for devices that are not here is refused, and runs on CPU workers with --device cpu without an "
           "error figure") {
   const std::string plan = Plan(ZooPath("mlp.script.pt"), "mlp.a100", "--mode infer --gpus 2 --stages 2");
