@@ -4,7 +4,8 @@
 // thread around the step and around each drift sample), and
 // at::set_num_threads rebuilds LibTorch's thread pool and clears oneDNN's
 // kernel cache, so every step's first forward paid 2-4x the later ones'
-// (executor/scoped_threads.h); and its drift reference (executor/drift.h).
+// (executor/scoped_threads.h). And what mpexec's drift reference reads
+// there (executor/drift.h).
 #pragma once
 
 #include <string>

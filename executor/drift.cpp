@@ -19,8 +19,7 @@
 
 namespace mp {
 
-DriftProbe::DriftProbe(const Plan& plan, int threads_per_worker)
-    : plan_(plan), between_steps_(plan.profile.threads <= 1 && threads_per_worker == 1) {
+DriftProbe::DriftProbe(const Plan& plan, int threads_per_worker) : plan_(plan) {
   if (plan.profile.source != "measured" || !(plan.profile.reference_ms > 0)) return;
   c10::Device device(c10::kCPU);
   try {
@@ -31,6 +30,9 @@ DriftProbe::DriftProbe(const Plan& plan, int threads_per_worker)
   if (device.is_cuda() && (!torch::cuda::is_available() || device.index() >= int(torch::cuda::device_count())))
     return;
   reference_ = std::make_unique<DriftReference>(device);
+  // A device's reference runs on the device, with no CPU threads to set.
+  reference_threads_ = device.is_cpu() ? plan.profile.threads : 0;
+  between_steps_ = !device.is_cpu() || (plan.profile.threads == 1 && threads_per_worker == 1);
   // Per worker only where the reference's threads (the profile's) fit a
   // worker's block: 2 of them pinned to a 1-thread worker's one core read
   // 100x the profile's time (an MLP plan profiled with 2, run with 1).
@@ -52,7 +54,7 @@ DriftProbe::~DriftProbe() = default;
 
 void DriftProbe::Sample(int samples) {
   if (!reference_) return;
-  const ScopedThreads profiled(plan_.profile.threads);
+  const ScopedThreads profiled(reference_threads_);
   for (int i = 0; i < samples; ++i) {
     if (worker_cpus_.empty()) {
       samples_[0].push_back(reference_->TimeMs());
@@ -73,6 +75,7 @@ Drift DriftProbe::Result() const {
   Drift drift;
   if (samples_.empty() || samples_[0].empty()) return drift;
   drift.now_ms = Quantile(samples_[0], 0.5);
+  drift.samples = int(samples_[0].size());
   drift.factor = drift.now_ms / plan_.profile.reference_ms;
   drift.measured = true;
   if (!worker_cpus_.empty()) {

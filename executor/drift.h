@@ -5,14 +5,15 @@
 // so a profile taken in a slow stretch of a shared machine is not read as
 // a slow plan. Samples between the steps, not in a row before them: a slow
 // stretch of this machine lasts about as long as a row of samples would.
-// Only where the stages and the reference run one thread each, though.
+// On CPU workers only where the stages and the reference run one thread
+// each, though.
 // With more, a sample after a step found the stage's OpenMP team still
 // spinning on the cores and read 2-3.7x the profile's time (a one-stage
 // MLP plan of 2 threads); and a reference of another thread count than
 // the stages' set the calling thread's and set it back, which the next
-// step's first forward paid for (UseThreads, scoped_threads.h: 10-25 ms
-// against 5-8 for the later ones). There the samples are the row before
-// the steps, when no stage has run.
+// step's first forward paid for (UseThreads, scoped_threads.h: 2-4x the
+// later ones). There the samples are the row before the steps, when no
+// stage has run.
 #pragma once
 
 #include <memory>
@@ -26,13 +27,15 @@ namespace mp {
 struct Drift {
   double factor = 1;      // now / when profiled; 1 when not measured
   double now_ms = 0;      // the reference's median now
+  int samples = 0;        // the reference's samples (the first worker's), of which now_ms is the median
   bool measured = false;  // false: the plan has no reference (a device profile's
                           // estimates), or its device is not here
   // Where the CPU workers' threads fit the cores (common/cpu_affinity.h):
   // the reference on each worker's block of cores now over the profile's,
   // in worker order (replica r's device d is worker r * devices + d);
   // factor is the first. The workers run there when pinned (MP_PIN_CPUS=1);
-  // either way a slow core shows. Empty when they do not fit. The cores of
+  // either way a slow core shows. Empty when they do not fit, or the
+  // reference's threads (the profile's) do not fit a worker's block. The cores of
   // one machine need not run alike, nor keep their speeds: on this
   // project's VM the faster of two vCPUs changed every few seconds to
   // minutes.
@@ -49,14 +52,15 @@ class DriftProbe {
   // Times the reference `samples` times (on each CPU worker's block of
   // cores where they fit); nothing when the plan has none.
   void Sample(int samples = 1);
-  // After each step: one sample, where the stages and the reference run
-  // one thread each (above); else nothing.
+  // After each step: one sample, on a device, or where the stages and the
+  // reference run one thread each (above); else nothing.
   void AfterStep();
   Drift Result() const;
 
  private:
   const Plan& plan_;
-  bool between_steps_ = true;  // samples after each step too
+  bool between_steps_ = false;  // samples after each step too
+  int reference_threads_ = 0;   // the calling thread's count for a sample (0: as it is)
   std::unique_ptr<DriftReference> reference_;
   std::vector<std::vector<int>> worker_cpus_;  // empty: the workers' threads do not fit the cores
   std::vector<std::vector<double>> samples_;   // [worker] (one list without worker_cpus_)

@@ -29,7 +29,7 @@
 namespace mp {
 namespace {
 
-constexpr int kDriftSamplesBefore = 5;  // and one after every step where they run alone (DriftProbe)
+constexpr int kDriftSamplesBefore = 5;  // and one after every step where it disturbs nothing (DriftProbe)
 
 double ErrorPct(double measured, double predicted) { return predicted > 0 ? (measured / predicted - 1) * 100 : 0.0; }
 
@@ -194,6 +194,7 @@ void AddContext(nlohmann::json& out, const ExecCommandRequest& request, const Pl
     out["drift"] = {{"reference_ms", drift.now_ms},
                     {"profiled_reference_ms", plan.profile.reference_ms},
                     {"factor", drift.factor},
+                    {"samples", drift.samples},
                     {"rescaled", request.rescale}};
     if (!drift.worker_factors.empty()) {
       out["drift"]["worker_factors"] = drift.worker_factors;

@@ -43,7 +43,9 @@ class Executor {
   void CheckLabels(const at::Tensor& labels, const std::string& what = "labels") const;
 
   // One step at a time: not for calls from several threads at once. The
-  // stages' threads are kept from step to step.
+  // stages' threads are kept from step to step, and the calling thread
+  // keeps their intra-op thread count after the step (UseThreads,
+  // scoped_threads.h: setting it back every step cost every step).
   // Inference plans: the whole batch's outputs, pipelined (run.outputs).
   PipelineRun Infer(const std::vector<c10::IValue>& inputs) const;
   // Training plans: forward, backward and an SGD step on the whole batch

@@ -12,8 +12,9 @@ namespace mp {
 // kernels, for the whole process. Called at every step (by each worker,
 // and around the step by its calling thread, whose count started at
 // LibTorch's default: 1 on this project's 2-core VM), it made every step's
-// first forward pay for that: a one-stage MLP plan of 2 threads read 11-19
-// ms for it against 4-5 for the later ones, after a 3-7 ms wait to begin.
+// first forward pay for that: a one-stage MLP plan of 2 threads read it at
+// 2.4-4.4x the later ones, after a wait of 2-9 ms to begin (bench_exec
+// --only threads).
 inline void UseThreads(int threads) {
   if (threads > 0 && at::get_num_threads() != threads) at::set_num_threads(threads);
 }

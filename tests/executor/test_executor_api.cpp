@@ -3,6 +3,8 @@
 // example program in examples/ runs.
 #include "tests/doctest_torch.h"
 
+#include <ATen/Parallel.h>
+
 #include <filesystem>
 
 #include "../graph/zoo.h"
@@ -74,6 +76,22 @@ TEST_CASE("Executor refuses to train an inference plan and infers on tensors") {
   const mp::PipelineRun run = exec.Infer(inputs);
   const mp::Verification v = mp::Verify(run.outputs, mp::RunWholeMicrobatches(exec.loaded(), inputs));
   CHECK(v.ok);
+}
+
+TEST_CASE("the thread that steps an Executor keeps the stages' intra-op thread count after the step") {
+  // Set and restored around every step, the count cost every step's first
+  // forward (executor/scoped_threads.h).
+  const int before = at::get_num_threads();
+  const int stages = before == 2 ? 3 : 2;
+  mp::ExecutorOptions options;
+  options.pipeline.threads_per_stage = stages;
+  mp::Executor exec(MakePlan("mlp.threads", "mlp.script.pt", "--gpus 2 --mode infer --microbatches 2"), options);
+  const auto inputs = exec.SyntheticInputs();
+  exec.Infer(inputs);
+  CHECK(at::get_num_threads() == stages);
+  exec.Infer(inputs);
+  CHECK(at::get_num_threads() == stages);
+  at::set_num_threads(before);
 }
 
 TEST_CASE("the example program in examples/ trains a plan and saves the model") {

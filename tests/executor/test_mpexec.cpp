@@ -161,6 +161,7 @@ TEST_CASE("mpexec times its drift reference on each CPU worker's cores, and pins
     return;
   }
   CHECK(j["workers_pinned"] == true);
+  CHECK(j["drift"]["samples"] == 5 + 2);  // before the steps, and after each of the 2: one thread everywhere
   const auto blocks = nlohmann::json::array({std::to_string(allowed[0]), std::to_string(allowed[1])});
   CHECK(j["drift"]["worker_cpus"] == blocks);
   REQUIRE(j["drift"]["worker_factors"].size() == 2);
@@ -188,6 +189,9 @@ TEST_CASE("a plan profiled with 2 threads a stage, run with 1: the drift referen
   const auto j = nlohmann::json::parse(run.out);
   CHECK(j["profile_threads"] == 2);
   CHECK(!j["drift"].contains("worker_factors"));
+  // Sampled before the steps only: one after a step would set the calling
+  // thread's count to 2 and back, which the next step would pay for.
+  CHECK(j["drift"]["samples"] == 5);
   // Two threads pinned to one core read about 100x the profile's time.
   CHECK(j["drift"]["factor"].get<double>() < 10);
   // With the profile's count, the reference is timed on the worker's cores
