@@ -5,15 +5,14 @@
 // so a profile taken in a slow stretch of a shared machine is not read as
 // a slow plan. Samples between the steps, not in a row before them: a slow
 // stretch of this machine lasts about as long as a row of samples would.
-// On CPU workers only where the stages and the reference run one thread
-// each, though.
-// With more, a sample after a step found the stage's OpenMP team still
-// spinning on the cores and read 2-3.7x the profile's time (a one-stage
-// MLP plan of 2 threads); and a reference of another thread count than
-// the stages' set the calling thread's and set it back, which the next
-// step's first forward paid for (UseThreads, scoped_threads.h: 2-4x the
-// later ones). There the samples are the row before the steps, when no
-// stage has run.
+// On CPU workers, though, only where the stages and the reference run one
+// thread each. With more, a sample after a step found the stage's OpenMP
+// team still spinning on the cores and read 2-3.7x the profile's time (a
+// one-stage MLP plan of 2 threads); and a reference of another thread
+// count than the stages' set the calling thread's and set it back, which
+// the next step's first forward paid for (UseThreads, scoped_threads.h:
+// 2-4x the later ones). There the samples are the row before the steps,
+// when no stage has run.
 #pragma once
 
 #include <memory>
@@ -35,8 +34,8 @@ struct Drift {
   // in worker order (replica r's device d is worker r * devices + d);
   // factor is the first. The workers run there when pinned (MP_PIN_CPUS=1);
   // either way a slow core shows. Empty when they do not fit, or the
-  // reference's threads (the profile's) do not fit a worker's block. The cores of
-  // one machine need not run alike, nor keep their speeds: on this
+  // reference's threads (the profile's) do not fit a worker's block. The
+  // cores of one machine need not run alike, nor keep their speeds: on this
   // project's VM the faster of two vCPUs changed every few seconds to
   // minutes.
   std::vector<double> worker_factors;
