@@ -10,16 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/median.h"
 #include "common/error.h"
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/model_file.h"
 
 namespace {
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using mp::bench::Median;
 
 }  // namespace
 

@@ -25,33 +25,24 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/median.h"
+#include "bench/run_command.h"
 #include "bench/same_plan.h"
 #include "bench/tool_bench_args.h"
 #include "planner/plan/plan_reader.h"
 
 namespace {
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Runs `command`, its stdout into `out`, its stderr into `out`.log.
-void Run(const std::string& command, const std::string& out) {
-  if (std::system((command + " > " + out + " 2> " + out + ".log").c_str()) != 0) {
-    throw std::runtime_error("failed: " + command + " (see " + out + ".log)");
-  }
-}
+using mp::bench::Median;
+using mp::bench::RunCommand;
 
 nlohmann::json RunJson(const std::string& command, const std::string& out) {
-  Run(command, out);
+  RunCommand(command, out);
   std::ifstream in(out);
   return nlohmann::json::parse(in);
 }
@@ -94,7 +85,7 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
       plans.push_back(out + "/" + file + ".layout" + std::to_string(l) + ".plan.yaml");
     }
     for (size_t l : {2, 0, 1}) {
-      Run(mpplan + " " + models + "/" + c.model + " --quiet --threads 1 --gpus 2 " + layouts[l].second + " " +
+      RunCommand(mpplan + " " + models + "/" + c.model + " --quiet --threads 1 --gpus 2 " + layouts[l].second + " " +
               c.flags + " --previous none -o " + plans[l],
           plans[l] + ".out");
     }
@@ -191,7 +182,7 @@ int main(int argc, char** argv) {
       std::replace(file.begin(), file.end(), ' ', '.');
       const std::string plan = out + "/" + file + ".plan.yaml";
       // 1 thread per stage: the processes get what the threads got.
-      Run(mpplan + " " + models + "/" + c.model + " --quiet --threads 1 --gpus " + std::to_string(c.stages) +
+      RunCommand(mpplan + " " + models + "/" + c.model + " --quiet --threads 1 --gpus " + std::to_string(c.stages) +
               " --stages " + std::to_string(c.stages) + " --mode " + (c.training ? "train" : "infer") + " " + c.flags +
               " --previous none -o " + plan,
           plan + ".out");
@@ -205,7 +196,7 @@ int main(int argc, char** argv) {
         for (int transport = 0; transport < 2; ++transport) {
           const std::string json = plan + (transport ? ".processes.json" : ".in-process.json");
           const std::string launch = transport ? " --launch-local " + std::to_string(c.stages) : "";
-          Run(mpexec + " " + plan + " --json --threads-per-stage 1 " + steps + launch, json);
+          RunCommand(mpexec + " " + plan + " --json --threads-per-stage 1 " + steps + launch, json);
           std::ifstream file_in(json);
           const double ms = nlohmann::json::parse(file_in).at("step_ms").get<double>();
           (transport ? proc : in).push_back(ms);

@@ -73,6 +73,7 @@
 #include <vector>
 
 #include "bench/exec_threads.h"
+#include "bench/median.h"
 #include "bench/same_plan.h"
 #include "bench/suite/svg_chart.h"
 #include "bench/tool_bench_args.h"
@@ -86,10 +87,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using mp::bench::Median;
 
 double TimeMs(const std::function<void()>& work) {
   const auto start = Clock::now();

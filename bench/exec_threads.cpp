@@ -2,29 +2,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 #include <vector>
 
+#include "bench/median.h"
+#include "bench/run_command.h"
+
 namespace mp::bench {
 namespace {
-
-double MedianOf(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Runs `command`, its stdout into `out`, its stderr into `out`.log.
-void Run(const std::string& command, const std::string& out) {
-  if (std::system((command + " > " + out + " 2> " + out + ".log").c_str()) != 0) {
-    throw std::runtime_error("failed: " + command + " (see " + out + ".log)");
-  }
-}
 
 struct FirstForward {
   double first_ms = 0, later_ms = 0;  // the first forward, the later ones' median
@@ -55,7 +43,7 @@ FirstForward ReadTrace(const std::string& path) {
       later.push_back(ms);
     }
   }
-  f.later_ms = MedianOf(later);
+  f.later_ms = Median(later);
   if (f.wait_ms < 0 || f.first_ms <= 0 || f.later_ms <= 0) throw std::runtime_error("no forwards in " + path);
   return f;
 }
@@ -65,7 +53,7 @@ FirstForward ReadTrace(const std::string& path) {
 bool ThreadCounts(const std::string& mpplan, const std::string& mpexec, const std::string& models,
                   const std::string& out, bool quick) {
   const std::string plan = out + "/threads.plan.yaml";
-  Run(mpplan + " " + models + "/mlp.script.pt --quiet --threads 2 --gpus 1 --stages 1 --replicas 1 --mode train" +
+  RunCommand(mpplan + " " + models + "/mlp.script.pt --quiet --threads 2 --gpus 1 --stages 1 --replicas 1 --mode train" +
           " --batch 256 --microbatches 8 --schedule 1f1b --previous none -o " + plan,
       plan + ".out");
   const int turns = quick ? 1 : 3;
@@ -74,7 +62,7 @@ bool ThreadCounts(const std::string& mpplan, const std::string& mpexec, const st
   for (int turn = 0; turn < turns; ++turn) {
     for (size_t c = 0; c < counts.size(); ++c) {
       const std::string base = out + "/threads." + std::to_string(counts[c]);
-      Run(mpexec + " " + plan + " --json --warmup 2 --steps " + (quick ? "3" : "10") + " --threads-per-stage " +
+      RunCommand(mpexec + " " + plan + " --json --warmup 2 --steps " + (quick ? "3" : "10") + " --threads-per-stage " +
               std::to_string(counts[c]) + " --trace " + base + ".trace.json",
           base + ".json");
       const FirstForward f = ReadTrace(base + ".trace.json");
@@ -91,13 +79,13 @@ bool ThreadCounts(const std::string& mpplan, const std::string& mpexec, const st
   }
   bool all_ok = true;
   for (size_t c = 0; c < counts.size(); ++c) {
-    const double ratio = MedianOf(ratios[c]), wait = MedianOf(waits[c]);
+    const double ratio = Median(ratios[c]), wait = Median(waits[c]);
     const bool ok = ratio <= 1.25 && wait < 1.0;
     all_ok = all_ok && ok;
     std::printf("threads     MLP 1 stage x 8, profiled with 2 threads, run with %d: a step's first forward %.2fx its "
                 "later ones, %.2f ms before its first action (target: within 1.25x, under 1 ms) %s; drift factor "
                 "%.2fx\n",
-                counts[c], ratio, wait, ok ? "ok" : "MISSED", MedianOf(drifts[c]));
+                counts[c], ratio, wait, ok ? "ok" : "MISSED", Median(drifts[c]));
   }
   return all_ok;
 }

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/median.h"
 #include "common/allocator.h"
 #include "common/error.h"
 #include "planner/graph/split_backward.h"
@@ -37,10 +38,7 @@ double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+using mp::bench::Median;
 
 struct Split {
   double b = 0, i = 0, w = 0;

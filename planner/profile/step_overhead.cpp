@@ -1,13 +1,12 @@
 #include "planner/profile/step_overhead.h"
 
-#include <ATen/Parallel.h>
-
 #include <chrono>
 #include <functional>
 
 #include "common/cpu_affinity.h"
 #include "common/error.h"
 #include "common/worker_pool.h"
+#include "executor/scoped_threads.h"
 #include "planner/profile/timer.h"
 
 namespace mp {
@@ -31,10 +30,10 @@ std::vector<double> MeasureStepOverheadMs(int workers, int threads, int steps) {
       for (int w = 0; w < k; ++w) {
         jobs.push_back([w, k, threads] {
           const ScopedPin pin(WorkerCpus(w, k, threads));
-          // Only where it differs, as mpexec's workers (UseThreads): set
-          // every step, it rebuilt LibTorch's pool and read 6 ms a step
-          // with 2 threads against 0.07 with 1.
-          if (at::get_num_threads() != threads) at::set_num_threads(threads);
+          // As mpexec's workers: set every step, the count rebuilt
+          // LibTorch's pool and read 6 ms a step with 2 threads against
+          // 0.07 with 1.
+          UseThreads(threads);
         });
       }
       const Clock::time_point start = Clock::now();

@@ -43,8 +43,9 @@ void WholeGraph::ForgetGradients() {
 double WholeGraph::Backward() {
   if (!options_.training || outputs_.empty() || params_.empty()) return 0;
   try {
-    // Into the parameters' .grad, which is kept from run to run: what a
-    // pipeline stage does for every micro-batch after a step's first.
+    // Into the parameters' .grad: fresh after ForgetGradients (the
+    // profiler's timed runs, as a step's first micro-batch), else added
+    // into, as every later micro-batch (the contention probe's copies).
     return SyncedMs([&] { torch::autograd::backward(outputs_, seeds_); }, sync_);
   } catch (const c10::Error& e) {
     // An in-place write to a value autograd saved: eager PyTorch
