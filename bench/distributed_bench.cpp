@@ -15,7 +15,9 @@
 // replicas of 1 stage (--replicas 2: two processes), each planned and run
 // the way mpplan and mpexec do by default, in turns: each one's step
 // measured and predicted, and the replicas' gradient all-reduce measured
-// beside the plan's prediction for it; and the plan mpplan chooses by
+// beside the plan's prediction for it (and beside what the link probe's
+// line alone charges it, the prediction before the profile timed the
+// model's own all-reduce after a step); and the plan mpplan chooses by
 // itself (--replicas auto, the default) from the same profile, with
 // whether it is the layout that measured faster (issue 29).
 //
@@ -34,7 +36,10 @@
 #include "bench/run_command.h"
 #include "bench/same_plan.h"
 #include "bench/tool_bench_args.h"
+#include "common/atomic_file.h"
 #include "planner/plan/plan_reader.h"
+#include "planner/profile/profile.h"
+#include "planner/profile/profile_file.h"
 
 namespace {
 
@@ -62,7 +67,8 @@ struct Case {
 void BenchReplicas(const Tools& tools, const std::string& models, const std::string& out, bool quick, int repeats,
                    const std::string& steps, nlohmann::json& results) {
   const std::string &mpplan = tools.mpplan, &mpexec = tools.mpexec;
-  std::printf("\ncase                    layout        step ms  predicted  error  samples/s  all-reduce ms  predicted\n");
+  std::printf("\ncase                    layout        step ms  predicted  error  samples/s  all-reduce ms  predicted"
+              "  probe's line\n");
   const std::vector<Case> replica_cases =
       quick ? std::vector<Case>{{"mlp train", "mlp.script.pt", "--batch 64 --microbatches 2", 2, true}}
             : std::vector<Case>{{"mlp train", "mlp.script.pt", "--batch 256 --microbatches 4", 2, true},
@@ -91,6 +97,12 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
     }
     std::vector<mp::Plan> read;
     for (const std::string& plan : plans) read.push_back(mp::ReadPlan(plan));
+    // What the link probe's line alone charges the model's gradients (a
+    // replica of one stage sums them all), where the profile has both.
+    const mp::Profile profiled = mp::ProfileFromYaml(mp::ReadTextFile(profile), profile);
+    const double probe_line_ms = profiled.allreduce_after_step.Measured()
+                                     ? mp::ProbedAllReduceMs(profiled.allreduce_link, profiled.allreduce_after_step.bytes)
+                                     : 0;
     // As mpexec runs each by default: a pipeline as threads of one process,
     // replicas as one process per device.
     for (int r = 0; r < repeats; ++r) {
@@ -111,15 +123,22 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
       const double predicted_allreduce = last.at("stages").at(0).value("predicted_allreduce_ms", 0.0);
       const double ms = Median(step);
       medians.push_back(ms);
-      std::printf("%-22s  %-14s %7.1f  %9.1f  %+4.0f%%  %9.1f  %13.1f  %9.1f\n", c.name,
-                  layouts[l].first, ms, predicted, (ms / predicted - 1) * 100,
-                  last.at("batch").get<double>() * 1000.0 / ms, Median(allreduce), predicted_allreduce);
+      const bool one_stage = read[l].replicas == 2 && read[l].stages.size() == 1;
+      std::printf("%-22s  %-14s %7.1f  %9.1f  %+4.0f%%  %9.1f  %13.1f  %9.1f", c.name, layouts[l].first, ms, predicted,
+                  (ms / predicted - 1) * 100, last.at("batch").get<double>() * 1000.0 / ms, Median(allreduce),
+                  predicted_allreduce);
+      if (one_stage && probe_line_ms > 0) {
+        std::printf("  %12.1f\n", probe_line_ms);
+      } else {
+        std::printf("  %12s\n", "-");
+      }
       results.push_back({{"case", c.name},
                          {"layout", layouts[l].first},
                          {"step_ms", ms},
                          {"predicted_step_ms", predicted},
                          {"allreduce_ms", Median(allreduce)},
                          {"predicted_allreduce_ms", predicted_allreduce},
+                         {"probe_line_allreduce_ms", one_stage ? probe_line_ms : 0.0},
                          {"steps_ms", step}});
     }
     // Did auto choose the layout that measured faster?

@@ -1,5 +1,6 @@
 // ProbeProcessLinks: two ranks as threads on one Gloo group; messages
 // through bridge threads, then all-reduces, each at two sizes.
+// ProbeAllReduceAfterStep: the same two ranks summing what a step gives.
 #include "executor/link_probe.h"
 
 #include <ATen/ATen.h>
@@ -7,9 +8,9 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <atomic>
 #include <chrono>
 #include <exception>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -142,41 +143,71 @@ ProbedLink Fit(const std::array<int64_t, 2>& floats, double small_ms, double lar
   return link;
 }
 
-}  // namespace
-
-ProbedLinks ProbeProcessLinks() {
+// Runs `rank(group)` on two ranks of one Gloo group, rank 1 on a thread
+// of its own. Where one fails, `stop()` is called and the other's group
+// aborted, so neither is left waiting on the other. Throws Error naming
+// `what` and the first failure (the other's is its consequence).
+template <typename Rank, typename Stop>
+void TwoRanks(const char* what, Rank rank, Stop stop) {
   if (!ProcessGroupsAvailable()) throw Error("this build has no Gloo: stages cannot run as processes");
   const int port = FreePort();
-  Shared shared;
-  std::array<std::exception_ptr, 2> failed;
-  auto rank = [&](int r) {
+  std::mutex mutex;  // guards the two below
+  std::array<ProcessGroup*, 2> groups{};  // while each lives
+  std::exception_ptr first_failure;
+  auto run = [&](int r) {
     try {
       RankEnv env;
       env.rank = r;
       env.world_size = 2;
       env.master_port = port;
       ProcessGroup group(env, kTimeout);
-      for (size_t s = 0; s < kFloats.size(); ++s) {
-        Messages(group, int(s) + 1, kFloats[s], shared.queued[s], shared.arrived[s], shared.held);
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        groups[r] = &group;
       }
-      for (size_t s = 0; s < kFloats.size(); ++s) AllReduces(group, kReduceFloats[s], shared.ready[r][s], shared.done[r][s]);
+      try {
+        rank(group);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        groups[r] = nullptr;
+        throw;
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      groups[r] = nullptr;
     } catch (...) {
-      failed[r] = std::current_exception();
-      shared.held.Close();
+      stop();
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!first_failure) first_failure = std::current_exception();
+      if (groups[1 - r]) groups[1 - r]->Abort();
     }
   };
-  std::thread one(rank, 1);
-  rank(0);
+  std::thread one(run, 1);
+  run(0);
   one.join();
-  for (const auto& f : failed) {
-    if (f) {
-      try {
-        std::rethrow_exception(f);
-      } catch (const std::exception& e) {
-        throw Error(Concat("the link probe between two processes failed: ", ErrorLine(e.what())));
-      }
-    }
+  if (!first_failure) return;
+  try {
+    std::rethrow_exception(first_failure);
+  } catch (const std::exception& e) {
+    throw Error(Concat(what, " failed: ", ErrorLine(e.what())));
   }
+}
+
+}  // namespace
+
+ProbedLinks ProbeProcessLinks() {
+  Shared shared;
+  TwoRanks(
+      "the link probe between two processes",
+      [&](ProcessGroup& group) {
+        const int r = group.rank();
+        for (size_t s = 0; s < kFloats.size(); ++s) {
+          Messages(group, int(s) + 1, kFloats[s], shared.queued[s], shared.arrived[s], shared.held);
+        }
+        for (size_t s = 0; s < kFloats.size(); ++s) {
+          AllReduces(group, kReduceFloats[s], shared.ready[r][s], shared.done[r][s]);
+        }
+      },
+      [&] { shared.held.Close(); });
   std::array<double, kFloats.size()> message_ms{}, allreduce_ms{};
   for (size_t s = 0; s < kFloats.size(); ++s) {
     std::vector<double> one_way, reduce;
@@ -189,6 +220,35 @@ ProbedLinks ProbeProcessLinks() {
     allreduce_ms[s] = MeanMs(reduce, 2 * kWarmup);
   }
   return {Fit(kFloats, message_ms[0], message_ms[1], 1), Fit(kReduceFloats, allreduce_ms[0], allreduce_ms[1], 2)};
+}
+
+StepAllReduce ProbeAllReduceAfterStep(const std::function<std::vector<at::Tensor>(int rank)>& step, int warmup,
+                                      int timed) {
+  if (warmup < 0 || timed < 1) throw InternalError(Concat("all-reduce after a step: ", warmup, " + ", timed, " rounds"));
+  std::array<Stamps, 2> ready, done;
+  std::array<int64_t, 2> bytes{};
+  TwoRanks(
+      "the all-reduce after a step between two processes",
+      [&](ProcessGroup& group) {
+        const int r = group.rank();
+        for (int i = 0; i < warmup + timed; ++i) {
+          const std::vector<at::Tensor> gradients = step(r);
+          ready[r].push_back(Clock::now());
+          std::vector<at::Tensor> parts;
+          for (const at::Tensor& g : gradients) parts.push_back(g.reshape(-1));
+          at::Tensor flat = at::cat(parts);
+          group.AllReduceSum(flat);
+          done[r].push_back(Clock::now());
+          bytes[r] = flat.numel() * int64_t(flat.element_size());
+        }
+      },
+      [] {});
+  std::vector<double> reduce;
+  for (int i = 0; i < warmup + timed; ++i) {
+    const Clock::time_point last_ready = std::max(ready[0].at(i), ready[1].at(i));
+    for (int r = 0; r < 2; ++r) reduce.push_back(Ms(done[r].at(i) - last_ready));
+  }
+  return {bytes[0], MeanMs(reduce, 2 * warmup)};
 }
 
 }  // namespace mp

@@ -15,7 +15,11 @@
 // per hop of a ring of two, which takes two.
 #pragma once
 
+#include <ATen/core/Tensor.h>
+
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 namespace mp {
 
@@ -32,5 +36,19 @@ struct ProbedLinks {
 // Throws Error when the processes cannot meet (no Gloo in this build, no
 // loopback port).
 ProbedLinks ProbeProcessLinks();
+
+// The all-reduce as a replica of a model pays it (mpexec's SyncGradients):
+// two ranks as above, each running `step(rank)` before every round (a
+// training step of the model, returning its gradients), then gathering
+// the gradients into one new buffer and summing it over the two. Timed
+// from the later rank's readiness; the first `warmup` rounds dropped, the
+// mean of the middle 80% of the rest (both ranks' ends), as the probe
+// above. Throws Error where the ranks cannot meet or a step fails.
+struct StepAllReduce {
+  int64_t bytes = 0;  // of the summed buffer
+  double ms = 0;
+};
+StepAllReduce ProbeAllReduceAfterStep(const std::function<std::vector<at::Tensor>(int rank)>& step, int warmup,
+                                      int timed);
 
 }  // namespace mp

@@ -44,6 +44,17 @@ constexpr Link kLoopback{1e9, 0.1};
 // A probed link as the planner's (Link's fields come the other way round).
 Link AsLink(const Profile::ProbedLink& probed) { return Link{probed.bytes_per_s, probed.latency_ms}; }
 
+// The probed all-reduce hop, slowed (or sped) as the model's own sum after
+// a step ran against it: a ring of two over it then charges the model's
+// gradients what that sum measured.
+Link AfterStep(const Profile& profile) {
+  const double factor = AllReduceAfterStepFactor(profile);
+  Link link = AsLink(profile.allreduce_link);
+  link.latency_ms *= factor;
+  if (link.bandwidth_bytes_per_s > 0) link.bandwidth_bytes_per_s /= factor;
+  return link;
+}
+
 // The model's path as the plan records it: relative to the plan's directory.
 std::string ModelPathFromPlan(const std::string& model, const std::string& plan) {
   const fs::path model_abs = fs::absolute(model).lexically_normal();
@@ -168,6 +179,10 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
       profile.process_link = {links.message.latency_ms, links.message.bytes_per_s};
       profile.allreduce_link = {links.allreduce.latency_ms, links.allreduce.bytes_per_s};
     };
+    profile_request.measure_allreduce = [](const RankStep& step, int warmup, int timed) {
+      const StepAllReduce sum = ProbeAllReduceAfterStep(step, warmup, timed);
+      return std::pair{sum.bytes, sum.ms};
+    };
   }
   if (!request.split.empty()) {
     const auto groups = ParseLayerSplit(request.split);
@@ -200,7 +215,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   // where it could not run).
   ReplicaLinks replica_links;
   replica_links.allreduce = !cpu_here                   ? LinkAt(devices.cluster, 0)
-                            : allreduce_link.Measured() ? AsLink(allreduce_link)
+                            : allreduce_link.Measured() ? AfterStep(profiled.profile)
                                                         : kLoopback;
   if (cpu_here && process_link.Measured()) replica_links.boundary = AsLink(process_link);
   PlanRequest plan_request;

@@ -91,6 +91,18 @@ int64_t BackwardWorkingBytes(const Profile& profile, int node, int64_t microbatc
   return BytesAtSize(profile, profile.nodes.at(node).backward_working_bytes, microbatch);
 }
 
+double ProbedAllReduceMs(const Profile::ProbedLink& link, int64_t bytes) {
+  const int64_t half = (bytes + 1) / 2;
+  return 2 * (link.latency_ms + (link.bytes_per_s > 0 ? 1000.0 * double(half) / link.bytes_per_s : 0));
+}
+
+double AllReduceAfterStepFactor(const Profile& profile) {
+  const Profile::AllReduceAfterStep& step = profile.allreduce_after_step;
+  if (!step.Measured() || !profile.allreduce_link.Measured()) return 1;
+  const double probed = ProbedAllReduceMs(profile.allreduce_link, step.bytes);
+  return probed > 0 ? step.ms / probed : 1;
+}
+
 std::vector<double> SharedSlowdownAt(const Profile& profile, int64_t microbatch) {
   const auto& sizes = profile.shared_slowdown_sizes;
   const auto& rows = profile.shared_slowdown_by_size;

@@ -130,6 +130,21 @@ struct Profile {
     bool Measured() const { return latency_ms > 0 || bytes_per_s > 0; }
   };
   ProbedLink process_link, allreduce_link;
+  // Measured with allreduce_link in training: the model's own gradients
+  // summed over two ranks right after each had run a training step of the
+  // model at `microbatch` samples (allreduce_after_step.h), as mpexec's
+  // replicas sum them: `ms` from the later rank's readiness, for `bytes`.
+  // A step leaves the sum slower than allreduce_link's probe (after 1 ms
+  // of spinning) reads it: the GPT's 7.4 MB ran 27-32% over the probe's
+  // line in mpexec over four sessions. The planner scales the link by
+  // AllReduceAfterStepFactor. Zero in profiles from before 2026-11-29.
+  struct AllReduceAfterStep {
+    int64_t bytes = 0;
+    double ms = 0;
+    int64_t microbatch = 0;
+    bool Measured() const { return bytes > 0 && ms > 0; }
+  };
+  AllReduceAfterStep allreduce_after_step;
   // Measured on CPU: mpexec's fixed cost per step, [k - 1] with k workers
   // (see step_overhead.h). Empty when not measured.
   std::vector<double> step_overhead_ms;
@@ -162,6 +177,15 @@ struct Profile {
 // interpolated linearly between the sizes it was measured at, the nearest
 // row beyond them; shared_slowdown itself where no sizes were measured.
 std::vector<double> SharedSlowdownAt(const Profile& profile, int64_t microbatch);
+
+// What a ring of two over allreduce_link charges for `bytes` (two hops of
+// half the bytes, AllReduceMs in partition/cluster.h).
+double ProbedAllReduceMs(const Profile::ProbedLink& link, int64_t bytes);
+
+// allreduce_after_step's time over what allreduce_link charges for its
+// bytes: how much slower the sum runs after a step of this model than the
+// probe's line says. 1 where either was not measured.
+double AllReduceAfterStepFactor(const Profile& profile);
 
 // The band of every prediction of a plan of `stages` stages made from
 // `profile` (band.h): the ranking band below; for plans of several stages

@@ -133,6 +133,12 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
 
   if (request.measure_links && request.device_profile.empty() && !result.profile.process_link.Measured()) {
     request.measure_links(result.profile);
+    // With the links, not into a profile read with them: planned twice
+    // from one file, a model gets one plan.
+    if (request.measure_allreduce && request.training && result.profile.allreduce_link.Measured()) {
+      result.profile.allreduce_after_step =
+          MeasureAllReduceAfterStep(canonical, result.inputs, result.profile, request.measure_allreduce);
+    }
   }
   if (!request.profile_out.empty()) result.profile = SaveProfile(request, result.profile);
   return result;

@@ -9,6 +9,7 @@
 
 #include "planner/graph/input_spec.h"
 #include "planner/graph/op_graph.h"
+#include "planner/profile/allreduce_after_step.h"
 #include "planner/profile/profile.h"
 #include "planner/profile/timer.h"
 
@@ -37,6 +38,10 @@ struct ProfileRequest {
   // set by mpplan, whose executor library holds the probe. Unset: not
   // measured.
   std::function<void(Profile&)> measure_links;
+  // With measure_links, in training: times the executor's all-reduce after
+  // a step of this model (allreduce_after_step.h) into
+  // Profile::allreduce_after_step, whenever the links are measured.
+  AllReduceProbe measure_allreduce;
 };
 
 struct ProfiledModel {

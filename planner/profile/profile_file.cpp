@@ -201,6 +201,14 @@ std::string ProfileToYaml(const Profile& p) {
     out << YAML::Key << "bytes_per_s" << YAML::Value << link->bytes_per_s;
     out << YAML::EndMap;
   }
+  if (p.allreduce_after_step.Measured()) {
+    const Profile::AllReduceAfterStep& a = p.allreduce_after_step;
+    out << YAML::Key << "allreduce_after_step" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "bytes" << YAML::Value << a.bytes;
+    out << YAML::Key << "ms" << YAML::Value << a.ms;
+    out << YAML::Key << "microbatch" << YAML::Value << a.microbatch;
+    out << YAML::EndMap;
+  }
   if (!p.step_overhead_ms.empty()) {
     out << YAML::Key << "step_overhead_ms" << YAML::Value;
     EmitFlowSeq(out, p.step_overhead_ms);
@@ -284,7 +292,7 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
                   "backward_coverage", "nodes", "values"},
                  {"shared_slowdown", "shared_slowdown_microbatch", "shared_slowdown_sizes", "shared_slowdown_by_size",
                   "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "process_link",
-                  "allreduce_link", "step_overhead_ms",
+                  "allreduce_link", "allreduce_after_step", "step_overhead_ms",
                   "pass_band", "reference_ms", "reference_band", "pass_scale", "whole_scale",
                   "engine_walk_us",  // as autograd_nodes, ignored
                   "accumulate_ms_per_mib", "node_overhead_ms"});
@@ -328,6 +336,15 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
     at.ExpectMap({"latency_ms", "bytes_per_s"}, {});
     link->latency_ms = at["latency_ms"].NumberIn(0, YamlCursor::kNoLimit, "a time");
     link->bytes_per_s = at["bytes_per_s"].NumberIn(0, YamlCursor::kNoLimit, "bytes per second");
+  }
+  if (root.Has("allreduce_after_step")) {
+    const YamlCursor at = root["allreduce_after_step"];
+    at.ExpectMap({"bytes", "ms", "microbatch"}, {});
+    Profile::AllReduceAfterStep& a = p.allreduce_after_step;
+    a.bytes = at["bytes"].Int();
+    if (a.bytes < 1) at["bytes"].Fail(Concat("expected a byte count >= 1, found ", a.bytes));
+    a.ms = at["ms"].NumberIn(0, YamlCursor::kNoLimit, "a time", true);
+    a.microbatch = at["microbatch"].IntIn(1, p.batch);
   }
   if (root.Has("step_overhead_ms")) {
     const YamlCursor times = root["step_overhead_ms"];

@@ -117,6 +117,12 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
     out << what << ": " << Format("%.3f", link->latency_ms) << " ms + "
         << (link->bytes_per_s > 0 ? Format("%.2f", link->bytes_per_s / 1e9) + " GB/s" : "nothing per byte") << "\n";
   }
+  if (p.allreduce_after_step.Measured()) {
+    const Profile::AllReduceAfterStep& a = p.allreduce_after_step;
+    out << "the model's gradients summed after a step: " << Format("%.2f", a.ms) << " ms for "
+        << Format("%.2f", double(a.bytes) / (1 << 20)) << " MiB at micro-batch " << a.microbatch << ", "
+        << Format("%.2f", AllReduceAfterStepFactor(p)) << "x the hop's line (charged so)\n";
+  }
   if (!p.step_overhead_ms.empty()) {
     out << "mpexec's fixed cost per step:";
     for (size_t k = 0; k < p.step_overhead_ms.size(); ++k) {

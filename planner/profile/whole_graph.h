@@ -32,6 +32,9 @@ class WholeGraph {
   // Drops the parameters' gradients: the next Backward() makes them anew
   // rather than adding into them.
   void ForgetGradients();
+  // The parameters' gradients, in order; zeros for one the backward did
+  // not reach (as mpexec sums it).
+  std::vector<at::Tensor> Gradients() const;
 
  private:
   PassOptions options_;

@@ -275,14 +275,22 @@ TEST_CASE("--processes: messages between stages and the replicas' all-reduce are
   REQUIRE(!in_process.links.empty());
   CHECK(in_process.links[0].latency_ms == doctest::Approx(profile.handoff_ms));
   CHECK(in_process.links[0].bandwidth_bytes_per_s == 0);
-  // Replicas meet over the all-reduce link the probe measured.
-  const auto replicas = Mpplan(ZooPath("toy.script.pt") + flags + " --replicas 2 --profile-in " + profile_path +
-                               " -o " + TempPath("replicas.plan.yaml"));
+  // Replicas meet over the all-reduce link the probe measured, scaled so
+  // that the model's gradients cost what they took to sum after a step of
+  // the model (measured with the links, in training).
+  const mp::Profile::AllReduceAfterStep& after_step = profile.allreduce_after_step;
+  REQUIRE(after_step.Measured());
+  CHECK(after_step.microbatch == profile.shared_slowdown_microbatch);
+  const double factor = mp::AllReduceAfterStepFactor(profile);
+  CHECK(factor > 0);
+  const auto replicas = Mpplan(ZooPath("toy.script.pt") + flags + " --replicas 2 --stages 1 --profile-in " +
+                               profile_path + " -o " + TempPath("replicas.plan.yaml"));
   REQUIRE(replicas.status == 0);
   const mp::Plan replicated = mp::ReadPlan(TempPath("replicas.plan.yaml"));
   CHECK(replicated.replicas == 2);
-  CHECK(replicated.replica_link.latency_ms == doctest::Approx(profile.allreduce_link.latency_ms));
-  CHECK(replicated.replica_link.bandwidth_bytes_per_s == doctest::Approx(profile.allreduce_link.bytes_per_s));
+  CHECK(replicated.replica_link.latency_ms == doctest::Approx(profile.allreduce_link.latency_ms * factor));
+  CHECK(replicated.replica_link.bandwidth_bytes_per_s == doctest::Approx(profile.allreduce_link.bytes_per_s / factor));
+  CHECK(replicated.predicted.allreduce_ms == doctest::Approx(after_step.ms));  // one stage: every gradient
   // mpexec runs replicas over processes, so a copy's stages pass each other
   // values over the probed process link, without --processes too.
   const auto copies = Mpplan(ZooPath("toy.script.pt") + " --quiet --gpus 4 --replicas 2 --stages 2 --profile-in " +

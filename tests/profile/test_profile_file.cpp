@@ -42,6 +42,7 @@ mp::Profile Sample() {
   p.handoff_ms = 0.0425;
   p.process_link = {0.5625, 1.25e9};
   p.allreduce_link = {0.25, 0};
+  p.allreduce_after_step = {1 << 20, 1.5, 2};
   p.step_overhead_ms = {0.0625, 0.078125};
   p.pass_band = {0.98, 1.03};
   p.reference_ms = 0.8125;
@@ -115,6 +116,9 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.allreduce_link.latency_ms == doctest::Approx(0.25));
   CHECK(q.allreduce_link.bytes_per_s == 0);
   CHECK(q.allreduce_link.Measured());
+  CHECK(q.allreduce_after_step.bytes == 1 << 20);
+  CHECK(q.allreduce_after_step.ms == doctest::Approx(1.5));
+  CHECK(q.allreduce_after_step.microbatch == 2);
   CHECK(q.step_overhead_ms == p.step_overhead_ms);
   CHECK(q.pass_band.low == doctest::Approx(0.98));
   CHECK(q.pass_band.high == doctest::Approx(1.03));
@@ -199,6 +203,12 @@ TEST_CASE("malformed profile files name the problem") {
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(link, "p.yaml"),
                        "p.yaml: process_link.hops: unknown key (expected one of latency_ms, bytes_per_s)",
                        mp::InputError);
+  const std::string no_bytes = SampleYamlWith("{bytes: 1048576", "{bytes: 0");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_bytes, "p.yaml"),
+                       "p.yaml: allreduce_after_step.bytes: expected a byte count >= 1, found 0", mp::InputError);
+  const std::string past_batch = SampleYamlWith("microbatch: 2}", "microbatch: 9}");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(past_batch, "p.yaml"),
+                       "p.yaml: allreduce_after_step.microbatch: 9 is out of range (expected 1 to 8)", mp::InputError);
   const std::string inverted = SampleYamlWith("pass_band: [0.98, 1.03]", "pass_band: [1.03, 0.98]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(inverted, "p.yaml"),
                        "p.yaml: pass_band: expected [low, high] with 0 < low <= 1 <= high, found [1.03, 0.98]",
@@ -241,6 +251,21 @@ TEST_CASE("malformed profile files name the problem") {
                        "p.yaml: node_overhead_ms: expected 3 entries (forward per call, per leaf, backward per call), "
                        "found 2",
                        mp::InputError);
+}
+
+TEST_CASE("the all-reduce after a step scales the probe's line through the model's own sum") {
+  mp::Profile p = Sample();
+  p.allreduce_link = {0.5, 1e9};  // two hops of 0.5 ms + half the bytes at 1 GB/s
+  CHECK(mp::ProbedAllReduceMs(p.allreduce_link, 2000000) == doctest::Approx(3.0));
+  p.allreduce_after_step = {2000000, 4.5, 2};
+  CHECK(mp::AllReduceAfterStepFactor(p) == doctest::Approx(1.5));
+  p.allreduce_after_step.ms = 1.5;  // a sum faster than the probe's line: sped up as much
+  CHECK(mp::AllReduceAfterStepFactor(p) == doctest::Approx(0.5));
+  p.allreduce_after_step = {};  // a profile from before it: the line as it is
+  CHECK(mp::AllReduceAfterStepFactor(p) == 1);
+  p.allreduce_after_step = {2000000, 4.5, 2};
+  p.allreduce_link = {};
+  CHECK(mp::AllReduceAfterStepFactor(p) == 1);
 }
 
 TEST_CASE("a profile's noise becomes the band of its predictions") {

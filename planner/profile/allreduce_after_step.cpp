@@ -1,0 +1,60 @@
+#include "planner/profile/allreduce_after_step.h"
+
+#include <algorithm>
+#include <array>
+#include <memory>
+
+#include "common/error.h"
+#include "common/worker_pool.h"
+#include "planner/graph/run_graph.h"
+#include "planner/profile/whole_graph.h"
+
+namespace mp {
+namespace {
+
+constexpr int kStepWarmup = 2;
+constexpr int kMinStepRounds = 4;
+constexpr int kMaxStepRounds = 10;
+constexpr double kStepBudgetMs = 2000;  // of steps, per rank
+
+}  // namespace
+
+Profile::AllReduceAfterStep MeasureAllReduceAfterStep(const CanonicalGraph& canonical,
+                                                      const std::vector<TensorSpec>& inputs, const Profile& profile,
+                                                      const AllReduceProbe& probe) {
+  if (!profile.training || profile.microbatch_sizes.empty()) {
+    throw InternalError("the all-reduce after a step needs a training profile with its sizes");
+  }
+  const std::vector<int64_t>& sizes = profile.microbatch_sizes;
+  const int64_t m = profile.shared_slowdown_microbatch > 0 ? profile.shared_slowdown_microbatch
+                                                           : sizes[sizes.size() / 2];
+  // The whole graph's times are at the largest size; a step's scale with
+  // its samples near enough to size the rounds.
+  const double step_ms =
+      (profile.whole_forward_ms + profile.whole_backward_ms) * double(m) / double(sizes.back());
+  const int timed = std::clamp(int(kStepBudgetMs / std::max(step_ms, 1.0)), kMinStepRounds, kMaxStepRounds);
+  PassOptions options;
+  options.training = true;
+  std::vector<std::unique_ptr<WholeGraph>> graphs;
+  for (uint64_t r = 0; r < 2; ++r) {
+    graphs.push_back(std::make_unique<WholeGraph>(canonical, SyntheticInputs(WithBatch(inputs, m), r), options));
+  }
+  std::array<WorkerPool, 2> pools;
+  const RankStep step = [&](int rank) {
+    WholeGraph& graph = *graphs.at(rank);
+    pools[rank].RunAll({[&] {
+      graph.ForgetGradients();  // fresh, as at a step's first micro-batch
+      graph.Forward();
+      graph.Backward();
+    }});
+    return graph.Gradients();
+  };
+  const auto [bytes, ms] = probe(step, kStepWarmup, timed);
+  Profile::AllReduceAfterStep result;
+  result.bytes = bytes;
+  result.ms = ms;
+  result.microbatch = m;
+  return result;
+}
+
+}  // namespace mp
