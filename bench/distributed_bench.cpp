@@ -100,9 +100,9 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
     // What the link probe's line alone charges the model's gradients (a
     // replica of one stage sums them all), where the profile has both.
     const mp::Profile profiled = mp::ProfileFromYaml(mp::ReadTextFile(profile), profile);
-    const double probe_line_ms = profiled.allreduce_after_step.Measured()
-                                     ? mp::ProbedAllReduceMs(profiled.allreduce_link, profiled.allreduce_after_step.bytes)
-                                     : 0;
+    const mp::Profile::AllReduceAfterStep& after_step = profiled.allreduce_after_step;
+    const double probe_line_ms =
+        after_step.Measured() ? mp::ProbedAllReduceMs(profiled.allreduce_link, after_step.bytes) : 0;
     // As mpexec runs each by default: a pipeline as threads of one process,
     // replicas as one process per device.
     for (int r = 0; r < repeats; ++r) {

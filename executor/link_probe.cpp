@@ -224,7 +224,9 @@ ProbedLinks ProbeProcessLinks() {
 
 StepAllReduce ProbeAllReduceAfterStep(const std::function<std::vector<at::Tensor>(int rank)>& step, int warmup,
                                       int timed) {
-  if (warmup < 0 || timed < 1) throw InternalError(Concat("all-reduce after a step: ", warmup, " + ", timed, " rounds"));
+  if (warmup < 0 || timed < 1) {
+    throw InternalError(Concat("all-reduce after a step: ", warmup, " + ", timed, " rounds"));
+  }
   std::array<Stamps, 2> ready, done;
   std::array<int64_t, 2> bytes{};
   TwoRanks(

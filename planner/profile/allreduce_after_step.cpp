@@ -28,8 +28,8 @@ Profile::AllReduceAfterStep MeasureAllReduceAfterStep(const CanonicalGraph& cano
   const std::vector<int64_t>& sizes = profile.microbatch_sizes;
   const int64_t m = profile.shared_slowdown_microbatch > 0 ? profile.shared_slowdown_microbatch
                                                            : sizes[sizes.size() / 2];
-  // The whole graph's times are at the largest size; a step's scale with
-  // its samples near enough to size the rounds.
+  // A step's time: the whole graph's at the largest size, scaled by the
+  // samples, near enough to size the rounds.
   const double step_ms =
       (profile.whole_forward_ms + profile.whole_backward_ms) * double(m) / double(sizes.back());
   const int timed = std::clamp(int(kStepBudgetMs / std::max(step_ms, 1.0)), kMinStepRounds, kMaxStepRounds);
@@ -39,6 +39,7 @@ Profile::AllReduceAfterStep MeasureAllReduceAfterStep(const CanonicalGraph& cano
   for (uint64_t r = 0; r < 2; ++r) {
     graphs.push_back(std::make_unique<WholeGraph>(canonical, SyntheticInputs(WithBatch(inputs, m), r), options));
   }
+  if (graphs[0]->Gradients().empty()) return {};  // nothing to sum
   std::array<WorkerPool, 2> pools;
   const RankStep step = [&](int rank) {
     WholeGraph& graph = *graphs.at(rank);

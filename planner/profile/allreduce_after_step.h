@@ -1,7 +1,8 @@
 // The all-reduce after a training step, measured on the model itself: two
 // copies of the whole graph, one per rank, each running a training step at
-// a micro-batch size before every round, then its gradients summed over
-// the two (Profile::allreduce_after_step). The link probe's all-reduce
+// a micro-batch size before every round on a pool thread (as mpexec's
+// stage worker does), then the rank's own thread gathering the gradients
+// and summing them over the two (Profile::allreduce_after_step). The link probe's all-reduce
 // (executor/link_probe.h) spins 1 ms before each round; a step leaves the
 // sum slower than that: in mpexec the GPT's 7.4 MB read 27-32% over the
 // probe's line in four sessions, the MLP's 16.8 MB 8-37% (docs/profile.md).
@@ -30,7 +31,8 @@ using AllReduceProbe = std::function<std::pair<int64_t, double>(const RankStep& 
 // At the contention probe's micro-batch size (a replica's micro-batch is
 // a share of the batch), on CPU, with rounds for about two seconds of
 // steps (4 to 10 timed, 2 warm-up). `profile`: measured in training, its
-// sizes and whole-graph times known.
+// sizes and whole-graph times known. Not measured (zeros) for a model
+// with no parameter to train.
 Profile::AllReduceAfterStep MeasureAllReduceAfterStep(const CanonicalGraph& canonical,
                                                       const std::vector<TensorSpec>& inputs, const Profile& profile,
                                                       const AllReduceProbe& probe);

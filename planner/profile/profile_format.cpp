@@ -121,7 +121,7 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
     const Profile::AllReduceAfterStep& a = p.allreduce_after_step;
     out << "the model's gradients summed after a step: " << Format("%.2f", a.ms) << " ms for "
         << Format("%.2f", double(a.bytes) / (1 << 20)) << " MiB at micro-batch " << a.microbatch << ", "
-        << Format("%.2f", AllReduceAfterStepFactor(p)) << "x the hop's line (charged so)\n";
+        << Format("%.2f", AllReduceAfterStepFactor(p)) << "x what the hop's line charges (the planner charges this)\n";
   }
   if (!p.step_overhead_ms.empty()) {
     out << "mpexec's fixed cost per step:";
