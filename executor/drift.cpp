@@ -19,7 +19,7 @@
 
 namespace mp {
 
-DriftProbe::DriftProbe(const Plan& plan, int threads_per_worker) : plan_(plan) {
+DriftProbe::DriftProbe(const Plan& plan, int threads_per_worker, bool other_processes) : plan_(plan) {
   if (plan.profile.source != "measured" || !(plan.profile.reference_ms > 0)) return;
   c10::Device device(c10::kCPU);
   try {
@@ -32,7 +32,7 @@ DriftProbe::DriftProbe(const Plan& plan, int threads_per_worker) : plan_(plan) {
   reference_ = std::make_unique<DriftReference>(device);
   // A device's reference runs on the device, with no CPU threads to set.
   reference_threads_ = device.is_cpu() ? plan.profile.threads : 0;
-  between_steps_ = !device.is_cpu() || (plan.profile.threads == 1 && threads_per_worker == 1);
+  between_steps_ = !device.is_cpu() || (plan.profile.threads == 1 && threads_per_worker == 1 && !other_processes);
   // Per worker only where the reference's threads (the profile's) fit a
   // worker's block: 2 of them pinned to a 1-thread worker's one core read
   // 100x the profile's time (an MLP plan profiled with 2, run with 1).

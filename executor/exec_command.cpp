@@ -307,8 +307,16 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
     if (training) stage_groups = MakeStageGroups(dist);  // inference all-reduces nothing
   }
 
-  DriftProbe probe(plan, ThreadsPerStage(plan, request.options.pipeline));
-  probe.Sample(kDriftSamplesBefore);
+  // Over processes rank 0 reports, so it alone samples the reference, the
+  // others waiting for it: its samples are pinned to each worker's cores in
+  // turn, another rank's among them, and a rank stepping there meanwhile
+  // would slow both. Between the steps nobody samples on CPU (DriftProbe).
+  DriftProbe probe(plan, ThreadsPerStage(plan, request.options.pipeline), group != nullptr);
+  if (!group || group->rank() == 0) probe.Sample(kDriftSamplesBefore);
+  if (group) {
+    at::Tensor all_sampled = at::zeros({1});
+    group->AllReduceSum(all_sampled);
+  }
   const int64_t heap_before = HeapBytesInUse();
   std::vector<PipelineRun> all;
   for (int i = 0; i < request.warmup + request.steps; ++i) {

@@ -265,6 +265,26 @@ TEST_CASE("replicas: 2 copies of a 2-stage pipeline over 4 processes train as on
   CHECK(j["verify_detail"]["max_state_relative_diff"].get<double>() <= 1e-5);
 }
 
+TEST_CASE("over processes rank 0 alone samples the drift reference, before the steps and not between them") {
+  // A measured profile of one thread a stage, which in one process samples
+  // after every step too (test_mpexec). Over processes a sample between two
+  // steps, pinned to each worker's cores in turn, ran on another rank's
+  // cores as that rank began its next step.
+  const std::string plan = TempPath("dist.drift.toy.plan.yaml");
+  const auto made = Mpplan(ZooPath("toy.script.pt") + " --quiet --gpus 2 --replicas 2 --stages 1 --threads 1 "
+                                                      "--warmup 0 --repeats 2 -o " + plan);
+  INFO(made.out);
+  REQUIRE(made.status == 0);
+  const auto run = Mpexec(plan + " --launch-local 2 --steps 3 --json --timeout 60");
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  const auto j = nlohmann::json::parse(run.out);
+  CHECK(j["replicas"] == 2);
+  REQUIRE(j.contains("drift"));
+  CHECK(j["drift"]["samples"] == 5);
+  CHECK(j["drift"]["factor"].get<double>() > 0);
+}
+
 TEST_CASE("replicas in inference: each runs its share and rank 0 joins them in order") {
   const std::string plan = ReplicaPlan("replicas_infer", "lstm.script.pt", 2, "--mode infer");
   const std::string four = TempPath("dist.replicas.four.pt"), two = TempPath("dist.replicas.two.pt");
