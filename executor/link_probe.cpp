@@ -154,6 +154,15 @@ void TwoRanks(const char* what, Rank rank, Stop stop) {
   std::mutex mutex;  // guards the two below
   std::array<ProcessGroup*, 2> groups{};  // while each lives
   std::exception_ptr first_failure;
+  // In rank r's catch block: recorded while r's group still lives (its
+  // end closes its sockets, which the other rank would report first).
+  auto fail = [&](int r) {
+    stop();
+    std::lock_guard<std::mutex> lock(mutex);
+    groups[r] = nullptr;
+    if (!first_failure) first_failure = std::current_exception();
+    if (groups[1 - r]) groups[1 - r]->Abort();
+  };
   auto run = [&](int r) {
     try {
       RankEnv env;
@@ -168,17 +177,13 @@ void TwoRanks(const char* what, Rank rank, Stop stop) {
       try {
         rank(group);
       } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        groups[r] = nullptr;
-        throw;
+        fail(r);
+        return;
       }
       std::lock_guard<std::mutex> lock(mutex);
       groups[r] = nullptr;
     } catch (...) {
-      stop();
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!first_failure) first_failure = std::current_exception();
-      if (groups[1 - r]) groups[1 - r]->Abort();
+      fail(r);
     }
   };
   std::thread one(run, 1);
