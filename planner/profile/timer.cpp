@@ -8,6 +8,10 @@
 #include <chrono>
 #include <cmath>
 
+#if defined(__linux__)
+#include <sys/resource.h>
+#endif
+
 namespace mp {
 namespace {
 
@@ -22,6 +26,21 @@ double Quantile(std::vector<double> samples, double q) {
   const size_t lo = static_cast<size_t>(std::floor(pos));
   const size_t hi = std::min(lo + 1, samples.size() - 1);
   return samples[lo] + (pos - double(lo)) * (samples[hi] - samples[lo]);
+}
+
+int64_t ThreadMinorFaults() {
+#if defined(__linux__)
+  struct rusage usage {};
+  if (getrusage(RUSAGE_THREAD, &usage) == 0) return int64_t(usage.ru_minflt);
+#endif
+  return 0;
+}
+
+double UnfaultedMedian(const std::vector<double>& samples, const std::vector<bool>& faulted) {
+  std::vector<double> clean;
+  for (size_t i = 0; i < samples.size(); ++i)
+    if (i >= faulted.size() || !faulted[i]) clean.push_back(samples[i]);
+  return Quantile(clean.empty() ? samples : clean, 0.5);
 }
 
 Timing TimeWork(const std::function<void()>& work, const TimingOptions& options,

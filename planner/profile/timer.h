@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -41,5 +42,14 @@ void Spin(std::chrono::microseconds how_long);
 
 // Quantile q in [0, 1] of `samples` by linear interpolation (sorts a copy).
 double Quantile(std::vector<double> samples, double q);
+
+// Minor page faults the calling thread has taken so far, each a first
+// touch of a fresh page (Linux's RUSAGE_THREAD; 0 elsewhere). A sample
+// that took some paid for memory a steady run has from the step before.
+int64_t ThreadMinorFaults();
+
+// The median of the samples that took no fresh pages (`faulted` false),
+// or of all of them where every one did.
+double UnfaultedMedian(const std::vector<double>& samples, const std::vector<bool>& faulted);
 
 }  // namespace mp

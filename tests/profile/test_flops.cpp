@@ -1,5 +1,9 @@
-// FLOP and traffic formulas against hand-computed values, and the timer's quantiles.
+// FLOP and traffic formulas against hand-computed values, and the timer's
+// quantiles and page-fault count.
 #include <doctest/doctest.h>
+
+#include <sys/mman.h>
+
 
 #include "planner/profile/flops.h"
 #include "planner/profile/timer.h"
@@ -77,3 +81,29 @@ TEST_CASE("quantiles interpolate between sorted samples") {
   CHECK(runs == 5);  // 2 warm-up runs, 3 samples of one run each
   CHECK(t.median_ms >= 0);
 }
+
+TEST_CASE("a sample that touched fresh pages is left out of the median while any other is there") {
+  // Two split passes' W of the MLP's linear: one on fresh pages, one not.
+  CHECK(mp::UnfaultedMedian({0.65, 0.30}, {true, false}) == doctest::Approx(0.30));
+  CHECK(mp::UnfaultedMedian({0.65, 0.30, 0.34}, {true, false, false}) == doctest::Approx(0.32));
+  CHECK(mp::UnfaultedMedian({0.65, 0.70}, {true, true}) == doctest::Approx(0.675));  // all faulted: all of them
+  CHECK(mp::UnfaultedMedian({0.5, 0.7}, {}) == doctest::Approx(0.6));                // none known: all of them
+}
+
+#if defined(__linux__)
+TEST_CASE("the calling thread's minor faults count its first touches of fresh pages") {
+  // 64 fresh pages mapped by hand (not the allocator's, which may hold used
+  // ones), touched once each: 64 faults at least, and none on a second pass.
+  const size_t page = 4096, pages = 64;
+  void* block = mmap(nullptr, page * pages, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(block != MAP_FAILED);
+  char* bytes = static_cast<char*>(block);
+  const int64_t before = mp::ThreadMinorFaults();
+  for (size_t p = 0; p < pages; ++p) bytes[p * page] = 1;
+  const int64_t touched = mp::ThreadMinorFaults();
+  CHECK(touched - before >= int64_t(pages));
+  for (size_t p = 0; p < pages; ++p) bytes[p * page] = 2;
+  CHECK(mp::ThreadMinorFaults() == touched);
+  munmap(block, page * pages);
+}
+#endif
