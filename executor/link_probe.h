@@ -42,8 +42,8 @@ ProbedLinks ProbeProcessLinks();
 // training step of the model, returning its gradients), then gathering
 // the gradients into one new buffer and summing it over the two. Timed
 // from the later rank's readiness; the first `warmup` rounds dropped, the
-// mean of the middle 80% of the rest (both ranks' ends), as the probe
-// above. Throws Error where the ranks cannot meet or a step fails.
+// median of the rest (both ranks' ends). Throws Error where the ranks
+// cannot meet or a step fails.
 struct StepAllReduce {
   int64_t bytes = 0;  // of the summed buffer
   double ms = 0;
