@@ -4,7 +4,6 @@
 
 #include <sys/mman.h>
 
-
 #include "planner/profile/flops.h"
 #include "planner/profile/timer.h"
 
