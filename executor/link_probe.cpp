@@ -99,25 +99,47 @@ void Messages(ProcessGroup& group, int tag, int64_t floats, Stamps& queued, Stam
   if (failed) std::rethrow_exception(failed);
 }
 
-// kRounds all-reduces of `floats` floats, each after computing kBusy, as
-// mpexec sums a stage's gradients (SyncGradients): gathered from the
-// parameters' into one new buffer, then summed. The gather is the
-// all-reduce's too: a fresh 16 MiB buffer took 2 ms to fill, a tenth of
-// the MLP's all-reduce, which read 27-53% over a probe without it.
+// One sum as mpexec makes a stage's (SyncGradients): `parts` gathered
+// into one new buffer, then summed over the group, stamped from before the
+// gather to after the sum. Returns the buffer's bytes.
+int64_t GatherAndSum(ProcessGroup& group, const std::vector<at::Tensor>& parts, Stamps& ready, Stamps& done) {
+  ready.push_back(Clock::now());
+  std::vector<at::Tensor> flat_parts;
+  for (const at::Tensor& p : parts) flat_parts.push_back(p.reshape(-1));
+  at::Tensor flat = at::cat(flat_parts);
+  group.AllReduceSum(flat);
+  done.push_back(Clock::now());
+  return flat.numel() * int64_t(flat.element_size());
+}
+
+// kRounds all-reduces of `floats` floats, each after computing kBusy. The
+// gather is the all-reduce's too: a fresh 16 MiB buffer took 2 ms to
+// fill, a tenth of the MLP's all-reduce, which read 27-53% over a probe
+// without it.
 void AllReduces(ProcessGroup& group, int64_t floats, Stamps& ready, Stamps& done) {
   constexpr int kParts = 4;
   std::vector<at::Tensor> parts;
   for (int p = 0; p < kParts; ++p) parts.push_back(at::ones({floats / kParts}));
   for (int i = 0; i < kRounds; ++i) {
     Spin(kBusy);
-    ready.push_back(Clock::now());
-    at::Tensor flat = at::cat(parts);
-    group.AllReduceSum(flat);
-    done.push_back(Clock::now());
+    GatherAndSum(group, parts, ready, done);
   }
 }
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// Rounds [first, end) of two ranks' sums, each rank's from the later
+// rank's readiness (when the sum can start) to its own end: two samples a
+// round, in round order.
+std::vector<double> FromLaterReady(const std::array<const Stamps*, 2>& ready, const std::array<const Stamps*, 2>& done,
+                                   size_t first) {
+  std::vector<double> ms;
+  for (size_t i = first; i < ready[0]->size(); ++i) {
+    const Clock::time_point last_ready = std::max(ready[0]->at(i), ready[1]->at(i));
+    for (int r = 0; r < 2; ++r) ms.push_back(Ms(done[r]->at(i) - last_ready));
+  }
+  return ms;
+}
 
 // The mean of the timed rounds' middle 80%: what a pipeline pays per
 // message on average, where a wait for a core comes to some messages and
@@ -215,14 +237,12 @@ ProbedLinks ProbeProcessLinks() {
       [&] { shared.held.Close(); });
   std::array<double, kFloats.size()> message_ms{}, allreduce_ms{};
   for (size_t s = 0; s < kFloats.size(); ++s) {
-    std::vector<double> one_way, reduce;
-    for (int i = 0; i < kRounds; ++i) {
-      one_way.push_back(Ms(shared.arrived[s].at(i) - shared.queued[s].at(i)));
-      const Clock::time_point last_ready = std::max(shared.ready[0][s].at(i), shared.ready[1][s].at(i));
-      for (int r = 0; r < 2; ++r) reduce.push_back(Ms(shared.done[r][s].at(i) - last_ready));
-    }
+    std::vector<double> one_way;
+    for (int i = 0; i < kRounds; ++i) one_way.push_back(Ms(shared.arrived[s].at(i) - shared.queued[s].at(i)));
     message_ms[s] = MeanMs(one_way, kWarmup);
-    allreduce_ms[s] = MeanMs(reduce, 2 * kWarmup);
+    allreduce_ms[s] = MeanMs(FromLaterReady({&shared.ready[0][s], &shared.ready[1][s]},
+                                            {&shared.done[0][s], &shared.done[1][s]}, 0),
+                             2 * kWarmup);
   }
   return {Fit(kFloats, message_ms[0], message_ms[1], 1), Fit(kReduceFloats, allreduce_ms[0], allreduce_ms[1], 2)};
 }
@@ -238,27 +258,13 @@ StepAllReduce ProbeAllReduceAfterStep(const std::function<std::vector<at::Tensor
       "the all-reduce after a step between two processes",
       [&](ProcessGroup& group) {
         const int r = group.rank();
-        for (int i = 0; i < warmup + timed; ++i) {
-          const std::vector<at::Tensor> gradients = step(r);
-          ready[r].push_back(Clock::now());
-          std::vector<at::Tensor> parts;
-          for (const at::Tensor& g : gradients) parts.push_back(g.reshape(-1));
-          at::Tensor flat = at::cat(parts);
-          group.AllReduceSum(flat);
-          done[r].push_back(Clock::now());
-          bytes[r] = flat.numel() * int64_t(flat.element_size());
-        }
+        for (int i = 0; i < warmup + timed; ++i) bytes[r] = GatherAndSum(group, step(r), ready[r], done[r]);
       },
       [] {});
   // The median, as mpexec reports a step's: rounds are few (steps are
   // long), and a 4 ms scheduler tick in a few of them moved the ConvNet's
   // 0.25 MB mean to 3.2 ms where mpexec's median read 0.6.
-  std::vector<double> reduce;
-  for (int i = warmup; i < warmup + timed; ++i) {
-    const Clock::time_point last_ready = std::max(ready[0].at(i), ready[1].at(i));
-    for (int r = 0; r < 2; ++r) reduce.push_back(Ms(done[r].at(i) - last_ready));
-  }
-  return {bytes[0], Quantile(reduce, 0.5)};
+  return {bytes[0], Quantile(FromLaterReady({&ready[0], &ready[1]}, {&done[0], &done[1]}, size_t(warmup)), 0.5)};
 }
 
 }  // namespace mp

@@ -285,9 +285,13 @@ class Engine {
   }
 
   // An autograd call from one node's outputs, timed, less what the call
-  // itself adds (node_overhead.h).
-  double TimedCall(const std::function<void()>& work) const {
-    return std::max(0.0, Timed(work) - options_.overhead.backward_call_ms);
+  // itself adds (node_overhead.h); `faulted`: whether it took fresh pages
+  // (ThreadMinorFaults).
+  double TimedCall(const std::function<void()>& work, bool& faulted) const {
+    const int64_t faults = ThreadMinorFaults();
+    const double ms = Timed(work);
+    faulted = ThreadMinorFaults() > faults;
+    return std::max(0.0, ms - options_.overhead.backward_call_ms);
   }
 
   void LoadInputs(const std::vector<IValue>& model_inputs) {
@@ -587,9 +591,7 @@ class Engine {
   double Weights(DeferredW& w, bool& faulted) {
     const Recorded& record = records_[w.node];
     double ms = 0;
-    const int64_t faults = ThreadMinorFaults();
-    const Allocated weights = Count([&] { ms = TimedCall([&] { w.split->Weights(); }); });
-    faulted = ThreadMinorFaults() > faults;
+    const Allocated weights = Count([&] { ms = TimedCall([&] { w.split->Weights(); }, faulted); });
     // B makes both at once and shares their scratch (a convolution's
     // reordered weights, which I and W each make): the larger of I's and
     // W's with I's gradients, not their sum (ResNet-50's 3x3 convolutions
@@ -640,13 +642,14 @@ class Engine {
       times.split = defer && !parts[0].empty() && !parts[1].empty();
       if (times.split) {
         std::shared_ptr<SplitBackward> split;
-        const int64_t faults = ThreadMinorFaults();
         const Allocated input = Count([&] {
-          times.input_ms = TimedCall([&] {
-            split = std::make_shared<SplitBackward>(outs, out_grads, Part(record, parts[0]), Part(record, parts[1]));
-          });
+          times.input_ms = TimedCall(
+              [&] {
+                split =
+                    std::make_shared<SplitBackward>(outs, out_grads, Part(record, parts[0]), Part(record, parts[1]));
+              },
+              times.input_faulted);
         });
-        times.input_faulted = ThreadMinorFaults() > faults;
         result_.nodes[n].weight_kept_bytes = split->HeldBytes();
         int64_t input_grads = 0;
         for (size_t i : parts[0]) {
@@ -660,16 +663,18 @@ class Engine {
         defer->push_back({n, std::move(split), parts[1], false, input_working, input_grads});
       } else {
         double ms = 0;
-        const int64_t faults = ThreadMinorFaults();
+        bool faulted = false;
         const Allocated whole = Count([&] {
-          ms = TimedCall([&] {
-            leaf_grads = torch::autograd::grad(outs, record.leaves, out_grads, /*retain_graph=*/false,
-                                               /*create_graph=*/false, /*allow_unused=*/true);
-          });
+          ms = TimedCall(
+              [&] {
+                leaf_grads = torch::autograd::grad(outs, record.leaves, out_grads, /*retain_graph=*/false,
+                                                   /*create_graph=*/false, /*allow_unused=*/true);
+              },
+              faulted);
         });
         if (counting_) result_.nodes[n].backward_working_bytes = whole.most;
         (parts[0].empty() ? times.weight_ms : times.input_ms) = ms;
-        (parts[0].empty() ? times.weight_faulted : times.input_faulted) = ThreadMinorFaults() > faults;
+        (parts[0].empty() ? times.weight_faulted : times.input_faulted) = faulted;
       }
     }
     for (size_t i = 0; i < leaf_grads.size(); ++i) AddGrad(record.leaf_slots[i], leaf_grads[i]);
