@@ -9,7 +9,10 @@
 #                            (in their own process, and the binary where a test needs
 #                            a process of its own), the thread pool they run on
 #                            (test_worker_pool) and the memory meter their workers
-#                            allocate through (test_memory).
+#                            allocate through (test_memory), and the link probe's
+#                            two ranks, threads of one process (test_link_probe; its
+#                            failing-rank case skips itself under TSan: Gloo's
+#                            exception hand-off is not instrumented).
 #
 # Both run every test case of theirs but test_bench_suite (asan: the
 # benchmark harness's smoke run, over 5 minutes under ASan for mpplan and
@@ -142,9 +145,10 @@ if [ "$mode" = asan ]; then
 else
   # What tests/executor needs: its pipeline tests and the memory meter's,
   # and through their dependencies mpplan, mpexec, the zoo and the example
-  # test_executor_api runs; and the thread pool the stages run on, alone.
+  # test_executor_api runs; the thread pool the stages run on, alone; and
+  # the link probe's two ranks, threads of one process that stop each other.
   timed "tsan build" cmake --build "$dir" -j2 --target test_mpexec test_training test_executor_api test_worker_pool \
-    test_memory
+    test_memory test_link_probe
   timed "tsan tests" ctest --test-dir "$dir" -j2 --output-on-failure \
-    -R '^test_(mpexec|training|executor_api|worker_pool|memory)($|[:-])'
+    -R '^test_(mpexec|training|executor_api|worker_pool|memory|link_probe)($|[:-])'
 fi

@@ -12,6 +12,22 @@
 #include "executor/link_probe.h"
 #include "executor/process_group.h"
 
+namespace {
+
+// Under ThreadSanitizer (tools/sanitize.sh tsan) the failing rank's case is
+// skipped: Gloo makes the failure's exception on one of its threads and
+// c10d's Work::wait rethrows it on ours, and neither libgloo nor LibTorch is
+// instrumented, so TSan sees the exception's allocation and then its message
+// read on another thread without the hand-off between them (a report in 10
+// of 15 runs with the first suppressed). The plain build and ASan run it.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kUnderThreadSanitizer = true;
+#else
+constexpr bool kUnderThreadSanitizer = false;
+#endif
+
+}  // namespace
+
 TEST_CASE("the all-reduce after a step runs each rank's step before every round and sums what it returns" *
           doctest::skip(!mp::ProcessGroupsAvailable())) {
   std::array<std::atomic<int>, 2> steps{};
@@ -27,7 +43,7 @@ TEST_CASE("the all-reduce after a step runs each rank's step before every round 
 }
 
 TEST_CASE("a step that fails on one rank ends the all-reduce after a step with that failure" *
-          doctest::skip(!mp::ProcessGroupsAvailable())) {
+          doctest::skip(!mp::ProcessGroupsAvailable() || kUnderThreadSanitizer)) {
   // Rank 1 fails in its third step. Rank 0, waiting in the sum for it, is
   // stopped (its group aborted) and fails too, as a consequence: the error
   // is rank 1's.
