@@ -424,18 +424,24 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
   const bool tied = other && other->tie && chosen->tie;
   lines.push_back({"why", WhyChosen(plan, chosen, delta <= -kTieFraction && !tied)});
   if (other) {
-    std::string text = Candidate(other->stages, other->microbatches, other->schedule) + " at " +
+    // Its copies, where they are not the plan's (or under throughput per
+    // device, where they make its device count): a tie between a pipeline
+    // and replicas goes to fewer replicas, which the line must show.
+    const std::string copies =
+        other->replicas != plan.replicas || (plan.objective == Objective::kThroughputPerDevice && other->replicas > 1)
+            ? (other->replicas > 1 ? Concat(" x ", other->replicas, " replicas") : std::string(", no replicas"))
+            : "";
+    std::string text = Candidate(other->stages, other->microbatches, other->schedule) + copies + " at " +
                        FormatMs(other->step_ms) + " ms (" + FormatDelta(delta) + ")";
     if (plan.objective == Objective::kThroughputPerDevice) {
-      text = Candidate(other->stages, other->microbatches, other->schedule) +
-             (other->replicas > 1 ? Concat(" x ", other->replicas, " replicas") : "") + " at " +
+      text = Candidate(other->stages, other->microbatches, other->schedule) + copies + " at " +
              FormatMs(other->step_ms) + " ms on " + Plural(Devices(*other), "device") + " (" + FormatDelta(delta) +
              " device time a step)";
     }
     if (tied || std::fabs(delta) < kTieFraction) {
       text += tied ? ", a tie: within the tie window, so" : ";";
-      text += " ties go to fewer devices, then fewer stages a replica, then fewer recomputing, then equal "
-              "micro-batches, then fewer, then 1f1b, gpipe, interleaved-1f1b, zb-h1, zbv";
+      text += " ties go to fewer devices, then fewer replicas, then fewer stages a replica, then fewer recomputing, "
+              "then equal micro-batches, then fewer, then 1f1b, gpipe, interleaved-1f1b, zb-h1, zbv";
     }
     lines.push_back({delta <= -kTieFraction ? "faster" : "runner-up", text});
   }
