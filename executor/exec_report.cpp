@@ -152,9 +152,14 @@ std::string FormatExecReport(const nlohmann::json& r) {
     out.unsetf(std::ios::fixed);
     out.precision(3);
     if (r["mode"] == "infer") {
+      const double full_batch = d["full_batch_max_abs_diff"].get<double>();
       out << "verify      " << (r["verify"].get<bool>() ? "outputs equal, bit for bit," : "OUTPUTS DIFFER from")
-          << " the model run whole on the same micro-batches; the full batch in one go differs by at most "
-          << d["full_batch_max_abs_diff"].get<double>() << "\n";
+          << " the model run whole on the same micro-batches; the full batch in one go ";
+      if (full_batch == 0) {
+        out << "gives the same outputs\n";
+      } else {
+        out << "differs by at most " << full_batch << "\n";
+      }
     } else {
       out << "verify      " << (r["verify"].get<bool>() ? "ok" : "FAILED") << ": losses within "
           << d["max_loss_relative_diff"].get<double>() << " and state within "

@@ -387,12 +387,15 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
 
 void CheckProfileMatches(const Profile& profile, const std::string& fingerprint,
                          const std::vector<TensorSpec>& inputs, bool training, const std::string& source) {
-  if (profile.fingerprint != fingerprint)
-    throw InputError(Concat(source, ": profile of a different graph (fingerprint ", profile.fingerprint,
-                            ", this model's is ", fingerprint, ")"));
+  // The mode first: a model with dropout or BatchNorm canonicalises to
+  // another graph in each mode, so its training profile read for an
+  // inference plan differs in its fingerprint too, which says less.
   if (profile.training != training)
     throw InputError(Concat(source, ": profile is for ", profile.training ? "training" : "inference",
                             ", the plan is for ", training ? "training" : "inference"));
+  if (profile.fingerprint != fingerprint)
+    throw InputError(Concat(source, ": profile of a different graph (fingerprint ", profile.fingerprint,
+                            ", this model's is ", fingerprint, ")"));
   std::string theirs, ours;
   for (const auto& s : profile.inputs) theirs += (theirs.empty() ? "" : " ") + FormatTensorSpec(s);
   for (const auto& s : inputs) ours += (ours.empty() ? "" : " ") + FormatTensorSpec(s);

@@ -109,9 +109,16 @@ TEST_CASE("a plan measured here reports measured against predicted") {
   CHECK(low <= j["predicted_step_ms"].get<double>());
   CHECK(j["predicted_step_ms"].get<double>() <= high);
   CHECK(j["in_band"] == (low <= step && step <= high));
-  const auto text = Mpexec(plan + " --steps 1");
+  const auto text = Mpexec(plan + " --steps 1 --verify");
   REQUIRE(text.status == 0);
   CHECK(text.out.find("ms now") != std::string::npos);
+  // The full batch in one go: the same outputs, or by how much they differ
+  // (never "differs by at most 0").
+  const double full_batch = j["verify_detail"]["full_batch_max_abs_diff"].get<double>();
+  CHECK(text.out.find("verify      outputs equal, bit for bit, the model run whole on the same micro-batches; the "
+                      "full batch in one go ") != std::string::npos);
+  CHECK(text.out.find("in one go differs by at most 0\n") == std::string::npos);
+  if (full_batch == 0) CHECK(text.out.find("the full batch in one go gives the same outputs\n") != std::string::npos);
   // Run with another thread count than the profile's, the report says the
   // predictions are for the profile's.
   const int profiled = j["profile_threads"].get<int>();

@@ -67,6 +67,7 @@ TEST_CASE("a profile written with --profile-out is reused by --profile-in, and r
   CHECK(other_model.out.find(file + ": profile of a different graph") != std::string::npos);
   auto other_mode = Mpplan(ZooPath("toy.script.pt") + kQuick + " --mode infer --profile-in " + file);
   CHECK(other_mode.status == 1);
+  CHECK(other_mode.out == "mpplan: " + file + ": profile is for training, the plan is for inference\n");
 }
 
 TEST_CASE("outputs never overwrite the model, and bad flags are one line") {

@@ -172,6 +172,9 @@ TEST_CASE("a profile of another graph, input spec or mode is refused") {
                        "p.yaml: profile was taken on inputs int64[8,64], not int64[16,64]", mp::InputError);
   CHECK_THROWS_WITH_AS(mp::CheckProfileMatches(p, p.fingerprint, p.inputs, false, "p.yaml"),
                        "p.yaml: profile is for training, the plan is for inference", mp::InputError);
+  // A model with dropout is another graph in each mode: the mode is named.
+  CHECK_THROWS_WITH_AS(mp::CheckProfileMatches(p, "ffff", p.inputs, false, "p.yaml"),
+                       "p.yaml: profile is for training, the plan is for inference", mp::InputError);
 }
 
 TEST_CASE("malformed profile files name the problem") {
