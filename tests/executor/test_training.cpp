@@ -205,9 +205,12 @@ TEST_CASE("held-out models train over 2 stages as they do on one device") {
   // BatchNorm, depthwise convolutions, channel splits and shuffles, Fire
   // modules' concatenations, dropout; pytorch/examples' word language model
   // (dropout inside nn.LSTM, tied weights in both stages, the batch in dim
-  // 1). The sanitizers take the first.
-  for (const std::string& name :
-       mp::test::ZooKeep({"mobilenet_v2", "resnet18", "shufflenet", "squeezenet", "word_lm"})) {
+  // 1); ViT (a class token expanded over the batch, nn.MultiheadAttention),
+  // ConvNeXt (stochastic depth: a Bernoulli draw per sample), nn.Transformer
+  // (the encoder's output read by every decoder layer), a bidirectional
+  // nn.GRU. The sanitizers take the first.
+  for (const std::string& name : mp::test::ZooKeep({"mobilenet_v2", "resnet18", "shufflenet", "squeezenet", "word_lm",
+                                                    "vit", "convnext", "seq2seq", "gru_tagger"})) {
     CAPTURE(name);
     const std::string plan = TempPath(name + ".heldout.plan.yaml");
     const auto made = Mpplan(ZooPath("heldout/" + name + ".script.pt") +
