@@ -18,9 +18,9 @@
 // beside the plan's prediction for it (and beside what the link probe's
 // line alone charges it, the prediction before the profile timed the
 // model's own all-reduce after a step), with the verdict on issue 29's
-// 15% and how far that plan's runs moved among themselves; and the plan mpplan chooses by
-// itself (--replicas auto, the default) from the same profile, with
-// whether it is the layout that measured faster (issue 29).
+// 15% and how far that plan's runs moved among themselves; and the plan
+// mpplan chooses by itself (--replicas auto, the default) from the same
+// profile, with whether it is the layout that measured faster (issue 29).
 //
 // Usage: bench_distributed MODELS_DIR OUT_DIR [--quick] [--only transports,replicas]
 #include <nlohmann/json.hpp>
