@@ -11,18 +11,29 @@
 // for another graph in the next.
 #include "planner/graph/fingerprint.h"
 
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
-#include <memory>
 
 namespace mp {
 namespace {
 
-void DropWarnIds(torch::jit::Block* block) {
-  for (torch::jit::Node* node : block->nodes()) {
-    if (node->hasAttribute(torch::jit::attr::warn_id)) node->removeAttribute(torch::jit::attr::warn_id);
-    for (torch::jit::Block* inner : node->blocks()) DropWarnIds(inner);
+// The printed IR without aten::warn's attribute: "aten::warn[warn_id=7](%a)"
+// becomes "aten::warn(%a)". Done on the text, not on a copy of the graph:
+// Graph::copy renames values, and every fingerprint made before (every
+// graph without a warning) must stay what it was.
+std::string WithoutWarnIds(std::string text) {
+  static const std::string kKey = "[warn_id=";
+  for (size_t at = text.find(kKey); at != std::string::npos; at = text.find(kKey, at)) {
+    size_t end = at + kKey.size();
+    while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+    if (end < text.size() && text[end] == ']') {
+      text.erase(at, end + 1 - at);
+    } else {
+      at = end;  // another attribute follows: not the form aten::warn prints
+    }
   }
+  return text;
 }
 
 }  // namespace
@@ -39,10 +50,7 @@ std::string Fnv1a64Hex(const std::string& text) {
 }
 
 std::string Fingerprint(const torch::jit::Graph& graph) {
-  // Graph::copy does not change the graph; LibTorch does not mark it const.
-  const std::shared_ptr<torch::jit::Graph> copy = const_cast<torch::jit::Graph&>(graph).copy();
-  DropWarnIds(copy->block());
-  return Fnv1a64Hex(copy->toString(/*print_source_locations=*/false));
+  return Fnv1a64Hex(WithoutWarnIds(graph.toString(/*print_source_locations=*/false)));
 }
 
 }  // namespace mp
