@@ -465,9 +465,9 @@ class GruTagger(nn.Module):
 # heldout/NAME.script.pt: torchvision classifiers at small inputs that the
 # fidelity benchmark (bench_exec) plans and runs as a user would (the first
 # four), torchvision's ViT and ConvNeXt, PyTorch's own nn.Transformer and
-# nn.GRU, and pytorch/examples' word language model; nothing was tuned on
-# them (the last four were tried after the schedules and replicas were
-# written, and trained like one device at once). Kept
+# nn.GRU (tried as a new user would after the schedules and replicas were
+# written: docs/models.md), and pytorch/examples' word language model;
+# nothing was tuned on them. Kept
 # out of the folder the tests sweep, for CI time; one test trains each over
 # 2 stages (tests/executor/test_training.cpp).
 HELDOUT = {
