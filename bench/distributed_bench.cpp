@@ -122,11 +122,11 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
       const auto& last = runs[l].back();
       const double predicted = last.at("predicted_step_ms").get<double>();
       const double predicted_allreduce = last.at("stages").at(0).value("predicted_allreduce_ms", 0.0);
-      const double ms = Median(step);
+      const double ms = Median(step), allreduce_ms = Median(allreduce);
       medians.push_back(ms);
       const bool one_stage = read[l].replicas == 2 && read[l].stages.size() == 1;
       std::printf("%-22s  %-14s %7.1f  %9.1f  %+4.0f%%  %9.1f  %13.1f  %9.1f", c.name, layouts[l].first, ms, predicted,
-                  (ms / predicted - 1) * 100, last.at("batch").get<double>() * 1000.0 / ms, Median(allreduce),
+                  (ms / predicted - 1) * 100, last.at("batch").get<double>() * 1000.0 / ms, allreduce_ms,
                   predicted_allreduce);
       if (one_stage && probe_line_ms > 0) {
         std::printf("  %12.1f\n", probe_line_ms);
@@ -138,13 +138,12 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
         // measured one. Beside it, how far the runs of this one plan moved
         // among themselves (each a median of its steps): a prediction that
         // misses by less than that cannot be told from the noise.
-        const double got = Median(allreduce);
         const auto [low, high] = std::minmax_element(allreduce.begin(), allreduce.end());
-        const double error = got / predicted_allreduce - 1;
+        const double error = allreduce_ms / predicted_allreduce - 1;
         const bool inside = *low <= predicted_allreduce && predicted_allreduce <= *high;
         std::printf("%-22s  %-14s all-reduce %.1f ms measured (runs %.1f to %.1f, %.0f%% apart), %.1f predicted: "
                     "%+.0f%%, %s\n",
-                    c.name, layouts[l].first, got, *low, *high, 100 * (*high / std::max(*low, 1e-9) - 1),
+                    c.name, layouts[l].first, allreduce_ms, *low, *high, 100 * (*high / std::max(*low, 1e-9) - 1),
                     predicted_allreduce, 100 * error,
                     std::abs(error) <= 0.15 ? "within 15%, ok"
                     : inside                ? "MISSED 15%, but inside the runs' own spread"
@@ -154,7 +153,7 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
                          {"layout", layouts[l].first},
                          {"step_ms", ms},
                          {"predicted_step_ms", predicted},
-                         {"allreduce_ms", Median(allreduce)},
+                         {"allreduce_ms", allreduce_ms},
                          {"predicted_allreduce_ms", predicted_allreduce},
                          {"probe_line_allreduce_ms", one_stage ? probe_line_ms : 0.0},
                          {"steps_ms", step}});

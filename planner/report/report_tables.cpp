@@ -432,12 +432,11 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
             ? (other->replicas > 1 ? Concat(" x ", other->replicas, " replicas") : std::string(", no replicas"))
             : "";
     std::string text = Candidate(other->stages, other->microbatches, other->schedule) + copies + " at " +
-                       FormatMs(other->step_ms) + " ms (" + FormatDelta(delta) + ")";
-    if (plan.objective == Objective::kThroughputPerDevice) {
-      text = Candidate(other->stages, other->microbatches, other->schedule) + copies + " at " +
-             FormatMs(other->step_ms) + " ms on " + Plural(Devices(*other), "device") + " (" + FormatDelta(delta) +
-             " device time a step)";
-    }
+                       FormatMs(other->step_ms) + " ms " +
+                       (plan.objective == Objective::kThroughputPerDevice
+                            ? "on " + Plural(Devices(*other), "device") + " (" + FormatDelta(delta) +
+                                  " device time a step)"
+                            : "(" + FormatDelta(delta) + ")");
     if (tied || std::fabs(delta) < kTieFraction) {
       text += tied ? ", a tie: within the tie window, so" : ";";
       text += " ties go to fewer devices, then fewer replicas, then fewer stages a replica, then fewer recomputing, "
