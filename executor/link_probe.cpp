@@ -1,6 +1,7 @@
 // ProbeProcessLinks: two ranks as threads on one Gloo group; messages
 // through bridge threads, then all-reduces, each at two sizes.
-// ProbeAllReduceAfterStep: the same two ranks summing what a step gives.
+// ProbeAllReduceAfterStep: the same two ranks summing a step's gradients
+// as mpexec does (SumGradients).
 #include "executor/link_probe.h"
 
 #include <ATen/ATen.h>
@@ -17,6 +18,7 @@
 
 #include "common/channel.h"
 #include "common/error.h"
+#include "executor/gradient_sum.h"
 #include "executor/process_group.h"
 #include "executor/wire.h"
 #include "planner/profile/timer.h"
@@ -99,30 +101,31 @@ void Messages(ProcessGroup& group, int tag, int64_t floats, Stamps& queued, Stam
   if (failed) std::rethrow_exception(failed);
 }
 
-// One sum as mpexec makes a stage's (SyncGradients): `parts` gathered
-// into one new buffer, then summed over the group, stamped from before the
-// gather to after the sum. Returns the buffer's bytes.
-int64_t GatherAndSum(ProcessGroup& group, const std::vector<at::Tensor>& parts, Stamps& ready, Stamps& done) {
+// One sum as mpexec makes a stage's (SyncGradients, through the same
+// SumGradients): the gradients of `params` gathered into one new buffer,
+// summed over the group and handed back as views of it, stamped from
+// before the gather to after the views. Returns the buffer's bytes.
+int64_t TimedSum(ProcessGroup& group, const std::vector<at::Tensor>& params, Stamps& ready, Stamps& done) {
   ready.push_back(Clock::now());
-  std::vector<at::Tensor> flat_parts;
-  for (const at::Tensor& p : parts) flat_parts.push_back(p.reshape(-1));
-  at::Tensor flat = at::cat(flat_parts);
-  group.AllReduceSum(flat);
+  const int64_t bytes = SumGradients(group, params);
   done.push_back(Clock::now());
-  return flat.numel() * int64_t(flat.element_size());
+  return bytes;
 }
 
-// kRounds all-reduces of `floats` floats, each after computing kBusy. The
-// gather is the all-reduce's too: a fresh 16 MiB buffer took 2 ms to
-// fill, a tenth of the MLP's all-reduce, which read 27-53% over a probe
-// without it.
+// kRounds all-reduces of `floats` floats of gradients, each after
+// computing kBusy. The gather is the all-reduce's too: a fresh 16 MiB
+// buffer took 2 ms to fill, a tenth of the MLP's all-reduce, which read
+// 27-53% over a probe without it.
 void AllReduces(ProcessGroup& group, int64_t floats, Stamps& ready, Stamps& done) {
   constexpr int kParts = 4;
-  std::vector<at::Tensor> parts;
-  for (int p = 0; p < kParts; ++p) parts.push_back(at::ones({floats / kParts}));
+  std::vector<at::Tensor> params;
+  for (int p = 0; p < kParts; ++p) {
+    params.push_back(at::zeros({floats / kParts}));
+    params.back().mutable_grad() = at::ones({floats / kParts});
+  }
   for (int i = 0; i < kRounds; ++i) {
     Spin(kBusy);
-    GatherAndSum(group, parts, ready, done);
+    TimedSum(group, params, ready, done);
   }
 }
 
@@ -258,7 +261,7 @@ StepAllReduce ProbeAllReduceAfterStep(const std::function<std::vector<at::Tensor
       "the all-reduce after a step between two processes",
       [&](ProcessGroup& group) {
         const int r = group.rank();
-        for (int i = 0; i < warmup + timed; ++i) bytes[r] = GatherAndSum(group, step(r), ready[r], done[r]);
+        for (int i = 0; i < warmup + timed; ++i) bytes[r] = TimedSum(group, step(r), ready[r], done[r]);
       },
       [] {});
   // The median, as mpexec reports a step's: rounds are few (steps are

@@ -39,11 +39,12 @@ ProbedLinks ProbeProcessLinks();
 
 // The all-reduce as a replica of a model pays it (mpexec's SyncGradients):
 // two ranks as above, each running `step(rank)` before every round (a
-// training step of the model, returning its gradients), then gathering
-// the gradients into one new buffer and summing it over the two. Timed
-// from the later rank's readiness; the first `warmup` rounds dropped, the
-// median of the rest (both ranks' ends). Throws Error where the ranks
-// cannot meet or a step fails.
+// training step of the model, returning its parameters, their .grad()
+// filled), then summing the gradients over the two as mpexec does, with
+// its code (gradient_sum.h: gathered into one new buffer, summed, each
+// .grad() made a view of the sum). Timed from the later rank's readiness;
+// the first `warmup` rounds dropped, the median of the rest (both ranks'
+// ends). Throws Error where the ranks cannot meet or a step fails.
 struct StepAllReduce {
   int64_t bytes = 0;  // of the summed buffer
   double ms = 0;

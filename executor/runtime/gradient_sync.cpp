@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "executor/gradient_sum.h"
 #include "executor/process_group.h"
 #include "planner/graph/run_graph.h"
 
@@ -28,29 +29,19 @@ std::vector<std::set<int>> RanksUsing(const LoadedPlan& loaded, const Distributi
 }
 
 // Sums the gradients of params[i], i in `which`, over `group` in one
-// message; a rank where `holds(i)` is false adds zeros and keeps its own.
+// message (SumGradients); a rank where `holds(i)` is false adds zeros and
+// keeps its own.
 template <typename Holds>
-void SumGradients(ProcessGroup& group, const std::vector<LiftedTensor>& params, const std::vector<size_t>& which,
-                  Holds holds, const std::string& what) {
+void SumGradientsOf(ProcessGroup& group, const std::vector<LiftedTensor>& params, const std::vector<size_t>& which,
+                    Holds holds, const std::string& what) {
   if (which.empty()) return;
-  std::vector<at::Tensor> parts;
-  for (size_t i : which) {
-    const at::Tensor& p = params[i].tensor;
-    parts.push_back(holds(i) && p.grad().defined() ? p.grad().reshape(-1) : at::zeros({p.numel()}, p.options()));
-  }
-  at::Tensor flat = at::cat(parts);
+  std::vector<at::Tensor> tensors;
+  std::vector<bool> held;
+  for (size_t i : which) tensors.push_back(params[i].tensor), held.push_back(holds(i));
   try {
-    group.AllReduceSum(flat);
+    SumGradients(group, tensors, held);
   } catch (const std::exception& e) {
     throw Error(Concat(what, ": ", ErrorLine(e.what())));
-  }
-  int64_t offset = 0;
-  for (size_t i : which) {
-    const at::Tensor& p = params[i].tensor;
-    // A view of the summed buffer, not a copy: the buffer lives as long as
-    // the gradients (until the next step clears them).
-    if (holds(i)) p.mutable_grad() = flat.narrow(0, offset, p.numel()).view_as(p);
-    offset += p.numel();
   }
 }
 
@@ -76,8 +67,8 @@ std::vector<AllReduceSpan> SyncGradients(const LoadedPlan& loaded, const Distrib
   for (size_t i = 0; i < canonical.params.size(); ++i) {
     if (ranks_using[i].size() > 1 && canonical.params[i].tensor.requires_grad()) shared.push_back(i), reduced[i] = true;
   }
-  SumGradients(*dist->group, canonical.params, shared, [&](size_t i) { return ranks_using[i].count(rank) > 0; },
-               "adding up the gradients of parameters shared between ranks");
+  SumGradientsOf(*dist->group, canonical.params, shared, [&](size_t i) { return ranks_using[i].count(rank) > 0; },
+                 "adding up the gradients of parameters shared between ranks");
   for (const auto& [s, group] : dist->stage_groups) {
     const auto begin = std::chrono::steady_clock::now();
     std::vector<size_t> own;  // the first of this rank's stages to read it reduces it
@@ -86,8 +77,8 @@ std::vector<AllReduceSpan> SyncGradients(const LoadedPlan& loaded, const Distrib
       if (!reduced[i] && canonical.params[i].tensor.requires_grad()) own.push_back(i), reduced[i] = true;
     }
     std::sort(own.begin(), own.end());  // the same order on every replica (the map's is by address)
-    SumGradients(*group, canonical.params, own, [](size_t) { return true; },
-                 Concat("stage ", s, ": adding up its gradients over the ", dist->replicas, " replicas"));
+    SumGradientsOf(*group, canonical.params, own, [](size_t) { return true; },
+                   Concat("stage ", s, ": adding up its gradients over the ", dist->replicas, " replicas"));
     const auto end = std::chrono::steady_clock::now();
     if (own.empty()) continue;
     spans[s] = {std::chrono::duration_cast<std::chrono::nanoseconds>(begin.time_since_epoch()).count(),

@@ -39,7 +39,7 @@ Profile::AllReduceAfterStep MeasureAllReduceAfterStep(const CanonicalGraph& cano
   for (uint64_t r = 0; r < 2; ++r) {
     graphs.push_back(std::make_unique<WholeGraph>(canonical, SyntheticInputs(WithBatch(inputs, m), r), options));
   }
-  if (graphs[0]->Gradients().empty()) return {};  // nothing to sum
+  if (graphs[0]->Parameters().empty()) return {};  // nothing to sum
   std::array<WorkerPool, 2> pools;
   const RankStep step = [&](int rank) {
     WholeGraph& graph = *graphs.at(rank);
@@ -48,7 +48,7 @@ Profile::AllReduceAfterStep MeasureAllReduceAfterStep(const CanonicalGraph& cano
       graph.Forward();
       graph.Backward();
     }});
-    return graph.Gradients();
+    return graph.Parameters();
   };
   const auto [bytes, ms] = probe(step, kStepWarmup, timed);
   Profile::AllReduceAfterStep result;

@@ -1,9 +1,10 @@
 // The all-reduce after a training step, measured on the model itself: two
 // copies of the whole graph, one per rank, each running a training step at
 // a micro-batch size before every round on a pool thread (as mpexec's
-// stage worker does), then the rank's own thread gathering the gradients
-// and summing them over the two (Profile::allreduce_after_step). The link probe's all-reduce
-// (executor/link_probe.h) spins 1 ms before each round; a step leaves the
+// stage worker does), then the rank's own thread summing the gradients
+// over the two with mpexec's own code (Profile::allreduce_after_step;
+// executor/gradient_sum.h). The link probe's all-reduce (executor/
+// link_probe.h) spins 1 ms before each round; a step leaves the
 // sum slower than that: in mpexec the GPT's 7.4 MB read 27-32% over the
 // probe's line in four sessions, the MLP's 16.8 MB 8-37% (docs/profile.md).
 // The profiler runs the steps; the executor's probe (passed in: the
@@ -22,10 +23,11 @@
 
 namespace mp {
 
-// A rank's training step: its gradients, one tensor per parameter.
+// A rank's training step: its parameters, their .grad() filled (which the
+// probe's sum replaces with views of the summed buffer, as mpexec's does).
 using RankStep = std::function<std::vector<at::Tensor>(int rank)>;
-// Runs `step` on two ranks before each of warmup + timed sums of what it
-// returns; returns the bytes summed and the ms a sum took.
+// Runs `step` on two ranks before each of warmup + timed sums of the
+// gradients it leaves; returns the bytes summed and the ms a sum took.
 using AllReduceProbe = std::function<std::pair<int64_t, double>(const RankStep& step, int warmup, int timed)>;
 
 // At the contention probe's micro-batch size (a replica's micro-batch is

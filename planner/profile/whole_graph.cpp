@@ -40,12 +40,6 @@ void WholeGraph::ForgetGradients() {
   for (at::Tensor& p : params_) p.mutable_grad() = at::Tensor();
 }
 
-std::vector<at::Tensor> WholeGraph::Gradients() const {
-  std::vector<at::Tensor> grads;
-  for (const at::Tensor& p : params_) grads.push_back(p.grad().defined() ? p.grad() : at::zeros_like(p));
-  return grads;
-}
-
 double WholeGraph::Backward() {
   if (!options_.training || outputs_.empty() || params_.empty()) return 0;
   try {

@@ -32,9 +32,9 @@ class WholeGraph {
   // Drops the parameters' gradients: the next Backward() makes them anew
   // rather than adding into them.
   void ForgetGradients();
-  // The parameters' gradients, in order; zeros for one the backward did
-  // not reach (as mpexec sums it).
-  std::vector<at::Tensor> Gradients() const;
+  // The parameters that get gradients, in order: their .grad() holds what
+  // the latest Backward() made (undefined for one it did not reach).
+  const std::vector<at::Tensor>& Parameters() const { return params_; }
 
  private:
   PassOptions options_;

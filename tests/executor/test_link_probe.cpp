@@ -1,8 +1,10 @@
 // The executor's all-reduce after a step (link_probe.h), on two ranks of a
 // real Gloo group over loopback: every round runs each rank's step and
-// sums what it returns; a step that fails on one rank ends the probe with
-// that failure, not the other rank's wait for it.
+// sums the gradients it leaves; a step that fails on one rank ends the
+// probe with that failure, not the other rank's wait for it.
 #include "tests/doctest_torch.h"
+
+#include <ATen/ATen.h>
 
 #include <array>
 #include <atomic>
@@ -28,18 +30,33 @@ constexpr bool kUnderThreadSanitizer = false;
 
 }  // namespace
 
-TEST_CASE("the all-reduce after a step runs each rank's step before every round and sums what it returns" *
+TEST_CASE("the all-reduce after a step runs each rank's step before every round and sums its gradients" *
           doctest::skip(!mp::ProcessGroupsAvailable())) {
+  // Per rank, two parameters whose step leaves gradients of rank + 1; the
+  // second has none on rank 0 (a layer its backward did not reach), which
+  // adds zeros there, as mpexec's sum does.
   std::array<std::atomic<int>, 2> steps{};
+  std::array<std::vector<at::Tensor>, 2> params;
+  for (auto& p : params) p = {at::zeros({1000}), at::zeros({2, 12})};
   const auto step = [&](int rank) {
     ++steps.at(rank);
-    return std::vector<at::Tensor>{at::full({1000}, rank + 1.0), at::full({2, 12}, rank + 1.0)};
+    for (size_t i = 0; i < 2; ++i) {
+      at::Tensor& p = params[rank][i];
+      p.mutable_grad() = rank == 0 && i == 1 ? at::Tensor() : at::full(p.sizes(), rank + 1.0);
+    }
+    return params[rank];
   };
   const mp::StepAllReduce sum = mp::ProbeAllReduceAfterStep(step, 2, 4);
   CHECK(steps[0] == 6);
   CHECK(steps[1] == 6);
   CHECK(sum.bytes == 1024 * 4);  // the two gradients in one float buffer
   CHECK(sum.ms > 0);
+  // What the last round left: every gradient the sum over the two ranks,
+  // in its parameter's shape, on both.
+  for (int r = 0; r < 2; ++r) {
+    CHECK(at::equal(params[r][0].grad(), at::full({1000}, 3.0)));
+    CHECK(at::equal(params[r][1].grad(), at::full({2, 12}, 2.0)));
+  }
 }
 
 TEST_CASE("a step that fails on one rank ends the all-reduce after a step with that failure" *
@@ -50,7 +67,9 @@ TEST_CASE("a step that fails on one rank ends the all-reduce after a step with t
   std::atomic<int> rank1_steps{0};
   const auto step = [&](int rank) {
     if (rank == 1 && ++rank1_steps == 3) throw std::runtime_error("the model's backward broke");
-    return std::vector<at::Tensor>{at::ones({256})};
+    at::Tensor p = at::zeros({256});
+    p.mutable_grad() = at::ones({256});
+    return std::vector<at::Tensor>{p};
   };
   CHECK_THROWS_WITH_AS(mp::ProbeAllReduceAfterStep(step, 1, 4),
                        "the all-reduce after a step between two processes failed: the model's backward broke",
