@@ -23,7 +23,11 @@
 //               rounds, the order rotated (the median step counts);
 //               targets: interleaved-1f1b, zb-h1 and zbv measured faster
 //               than 1f1b wherever predicted more than 5% faster, and every
-//               prediction within 10%. 1f1b is planned and run twice, for
+//               prediction within 10% (beside it, no target, the count
+//               within 10% of the prediction scaled by the drift
+//               reference timed before the rounds and after every step,
+//               as mpexec --rescale would: whether the machine's speed
+//               explains a miss). 1f1b is planned and run twice, for
 //               the noise between two identical plans; `auto` (the
 //               search's choice of schedule at that M) is measured too,
 //               and must not be slower than the best hand-picked schedule
@@ -79,6 +83,7 @@
 #include "bench/tool_bench_args.h"
 #include "common/allocator.h"
 #include "common/cpu_affinity.h"
+#include "executor/drift.h"
 #include "executor/executor.h"
 #include "planner/plan/plan_reader.h"
 #include "planner/profile/whole_graph.h"
@@ -296,8 +301,8 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
   const size_t kOneF = 1, kAuto = 5, kAgain = 6;
   const int warmup = 2, rounds = quick ? 3 : 21;
   if (quick) cases.resize(1);
-  int faster = 0, faster_wanted = 0, within = 0, runs = 0, relative_within = 0, relative_runs = 0;
-  std::vector<double> noise, auto_excess;
+  int faster = 0, faster_wanted = 0, within = 0, rescaled_within = 0, runs = 0, relative_within = 0, relative_runs = 0;
+  std::vector<double> noise, auto_excess, drifts;
   std::vector<double> identical;  // auto against the hand-picked plan it equals
   std::vector<size_t> identical_case;  // the case (index into auto_excess) of each
   std::string auto_choices;
@@ -333,10 +338,16 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
         step.push_back(Stepper(*execs.back()));
         predicted[k] = read[k].predicted.step_ms;
       }
+      // The machine's speed against the profile's, as mpexec --rescale
+      // takes it: the drift reference before the rounds and after every
+      // step (the plans share the profile, so its reference).
+      mp::DriftProbe drift_probe(read[kOneF], 1);
+      drift_probe.Sample(5);
       for (int round = 0; round < warmup + rounds; ++round) {
         for (size_t i = 0; i < schedules.size(); ++i) {
           const size_t k = (i + size_t(round) * 3) % schedules.size();
           const mp::PipelineRun r = step[k]();
+          drift_probe.AfterStep();
           if (round < warmup) continue;
           steps[k].push_back(r.step_ms);
           bubbles[k].push_back(Bubble(read[k], r.busy_ms, r.step_ms));
@@ -348,11 +359,14 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
                      *std::min_element(steps[k].begin(), steps[k].end()),
                      *std::max_element(steps[k].begin(), steps[k].end()));
       }
+      const mp::Drift drift = drift_probe.Result();
+      drifts.push_back(drift.factor);
       std::vector<double> measured(schedules.size());
       std::string list;
       for (size_t k = 0; k < schedules.size(); ++k) {
         measured[k] = Median(steps[k]);
         within += std::abs(measured[k] / predicted[k] - 1) <= 0.10;
+        rescaled_within += std::abs(measured[k] / (predicted[k] * drift.factor) - 1) <= 0.10;
         runs += 1;
         std::string label = k == kAgain ? "1f1b again" : schedules[k];
         if (k == kAuto) {
@@ -366,9 +380,10 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
           label = "auto (" + mp::ScheduleName(read[k].schedule) + same + ")";
           auto_choices += (auto_choices.empty() ? "" : ", ") + mp::ScheduleName(read[k].schedule);
         }
-        char line[200];
-        std::snprintf(line, sizeof line, "%s %.1f / %.1f ms (%+.1f%%), bubble %.0f%% / %.0f%%", label.c_str(),
-                      measured[k], predicted[k], 100 * (measured[k] / predicted[k] - 1), 100 * Median(bubbles[k]),
+        char line[256];
+        std::snprintf(line, sizeof line, "%s %.1f / %.1f ms (%+.1f%%; rescaled %+.1f%%), bubble %.0f%% / %.0f%%",
+                      label.c_str(), measured[k], predicted[k], 100 * (measured[k] / predicted[k] - 1),
+                      100 * (measured[k] / (predicted[k] * drift.factor) - 1), 100 * Median(bubbles[k]),
                       100 * read[k].predicted.bubble_fraction);
         list += (list.empty() ? "" : "; ") + std::string(line);
       }
@@ -398,7 +413,9 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
       std::vector<double> bars;
       for (size_t k = 0; k < kAgain; ++k) bars.push_back((k == kOneF ? onef : measured[k]) / onef);
       chart.values.push_back(bars);
-      std::printf("schedules   %-14s M=%d  measured / predicted: %s\n", c.file.c_str(), m, list.c_str());
+      std::printf("schedules   %-14s M=%d  drift %.3fx (%s); measured / predicted: %s\n", c.file.c_str(), m,
+                  drift.factor, drift.measured ? "the reference now over when profiled" : "not measured",
+                  list.c_str());
       std::printf("schedules   %-14s M=%d  against 1f1b, measured / predicted: %s\n", c.file.c_str(), m,
                   against.c_str());
     }
@@ -427,9 +444,12 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
   std::printf("schedules   interleaved-1f1b, zb-h1 and zbv measured faster than 1f1b in %d of the %d cases predicted "
               "more than 5%% faster %s\n",
               faster, faster_wanted, faster_ok ? "ok" : "MISSED");
-  std::printf("schedules   medians within 10%% of the prediction for %d of %d plans %s; 1f1b planned twice differed by "
+  std::printf("schedules   medians within 10%% of the prediction for %d of %d plans %s (rescaled by the drift "
+              "reference, as mpexec --rescale, no target: %d; drift %.3f to %.3fx); 1f1b planned twice differed by "
               "%.1f%% (median), %.1f%% at most\n",
-              within, runs, within_ok ? "ok" : "MISSED", 100 * Median(noise), 100 * worst_1f1b);
+              within, runs, within_ok ? "ok" : "MISSED", rescaled_within,
+              *std::min_element(drifts.begin(), drifts.end()), *std::max_element(drifts.begin(), drifts.end()),
+              100 * Median(noise), 100 * worst_1f1b);
   std::printf("schedules   steps against 1f1b's within 10%% of the predicted ratio for %d of %d plans (no target: "
               "the machine's speed cancels)\n",
               relative_within, relative_runs);
