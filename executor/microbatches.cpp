@@ -11,17 +11,19 @@ namespace mp {
 namespace {
 
 // Joins one output across micro-batches; `next` walks the output tensors in
-// FlattenTensors order, which is the order of `batch_dims`.
-c10::IValue Join(const std::vector<c10::IValue>& parts, const std::vector<int>& batch_dims, size_t& next, size_t k) {
+// FlattenTensors order, which is the layout's order.
+c10::IValue Join(const std::vector<c10::IValue>& parts, const OutputLayout& layout, size_t& next, size_t k) {
   const c10::IValue& first = parts.front();
   if (first.isTensor()) {
-    const int dim = next < batch_dims.size() ? batch_dims[next] : -1;
-    ++next;
+    const size_t t = next++;
+    const int dim = t < layout.batch_dims.size() ? layout.batch_dims[t] : -1;
     std::vector<at::Tensor> tensors;
     for (const auto& p : parts) tensors.push_back(p.toTensor());
     if (tensors.size() == 1) return tensors.front();
     if (dim < 0 || dim >= tensors.front().dim()) {
-      throw InputError(Concat("model output ", k, ": no dimension grows with the batch; cannot join its micro-batches"));
+      const std::string name = t < layout.batch_dims.size() ? layout.Name(t) : Concat("model output ", k);
+      throw InputError(Concat(name, ": no dimension grows with the batch, so its micro-batches and replicas cannot "
+                              "be joined; plan this model's inference with 1 micro-batch and no replicas"));
     }
     return at::cat(tensors, dim);
   }
@@ -30,7 +32,7 @@ c10::IValue Join(const std::vector<c10::IValue>& parts, const std::vector<int>& 
     for (size_t i = 0; i < first.toTupleRef().elements().size(); ++i) {
       std::vector<c10::IValue> column;
       for (const auto& p : parts) column.push_back(p.toTupleRef().elements()[i]);
-      joined.push_back(Join(column, batch_dims, next, k));
+      joined.push_back(Join(column, layout, next, k));
     }
     return c10::ivalue::Tuple::create(std::move(joined));
   }
@@ -39,53 +41,6 @@ c10::IValue Join(const std::vector<c10::IValue>& parts, const std::vector<int>& 
 }
 
 }  // namespace
-
-std::vector<int64_t> OutputLayout::ShapeAt(size_t t, int64_t batch) const {
-  std::vector<int64_t> shape = shapes.at(t);
-  if (batch_dims.at(t) >= 0) shape[batch_dims[t]] *= batch;  // a batch folded into a dimension scales it
-  return shape;
-}
-
-OutputLayout ProbeOutputs(const CanonicalGraph& canonical, const std::vector<TensorSpec>& inputs) {
-  // Batches of 2 and 4: BatchNorm in training refuses a batch of 1. The
-  // state is cloned so that training-mode running statistics stay as loaded.
-  at::NoGradGuard no_grad;
-  std::vector<std::vector<at::Tensor>> probes;
-  for (int64_t batch : {2, 4}) {
-    std::vector<at::Tensor> flat;
-    try {
-      std::vector<c10::IValue> stack = SyntheticInputs(WithBatch(inputs, batch));
-      for (const auto& p : canonical.params) stack.emplace_back(p.tensor.clone());
-      for (const auto& v : GraphRunner(canonical.graph, "batch_probe").Run(std::move(stack))) {
-        for (auto& t : FlattenTensors(v)) flat.push_back(t);
-      }
-    } catch (const std::exception& e) {
-      OutputLayout refused;  // no output can be joined
-      refused.error = Concat("the model refuses the plan's inputs at batch ", batch, ": ", ErrorLine(e.what()));
-      return refused;
-    }
-    probes.push_back(std::move(flat));
-  }
-  OutputLayout layout;
-  for (size_t i = 0; i < probes[0].size() && i < probes[1].size(); ++i) {
-    const at::Tensor &two = probes[0][i], &four = probes[1][i];
-    int dim = -1;
-    std::vector<int64_t> shape = two.sizes().vec();
-    if (two.dim() == four.dim()) {
-      for (int64_t d = 0; d < two.dim(); ++d) {
-        if (four.size(d) == 2 * two.size(d) && two.size(d) > 0 && two.size(d) % 2 == 0) {
-          dim = static_cast<int>(d);
-          shape[d] /= 2;
-          break;
-        }
-      }
-    }
-    layout.batch_dims.push_back(dim);
-    layout.shapes.push_back(shape);
-    layout.dtypes.push_back(two.scalar_type());
-  }
-  return layout;
-}
 
 std::vector<at::Tensor> SplitTensor(const Plan& plan, const at::Tensor& full, int dim, const std::string& what) {
   if (full.dim() <= dim || full.size(dim) != plan.batch) {
@@ -118,13 +73,13 @@ std::vector<std::vector<c10::IValue>> SplitMicrobatches(const Plan& plan, const 
 }
 
 std::vector<c10::IValue> JoinMicrobatches(const std::vector<std::vector<c10::IValue>>& outputs,
-                                          const std::vector<int>& batch_dims) {
+                                          const OutputLayout& layout) {
   std::vector<c10::IValue> joined;
   size_t next = 0;
   for (size_t k = 0; k < outputs.front().size(); ++k) {
     std::vector<c10::IValue> parts;
     for (const auto& mb : outputs) parts.push_back(mb[k]);
-    joined.push_back(Join(parts, batch_dims, next, k));
+    joined.push_back(Join(parts, layout, next, k));
   }
   return joined;
 }

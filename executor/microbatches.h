@@ -10,29 +10,10 @@
 
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/input_spec.h"
+#include "planner/graph/output_layout.h"
 #include "planner/plan/plan.h"
 
 namespace mp {
-
-// How the model's output tensors (FlattenTensors order over the outputs)
-// relate to the batch.
-struct OutputLayout {
-  // The dimension of each output tensor that grows with the batch: the one
-  // that doubles between runs at batch 1 and 2 (-1 where none does). [layers,
-  // B, H] LSTM states are why the shapes alone cannot tell: at a micro-batch
-  // of 2, layers is 2 as well.
-  std::vector<int> batch_dims;
-  std::vector<std::vector<int64_t>> shapes;  // each tensor's shape at batch 1 (per sample)
-  std::vector<c10::ScalarType> dtypes;
-  std::string error;  // why the probe failed (the layout is then empty)
-  // Output tensor t's shape for `batch` samples.
-  std::vector<int64_t> ShapeAt(size_t t, int64_t batch) const;
-};
-
-// Runs the graph at batch 2 and 4 to find the layout; empty, with `error`
-// set, when the model refuses such batches (then no output can be joined
-// or trained on).
-OutputLayout ProbeOutputs(const CanonicalGraph& canonical, const std::vector<TensorSpec>& inputs);
 
 // A full-batch tensor split along `dim` into the plan's micro-batches
 // (Plan::microbatch_size each, the last may be smaller): replicas *
@@ -50,6 +31,6 @@ std::vector<std::vector<c10::IValue>> SplitMicrobatches(const Plan& plan, const 
 // Joins per-micro-batch outputs (outputs[mb][k]) back into whole-batch
 // outputs: each tensor along its batch dimension, tuples element by element.
 std::vector<c10::IValue> JoinMicrobatches(const std::vector<std::vector<c10::IValue>>& outputs,
-                                          const std::vector<int>& batch_dims);
+                                          const OutputLayout& layout);
 
 }  // namespace mp

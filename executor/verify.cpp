@@ -26,7 +26,7 @@ std::vector<c10::IValue> RunWholeMicrobatches(const LoadedPlan& loaded, const st
     const RngScope rng({seed, step, int64_t(outputs.size())});
     outputs.push_back(RunWhole(loaded.canonical, microbatch));
   }
-  return JoinMicrobatches(outputs, loaded.output_layout.batch_dims);
+  return JoinMicrobatches(outputs, loaded.output_layout);
 }
 
 Verification Verify(const std::vector<c10::IValue>& got, const std::vector<c10::IValue>& want, double rtol,

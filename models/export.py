@@ -499,6 +499,9 @@ ERROR_FIXTURES = {
     # checks its data: raises (in the TorchScript interpreter) on values over 100
     "bounded": "def forward(self, x: Tensor):\n    if bool(x.abs().max() > 100.0):\n"
                "        raise ValueError('x must lie within [-100, 100]')\n    return torch.relu(x) * 2\n",
+    # a mean over the batch beside the per-sample output (a VQ bottleneck's
+    # commitment loss): micro-batches' outputs cannot be joined
+    "batch_mean": "def forward(self, x: Tensor):\n    return (torch.relu(x) * 2, x.pow(2).mean())\n",
 }
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64,

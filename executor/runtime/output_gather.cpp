@@ -65,7 +65,7 @@ std::vector<c10::IValue> JoinMade(const LoadedPlan& loaded, const Made& made) {
       }
     }
   }
-  return JoinMicrobatches(results, loaded.output_layout.batch_dims);
+  return JoinMicrobatches(results, loaded.output_layout);
 }
 
 }  // namespace
@@ -85,7 +85,7 @@ std::vector<c10::IValue> GatherOutputs(const LoadedPlan& loaded, const Distribut
     for (int r = 1; r < dist->replicas; ++r) {
       replicas.push_back(dist->streams->At(r * dist->ranks_per_replica, kReplicaOutputsTag).Receive().values);
     }
-    return JoinMicrobatches(replicas, loaded.output_layout.batch_dims);
+    return JoinMicrobatches(replicas, loaded.output_layout);
   } catch (const InputError&) {
     throw;  // an output that cannot be joined says so itself
   } catch (const std::exception& e) {

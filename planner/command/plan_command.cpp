@@ -93,6 +93,28 @@ bool MayReplicate(const PlanCommandRequest& request) {
   return ProcessGroupsAvailable() && request.partitioner != "layers" && request.gpus / std::max(1, request.stages) >= 2;
 }
 
+// Inference joins each output's micro-batches, and replicas' outputs,
+// along the dimension that grows with the batch (executor/
+// microbatches.h); an output none of whose dimensions does (a scalar, a
+// mean over the batch) cannot be joined, so such a model runs its batch in
+// one micro-batch on one copy of the pipeline. Returns the warning that
+// says so ("" where every output joins); throws InputError where the
+// request asks for more micro-batches or replicas.
+std::string OnePiece(const OutputLayout& outputs, const PlanCommandRequest& request) {
+  const std::optional<size_t> t = outputs.FirstUnjoinable();
+  if (!t) return "";
+  const std::string why =
+      Concat(outputs.Name(*t), " does not grow with the batch, so its micro-batches and replicas cannot be joined");
+  if (request.microbatches > 1) {
+    throw InputError(Concat("--microbatches ", request.microbatches, ": ", why,
+                            "; this model's inference runs 1 micro-batch"));
+  }
+  if (request.replicas > 1) {
+    throw InputError(Concat("--replicas ", request.replicas, ": ", why, "; this model's inference runs 1 replica"));
+  }
+  return Concat(why, ": planned with 1 micro-batch and no replicas");
+}
+
 }  // namespace
 
 std::string DefaultPlanPath(const std::string& model_path) {
@@ -184,6 +206,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
       return std::pair{sum.bytes, sum.ms};
     };
   }
+  profile_request.check_outputs = [&request](const OutputLayout& outputs) { OnePiece(outputs, request); };
   if (!request.split.empty()) {
     const auto groups = ParseLayerSplit(request.split);
     profile_request.check_graph = [groups](const OpGraph& graph) {
@@ -243,9 +266,12 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
     now.profile.threads = profiled.profile.threads;
     plan_request.previous = PreviousShape(*previous, now);
   }
+  const std::string one_piece = OnePiece(profiled.outputs, request);
+  if (!one_piece.empty()) plan_request.microbatches = 1;
   const auto search_start = std::chrono::steady_clock::now();
+  const bool may_replicate = MayReplicate(request) && one_piece.empty();
   const std::vector<int> counts =
-      ReplicaCounts(request.gpus, MayReplicate(request) ? request.replicas : 1, profiled.profile.batch, plan_request);
+      ReplicaCounts(request.gpus, may_replicate ? request.replicas : 1, profiled.profile.batch, plan_request);
   if (counts.empty()) {
     throw InputError(Concat("--replicas auto: no replica count from 1 to ", request.gpus, " divides the batch (",
                             profiled.profile.batch, ")"));
@@ -269,6 +295,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   source.profile_file = request.profile.profile_in;
   source.calibration = profiled.calibration;
   result.plan = BuildPlan(profiled.graph, profiled.profile, devices.cluster, plan_request, search, source);
+  if (!one_piece.empty()) result.plan.warnings.insert(result.plan.warnings.begin(), one_piece);
   result.partition_ms = MsSince(search_start) - measure_ms;
   const auto compare_start = std::chrono::steady_clock::now();
   result.plan.comparisons =

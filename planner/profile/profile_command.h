@@ -9,6 +9,7 @@
 
 #include "planner/graph/input_spec.h"
 #include "planner/graph/op_graph.h"
+#include "planner/graph/output_layout.h"
 #include "planner/profile/allreduce_after_step.h"
 #include "planner/profile/profile.h"
 #include "planner/profile/timer.h"
@@ -33,6 +34,9 @@ struct ProfileRequest {
   // Called with the sized graph before any profiling, so a request that
   // depends on the graph (a layer split) fails in seconds, not minutes.
   std::function<void(const OpGraph&)> check_graph;
+  // Called with the outputs' layout (inference only), also before any
+  // measuring: throws what the plan cannot run.
+  std::function<void(const OutputLayout&)> check_outputs;
   // Measures the links between processes (Profile::process_link and
   // allreduce_link) into a profile measured or read here without them;
   // set by mpplan, whose executor library holds the probe. Unset: not
@@ -47,6 +51,7 @@ struct ProfileRequest {
 struct ProfiledModel {
   std::vector<TensorSpec> inputs;         // full batch
   OpGraph graph;                          // with shapes at the full batch
+  OutputLayout outputs;                   // inference: how the outputs join (ProbeOutputs); empty in training
   Profile profile;
   std::string calibration;                // how an analytic profile was calibrated, or ""
   double load_s = 0;                      // wall time of loading, canonicalising and sizing

@@ -708,6 +708,33 @@ ERROR_CASE("exec-model-raises", "data the model itself refuses: the TorchScript 
   };
 }
 
+ERROR_CASE("infer-microbatches-unjoinable", "`--microbatches 2` in inference of a model with an output that does not grow with the batch (a mean over it): micro-batches' outputs cannot be joined") {
+  c.command = "mpplan model.pt --gpus 2 --mode infer --input 'float32[8,3]' --microbatches 2";
+  c.names = "--microbatches 2: output 0's tensor 1 (shape []) does not grow with the batch";
+  c.setup = [](const fs::path& dir) { CopyZoo("fixtures/batch_mean.pt", dir / "model.pt"); };  // (relu(x) * 2, mean)
+}
+
+ERROR_CASE("infer-replicas-unjoinable", "`--replicas 2` in inference of a model with an output that does not grow with the batch") {
+  c.command = "mpplan model.pt --gpus 2 --mode infer --input 'float32[8,3]' --replicas 2";
+  c.names = "--replicas 2: output 0's tensor 1 (shape []) does not grow with the batch";
+  c.setup = [](const fs::path& dir) { CopyZoo("fixtures/batch_mean.pt", dir / "model.pt"); };
+}
+
+ERROR_CASE("exec-unjoinable-output", "an inference plan of 2 micro-batches (edited) for a model whose output 0 holds a mean over the batch") {
+  c.command = "mpexec model.plan.yaml";
+  c.names = "output 0's tensor 1 (shape []): no dimension grows with the batch";
+  c.setup = [](const fs::path& dir) {
+    CopyZoo("fixtures/batch_mean.pt", dir / "model.pt");
+    const std::string command = std::string(MP_MPPLAN) +
+                                " model.pt --gpus 1 --mode infer --input 'float32[8,3]' --repeats 1 --warmup 0 "
+                                "--quiet -o model.plan.yaml";
+    REQUIRE(Run(command, dir, dir.parent_path() / "plan.out", dir.parent_path() / "plan.err") == 0);
+    Edit(dir / "model.plan.yaml", "\nmicrobatches: 1\n", "\nmicrobatches: 2\n");
+    Edit(dir / "model.plan.yaml", "\nmicrobatch_size: 8\n", "\nmicrobatch_size: 4\n");
+    Edit(dir / "model.plan.yaml", "actions: [0F0]", "actions: [0F0, 0F1]");
+  };
+}
+
 ERROR_CASE("exec-steps-zero", "`--steps 0`") {
   c.command = "mpexec toy.plan.yaml --steps 0";
   c.names = "--steps";

@@ -290,6 +290,28 @@ TEST_CASE("the first failing stage ends the run with its stage and micro-batch, 
   CHECK(std::count(run.out.begin(), run.out.end(), '\n') == 1);
 }
 
+TEST_CASE("inference of a model with an output that does not grow with the batch is planned in one micro-batch "
+          "without replicas, says so, and runs") {
+  // (relu(x) * 2, x.pow(2).mean()): the mean cannot be joined from
+  // micro-batches' or replicas' means. Measured here: the search would
+  // otherwise be free to choose either.
+  const std::string out = TempPath("batch_mean.plan.yaml");
+  const auto planned = Mpplan(ZooPath("fixtures/batch_mean.pt") + " --gpus 2 --mode infer --input 'float32[8,3]' "
+                              "--repeats 1 --warmup 0 -o " + out);
+  INFO(planned.out);
+  REQUIRE(planned.status == 0);
+  CHECK(planned.out.find("warning: output 0's tensor 1 (shape []) does not grow with the batch, so its micro-batches "
+                         "and replicas cannot be joined: planned with 1 micro-batch and no replicas") !=
+        std::string::npos);
+  const std::string text = mp::ReadTextFile(out);
+  CHECK(text.find("\nmicrobatches: 1\n") != std::string::npos);
+  CHECK(text.find("\nreplicas:") == std::string::npos);  // written only above 1
+  const auto run = Mpexec(out + " --verify --json");
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  CHECK(nlohmann::json::parse(run.out)["verify"] == true);
+}
+
 TEST_CASE("a model changed since planning is refused") {
   std::filesystem::create_directories(TempPath("changed"));
   const std::string model = TempPath("changed/model.pt");
