@@ -462,11 +462,60 @@ class GruTagger(nn.Module):
         return self.head(h)
 
 
+class TopTwoMoE(nn.Module):
+    """A mixture of experts over tokens, top-2 routing: a softmax gate,
+    topk, and per expert the rows routed to it taken with index_select
+    (rows found by nonzero, a data-dependent count) and added back with
+    index_add, weighted by the gate."""
+
+    def __init__(self, d: int = 32, experts: int = 4, hidden: int = 64):
+        super().__init__()
+        self.inp = nn.Linear(16, d)
+        self.gate = nn.Linear(d, experts)
+        self.experts = nn.ModuleList([nn.Sequential(nn.Linear(d, hidden), nn.GELU(), nn.Linear(hidden, d))
+                                      for _ in range(experts)])
+        self.out = nn.Linear(d, 5)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        h = self.inp(x).reshape(b * t, -1)
+        weights, chosen = torch.topk(torch.softmax(self.gate(h), dim=-1), 2, dim=-1)
+        weights = weights / weights.sum(-1, keepdim=True)
+        y = torch.zeros_like(h)
+        for e, expert in enumerate(self.experts):
+            mask = chosen == e
+            rows = mask.any(-1).nonzero().squeeze(-1)
+            w = (weights * mask.to(weights.dtype)).sum(-1).index_select(0, rows).unsqueeze(-1)
+            y = y.index_add(0, rows, expert(h.index_select(0, rows)) * w)
+        return self.out((h + y).reshape(b, t, -1)).mean(1)
+
+
+class VQBottleneck(nn.Module):
+    """An autoencoder with a vector-quantised bottleneck: the nearest
+    codebook row by argmin, the straight-through estimator z + (q - z).detach(),
+    and beside the reconstruction a commitment loss, a mean over the batch
+    (an output no dimension of which grows with the batch)."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 8))
+        self.codebook = nn.Parameter(torch.randn(16, 8))
+        self.dec = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 20))
+
+    def forward(self, x):
+        z = self.enc(x)
+        distance = (z.unsqueeze(1) - self.codebook.unsqueeze(0)).pow(2).sum(-1)
+        q = self.codebook.index_select(0, distance.argmin(-1))
+        return self.dec(z + (q - z).detach()), (q - z.detach()).pow(2).mean()
+
+
 # heldout/NAME.script.pt: torchvision classifiers at small inputs that the
 # fidelity benchmark (bench_exec) plans and runs as a user would (the first
 # four), torchvision's ViT and ConvNeXt, PyTorch's own nn.Transformer and
 # nn.GRU (tried as a new user would after the schedules and replicas were
-# written: docs/models.md), and pytorch/examples' word language model;
+# written: docs/models.md), a top-2 mixture of experts and a VQ
+# bottleneck (the twenty-fourth session's), and pytorch/examples' word
+# language model;
 # nothing was tuned on them. Kept
 # out of the folder the tests sweep, for CI time; one test trains each over
 # 2 stages (tests/executor/test_training.cpp).
@@ -480,6 +529,8 @@ HELDOUT = {
     "seq2seq": (Seq2Seq, [spec("src", "int64", [8, 12], value_range=(0, 300)),
                           spec("tgt", "int64", [8, 10], value_range=(0, 300))], ("script",)),
     "gru_tagger": (GruTagger, [spec("x", "int64", [8, 20], value_range=(0, 500))], ("script",)),
+    "moe": (TopTwoMoE, [spec("x", "float32", [8, 10, 16])], ("script",)),
+    "vq": (VQBottleneck, [spec("x", "float32", [16, 20])], ("script",)),
     # bptt 35, batch 20, as the example trains
     "word_lm": (WordLM, [spec("input", "int64", [35, 20], batch_dim=1, value_range=(0, 2000)),
                          spec("h0", "float32", [2, 20, 200], 1), spec("c0", "float32", [2, 20, 200], 1)],

@@ -208,9 +208,12 @@ TEST_CASE("held-out models train over 2 stages as they do on one device") {
   // 1); ViT (a class token expanded over the batch, nn.MultiheadAttention),
   // ConvNeXt (stochastic depth: a Bernoulli draw per sample), nn.Transformer
   // (the encoder's output read by every decoder layer), a bidirectional
-  // nn.GRU. The sanitizers take the first.
-  for (const std::string& name : mp::test::ZooKeep({"mobilenet_v2", "resnet18", "shufflenet", "squeezenet", "word_lm",
-                                                    "vit", "convnext", "seq2seq", "gru_tagger"})) {
+  // nn.GRU, a top-2 mixture of experts (topk, rows by nonzero, index_add),
+  // a VQ bottleneck (argmin, a straight-through detach, a second output
+  // that is a mean over the batch). The sanitizers take the first.
+  for (const std::string& name :
+       mp::test::ZooKeep({"mobilenet_v2", "resnet18", "shufflenet", "squeezenet", "word_lm", "vit", "convnext",
+                          "seq2seq", "gru_tagger", "moe", "vq"})) {
     CAPTURE(name);
     const std::string plan = TempPath(name + ".heldout.plan.yaml");
     const auto made = Mpplan(ZooPath("heldout/" + name + ".script.pt") +
