@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include <fstream>
 #include <ostream>
 #include <map>
+#include <set>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
@@ -44,6 +46,7 @@ struct Rank {
   int fds[2] = {-1, -1};       // its stdout, stderr
   std::string partial[2];      // an unfinished line per stream
   bool running = true;
+  bool stopped = false;        // still running when the launcher stopped the ranks
   int status = 0;              // waitpid's
 };
 
@@ -198,8 +201,8 @@ std::vector<int> Supervise(std::vector<Rank>& ranks, const LaunchRequest& reques
     const auto now = Clock::now();
     const bool stop_now = g_stop != 0 || (first_failure && now - *first_failure > grace);
     if (stop_now && !terminated) {
-      for (const Rank& rank : ranks) {
-        if (rank.running) kill(rank.pid, SIGTERM);
+      for (Rank& rank : ranks) {
+        if (rank.running) kill(rank.pid, SIGTERM), rank.stopped = true;
       }
       terminated = true;
       stop_sent = now;
@@ -235,9 +238,11 @@ int Conclude(const std::vector<Rank>& ranks, const std::vector<int>& failed, con
   const std::string result = ReadIfThere(folder / "0.result");
   const std::string report = ReadIfThere(folder / "0.report");
   std::map<int, std::string> errors;
+  std::set<int> after_peer;  // ranks whose error came from a transfer another rank broke off
   for (int r = 0; r < n; ++r) {
     std::string error = ReadIfThere(folder / Concat(r, ".error"));
     if (!error.empty()) errors[r] = error;
+    if (!ReadIfThere(folder / Concat(r, ".peer")).empty()) after_peer.insert(r);
   }
   RemoveFolder(folder);
 
@@ -257,10 +262,15 @@ int Conclude(const std::vector<Rank>& ranks, const std::vector<int>& failed, con
     return ExitCode(ranks[0].status);
   }
   // One line. The same error on every rank (a bad flag or plan) once;
-  // otherwise the first rank that failed, then how the others ended.
+  // otherwise the first rank that failed of its own accord (not from a
+  // transfer another rank broke off, where which of the two exits first is
+  // a race, nor stopped here), else the first that failed; then how the
+  // others ended.
   bool same = int(errors.size()) == n;
   for (const auto& [r, e] : errors) same = same && e == errors.begin()->second;
-  const int first = failed.front();
+  const auto own =
+      std::find_if(failed.begin(), failed.end(), [&](int r) { return !after_peer.count(r) && !ranks[r].stopped; });
+  const int first = own != failed.end() ? *own : failed.front();
   if (same) {
     err << "mpexec: " << errors.begin()->second << "\n";
   } else {

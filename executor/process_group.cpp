@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <csignal>
 #include <cstdlib>
@@ -109,6 +110,12 @@ std::optional<RankEnv> RankEnvFromEnvironment() {
 
 #if defined(MP_HAVE_GLOO) && defined(USE_C10D_GLOO)
 
+namespace {
+std::atomic<bool> peer_failure_seen{false};
+}  // namespace
+
+bool PeerFailureSeen() { return peer_failure_seen; }
+
 bool ProcessGroupsAvailable() { return true; }
 
 struct ProcessGroup::Impl {
@@ -124,6 +131,7 @@ struct ProcessGroup::Impl {
   void Wait(const std::string& what, std::chrono::milliseconds timeout, Start start) {
     c10::intrusive_ptr<c10d::Work> work;
     std::string failure;
+    bool stopped_here = false;  // this rank aborted its group meanwhile
     {
       std::lock_guard<std::mutex> lock(mutex);
       if (aborted) throw Error(Concat(what, ": stopped (this rank failed)"));
@@ -142,9 +150,11 @@ struct ProcessGroup::Impl {
       }
       std::lock_guard<std::mutex> lock(mutex);
       pending.erase(work);
+      stopped_here = aborted;
       if (aborted && !failure.empty()) failure = "stopped (this rank failed)";
     }
     if (failure.empty()) return;
+    if (!stopped_here) peer_failure_seen = true;
     // Gloo's messages start with its source location: "[.../pair.cc:598] Connection closed by peer".
     if (failure.rfind("[", 0) == 0 && failure.find("] ") != std::string::npos) {
       failure = failure.substr(failure.find("] ") + 2);
@@ -279,6 +289,8 @@ void ProcessGroup::Abort() {
 }
 
 #else  // no Gloo headers: stages run in one process only
+
+bool PeerFailureSeen() { return false; }
 
 bool ProcessGroupsAvailable() { return false; }
 

@@ -31,6 +31,12 @@ std::optional<RankEnv> RankEnvFromEnvironment();
 // of ranks on this machine: mpexec --launch-local, the link probe).
 int FreePort();
 
+// Whether a transfer or sum of this process with other ranks has failed on
+// their side: the connection lost, or nothing arriving within the timeout
+// (not where this rank stopped its own group). A rank's error is then
+// likely the consequence of another's, which the launcher names first.
+bool PeerFailureSeen();
+
 // Whether this build can run stages as processes: false where LibTorch came
 // without Gloo's headers (a pip LibTorch), and mpexec refuses WORLD_SIZE.
 bool ProcessGroupsAvailable();

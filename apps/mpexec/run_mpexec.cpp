@@ -41,6 +41,9 @@ void Report(const std::string& what, std::ostream& err) {
   const int rank = RankOrNone();
   if (const auto folder = LauncherFolder()) {
     ReportToLauncher(*folder, std::max(rank, 0), "error", what);
+    // Likely a consequence of another rank's failure: the launcher names
+    // that one first.
+    if (PeerFailureSeen()) ReportToLauncher(*folder, std::max(rank, 0), "peer", "1");
   } else {
     err << "mpexec: " << (rank >= 0 ? "rank " + std::to_string(rank) + ": " : "") << what << "\n";
   }

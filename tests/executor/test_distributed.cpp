@@ -307,6 +307,38 @@ TEST_CASE("replicas in inference: each runs its share and rank 0 joins them in o
   CHECK(mp::ReadTextFile(four) == mp::ReadTextFile(alone));
 }
 
+TEST_CASE("the rank whose own error ended the run is named first, not the peer that lost it") {
+  // 2 replicas of a model whose second output is a mean over the batch
+  // (mpplan refuses that; the plan is edited): rank 0 cannot join the
+  // replicas' means and fails, and rank 1, sending it its outputs, loses
+  // the connection. Either may exit first; rank 0's error leads.
+  const std::string one = TempPath("dist.batch_mean.plan.yaml");
+  const auto planned = Mpplan(ZooPath("fixtures/batch_mean.pt") + " --quiet --device-profile a100-80gb --gpus 2 "
+                              "--mode infer --input 'float32[8,3]' --stages 1 -o " + one);
+  INFO(planned.out);
+  REQUIRE(planned.status == 0);
+  std::string text = mp::ReadTextFile(one);
+  const auto replace = [&](const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+  };
+  replace("\nmicrobatches: 1\nmicrobatch_size: 8\n",
+          "\nreplicas: 2\nreplica_link: {bandwidth_bytes_per_s: 1000000000, latency_ms: 0.1}\nmicrobatches: 1\n"
+          "microbatch_size: 4\n");
+  replace("    device: 0\n", "    device: 0\n    replica_devices: [0, 1]\n");
+  const std::string two = TempPath("dist.batch_mean.replicas.plan.yaml");
+  std::ofstream(two) << text;
+  for (int turn = 0; turn < 3; ++turn) {
+    const auto run = Mpexec(two + " --launch-local 2");
+    INFO(run.out);
+    CHECK(run.status == 1);
+    CHECK(IsOneLine(run.out));
+    CHECK(run.out.rfind("mpexec: rank 0 failed: output 0's tensor 1 (shape []): no dimension grows with the batch", 0) ==
+          0);
+  }
+}
+
 TEST_CASE("over processes, --output and --save write what one process writes") {
   const std::string plan = Plan("files", "lstm.script.pt", 3, "--mode infer");
   const std::string one = TempPath("dist.lstm.one.pt"), three = TempPath("dist.lstm.three.pt");
