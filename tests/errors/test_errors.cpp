@@ -94,6 +94,16 @@ void ToyPlan(const fs::path& dir, const std::string& mode = "train") {
   fs::copy_file(fs::path(MP_TOY_PLANS) / plan, dir / plan, fs::copy_options::overwrite_existing);
 }
 
+// A fixture model (float32[8, 3] in) as model.pt and an inference plan
+// for it on one device, model.plan.yaml, made here by mpplan.
+void InferencePlan(const fs::path& dir, const std::string& fixture) {
+  CopyZoo(fixture, dir / "model.pt");
+  const std::string command = std::string(MP_MPPLAN) +
+                              " model.pt --gpus 1 --mode infer --input 'float32[8,3]' --repeats 1 --warmup 0 "
+                              "--quiet -o model.plan.yaml";
+  REQUIRE(Run(command, dir, dir.parent_path() / "plan.out", dir.parent_path() / "plan.err") == 0);
+}
+
 // toy.pt and toy.r2.yaml: 2 replicas of the same 2-stage split (4 devices,
 // 10 samples each).
 void ToyReplicaPlan(const fs::path& dir) {
@@ -699,12 +709,8 @@ ERROR_CASE("exec-model-raises", "data the model itself refuses: the TorchScript 
   c.command = "mpexec model.plan.yaml --input batch.pt";
   c.names = "ValueError: x must lie within [-100, 100]";
   c.setup = [](const fs::path& dir) {
-    CopyZoo("fixtures/bounded.pt", dir / "model.pt");  // raises ValueError on values over 100
+    InferencePlan(dir, "fixtures/bounded.pt");  // raises ValueError on values over 100
     CopyZoo("fixtures/thousands_8x3.pt", dir / "batch.pt");
-    const std::string command = std::string(MP_MPPLAN) +
-                                " model.pt --gpus 1 --mode infer --input 'float32[8,3]' --repeats 1 --warmup 0 "
-                                "--quiet -o model.plan.yaml";
-    REQUIRE(Run(command, dir, dir.parent_path() / "plan.out", dir.parent_path() / "plan.err") == 0);
   };
 }
 
@@ -724,11 +730,7 @@ ERROR_CASE("exec-unjoinable-output", "an inference plan of 2 micro-batches (edit
   c.command = "mpexec model.plan.yaml";
   c.names = "output 0's tensor 1 (shape []): no dimension grows with the batch";
   c.setup = [](const fs::path& dir) {
-    CopyZoo("fixtures/batch_mean.pt", dir / "model.pt");
-    const std::string command = std::string(MP_MPPLAN) +
-                                " model.pt --gpus 1 --mode infer --input 'float32[8,3]' --repeats 1 --warmup 0 "
-                                "--quiet -o model.plan.yaml";
-    REQUIRE(Run(command, dir, dir.parent_path() / "plan.out", dir.parent_path() / "plan.err") == 0);
+    InferencePlan(dir, "fixtures/batch_mean.pt");
     Edit(dir / "model.plan.yaml", "\nmicrobatches: 1\n", "\nmicrobatches: 2\n");
     Edit(dir / "model.plan.yaml", "\nmicrobatch_size: 8\n", "\nmicrobatch_size: 4\n");
     Edit(dir / "model.plan.yaml", "actions: [0F0]", "actions: [0F0, 0F1]");
