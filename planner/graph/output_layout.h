@@ -22,7 +22,7 @@ namespace mp {
 // relate to the batch.
 struct OutputLayout {
   // The dimension of each output tensor that grows with the batch: the one
-  // that doubles between runs at batch 1 and 2 (-1 where none does). [layers,
+  // that doubles between runs at batch 2 and 4 (-1 where none does). [layers,
   // B, H] LSTM states are why the shapes alone cannot tell: at a micro-batch
   // of 2, layers is 2 as well.
   std::vector<int> batch_dims;
