@@ -78,9 +78,10 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
   app.add_option("--microbatches", microbatches, "micro-batches per step: auto or a count")->default_str("auto");
   double tie_percent = 100 * kDefaultTieTolerance;
   app.add_option("--tie-tolerance", tie_percent,
-                 "plans predicted within this many percent of the fastest (or within the profile's noise, if "
-                 "wider; between plans with micro-batches of one size, this alone) are ties; the simplest is chosen: "
-                 "fewer devices, fewer replicas, fewer stages a replica (not counting interleaved chunks), fewer "
+                 "with a profile measured here, plans predicted within this many percent of the fastest (or within "
+                 "the profile's noise, if wider; between plans with micro-batches of one size, this alone) are ties "
+                 "(a device profile's estimates tie only when equal); the simplest is chosen: "
+                 "fewer devices, fewer stages a replica (so more replicas; not counting interleaved chunks), fewer "
                  "recomputing, micro-batches of equal size, fewer micro-batches, then 1f1b, gpipe, interleaved-1f1b, "
                  "zb-h1, zbv")
       ->check(CLI::Range(0.0, 99.0))

@@ -78,8 +78,9 @@ ReplicaSearch SearchReplicas(ProfiledModel& profiled, const PlanDevices& devices
   }
   if (searched.empty()) throw *first_error;
 
-  // Among the counts' own choices, as within one search (fewer replicas
-  // first where devices are equal).
+  // Among the counts' own choices, as within one search: on equal devices,
+  // fewer stages a replica, so more replicas (data parallelism first, a
+  // pipeline only as deep as it must be, as Megatron-LM advises).
   const double window = TieWindow(profiled.profile, request);
   const double keep = std::max(window, 1 + request.device_tolerance);
   const Objective objective = request.objective;
@@ -105,7 +106,7 @@ ReplicaSearch SearchReplicas(ProfiledModel& profiled, const PlanDevices& devices
   for (const PlanCandidate& r : ranked) choices.push_back(&r);
   const DeviceChoice choice = ChooseOnFewestDevices(
       choices, fastest, keep, window,
-      [](const PlanCandidate& a, const PlanCandidate& b) { return a.replicas < b.replicas; });
+      [](const PlanCandidate& a, const PlanCandidate& b) { return a.replicas > b.replicas; });
   size_t chosen = choice.index;
   for (size_t i = 0; i < searched.size(); ++i) {
     if (searched[i].KeptPrevious()) chosen = i;

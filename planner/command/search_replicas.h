@@ -6,7 +6,8 @@
 // plan within the wider of the tie window and the device tolerance of the
 // fastest is kept, the fewest devices (R x devices per copy) win, and among
 // the plans on those, within the tie window of their fastest, the one with
-// fewer replicas (no all-reduce, no processes), then the faster. The
+// fewer stages a replica (more replicas: no bubble, one all-reduce a step
+// instead of a transfer a micro-batch), then the faster. The
 // previous plan's shape (PlanRequest::previous), where its count's search
 // kept it, stays while it is within the tie window of the fastest of every
 // count.

@@ -426,7 +426,8 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
   if (other) {
     // Its copies, where they are not the plan's (or under throughput per
     // device, where they make its device count): a tie between a pipeline
-    // and replicas goes to fewer replicas, which the line must show.
+    // and replicas goes to fewer stages a replica, so to the replicas, which
+    // the line must show.
     const std::string copies =
         other->replicas != plan.replicas || (plan.objective == Objective::kThroughputPerDevice && other->replicas > 1)
             ? (other->replicas > 1 ? Concat(" x ", other->replicas, " replicas") : std::string(", no replicas"))
@@ -439,7 +440,7 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
                             : "(" + FormatDelta(delta) + ")");
     if (tied || std::fabs(delta) < kTieFraction) {
       text += tied ? ", a tie: within the tie window, so" : ";";
-      text += " ties go to fewer devices, then fewer replicas, then fewer stages a replica, then fewer recomputing, "
+      text += " ties go to fewer devices, then fewer stages a replica, then fewer recomputing, "
               "then equal micro-batches, then fewer, then 1f1b, gpipe, interleaved-1f1b, zb-h1, zbv";
     }
     lines.push_back({delta <= -kTieFraction ? "faster" : "runner-up", text});

@@ -13,11 +13,13 @@
 
 #include "../graph/zoo.h"
 #include "../mpplan_in_process.h"
+#include "../partition/synthetic.h"
 #include "../run_tool.h"
 #include "common/atomic_file.h"
 #include "common/byte_size.h"
 #include "common/sha256.h"
 #include "executor/process_group.h"
+#include "planner/command/search_replicas.h"
 #include "planner/graph/build_op_graph.h"
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/model_file.h"
@@ -213,6 +215,48 @@ TEST_CASE("--replicas auto, the default: the search chooses replicas x stages, l
   const auto bad = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas some -o " + out);
   CHECK(bad.status != 0);
   CHECK(bad.out.find("--replicas: 'some' is not auto or a positive count") != std::string::npos);
+}
+
+TEST_CASE("--replicas auto on as many devices: a tie goes to fewer stages a replica, else the faster wins") {
+  // An even chain on 2 workers, as 1 x 2 stages or 2 replicas x 1 stage,
+  // the replicas' all-reduce over a slow link: the pipeline predicts
+  // faster. One device is far behind both (outside any window below).
+  auto b = mp::testing::Chain(std::vector<double>(16, 1.0), 64, 1000, {1, 2, 4, 8, 16, 32});
+  mp::ProfiledModel profiled;
+  profiled.graph = b.graph;
+  profiled.profile = b.profile;
+  profiled.profile.repeats = 5;
+  profiled.profile.pass_band = {0.995, 1.005};  // measured, and quiet: the tie tolerance sets the window
+  mp::PlanDevices devices;
+  devices.cluster = mp::UniformCluster(2, {"cpu", mp::kUnlimitedMemory, 1.0});
+  devices.devices = {{0, "cpu", 0, "cpu"}, {1, "cpu", 1, "cpu"}};
+  const mp::ReplicaLinks links{{4e6, 0.1}, std::nullopt};  // 16,000 parameter bytes: 4.2 ms a step
+  mp::PlanRequest request;
+  request.batch = 32;
+  request.tie_tolerance = 0;
+  const mp::ReplicaSearch faster = mp::SearchReplicas(profiled, devices, {1, 2}, links, request, false);
+  double pipeline = 0, replicas = 0, one = 0;
+  for (const mp::PlanCandidate& a : faster.search.alternatives) {
+    if (!a.simulated) continue;
+    double& best = a.replicas == 2 ? replicas : mp::Devices(a) == 2 ? pipeline : one;
+    if (best == 0 || a.step_ms < best) best = a.step_ms;
+  }
+  INFO("pipeline " << pipeline << " ms, replicas " << replicas << " ms, one device " << one << " ms");
+  REQUIRE(pipeline > 0);
+  REQUIRE(replicas > pipeline * 1.02);
+  REQUIRE(replicas < pipeline * 1.3);
+  REQUIRE(one > replicas * 1.3);
+  // No tie: the faster, the pipeline (of its own ties, within the profile's
+  // 0.5%, the simplest).
+  CHECK(faster.search.alternatives.at(faster.search.chosen).replicas == 1);
+  CHECK(faster.search.alternatives.at(faster.search.chosen).step_ms <= pipeline * 1.01);
+  request.tie_tolerance = 0.3;  // a tie: data parallelism first
+  const mp::ReplicaSearch tie = mp::SearchReplicas(profiled, devices, {1, 2}, links, request, false);
+  const mp::PlanCandidate& chosen = tie.search.alternatives.at(tie.search.chosen);
+  CHECK(chosen.replicas == 2);
+  CHECK(chosen.stages == 1);
+  CHECK(chosen.tie);
+  CHECK(tie.devices.cluster.replicas == 2);
 }
 
 TEST_CASE("a measured plan on this machine, with the default output beside the model") {

@@ -229,28 +229,28 @@ TEST_CASE("a tie with the runner-up names the tie-break") {
   plan.alternatives[1].stages = 4;  // more stages: loses the tie
   plan.alternatives[1].step_ms = plan.alternatives[0].step_ms;
   CHECK(Contains(mp::FormatPlanReport(plan, false),
-                 "(+0.0%); ties go to fewer devices, then fewer replicas, then fewer stages a replica, then fewer "
-                 "recomputing, then equal micro-batches, then fewer"));
+                 "(+0.0%); ties go to fewer devices, then fewer stages a replica, then fewer recomputing, then "
+                 "equal micro-batches, then fewer"));
 }
 
-TEST_CASE("a tie lost to fewer replicas names the replicas and the rule that chose") {
-  // Issue 29's GPT on 2 CPU workers: 2 replicas of one stage predicted
-  // 1.3% faster than zbv's pipeline, a tie that goes to fewer replicas.
-  mp::Plan plan = SamplePlan(2, 8);
-  plan.alternatives[0].tie = true;
-  plan.alternatives[1].stages = 1;
-  plan.alternatives[1].replicas = 2;
-  plan.alternatives[1].step_ms = 0.987 * plan.alternatives[0].step_ms;
-  plan.alternatives[1].tie = true;
-  const std::string report = mp::FormatPlanReport(plan, false);
-  CHECK(Contains(report, "faster             1 stage x 16 micro-batches, 1f1b x 2 replicas at "));
-  CHECK(Contains(report, "(-1.3%), a tie: within the tie window, so ties go to fewer devices, then fewer replicas, "
-                         "then fewer stages a replica"));
-  // The other way round: a replica plan's runner-up without replicas says so.
+TEST_CASE("a tie won by replicas names the faster pipeline and the rule that chose") {
+  // On as many devices a tie goes to fewer stages a replica: 2 replicas of
+  // one stage on 2 devices against a 2-stage pipeline predicted 1.3% faster.
+  mp::Plan plan = SamplePlan(1, 8);
   plan.replicas = 2;
   plan.alternatives[0].replicas = 2;
-  plan.alternatives[1].replicas = 1;
-  CHECK(Contains(mp::FormatPlanReport(plan, false), "1 stage x 16 micro-batches, 1f1b, no replicas at "));
+  plan.alternatives[0].tie = true;
+  plan.alternatives[1].step_ms = 0.987 * plan.alternatives[0].step_ms;  // 2 stages x 16 micro-batches
+  plan.alternatives[1].tie = true;
+  const std::string report = mp::FormatPlanReport(plan, false);
+  CHECK(Contains(report, "faster             2 stages x 16 micro-batches, 1f1b, no replicas at "));
+  CHECK(Contains(report, "(-1.3%), a tie: within the tie window, so ties go to fewer devices, then fewer stages a "
+                         "replica, then fewer recomputing"));
+  // The other way round: a pipeline's runner-up with replicas names them.
+  plan.replicas = 1;
+  plan.alternatives[0].replicas = 1;
+  plan.alternatives[1].replicas = 2;
+  CHECK(Contains(mp::FormatPlanReport(plan, false), "2 stages x 16 micro-batches, 1f1b x 2 replicas at "));
 }
 
 TEST_CASE("a tie within the tie window says the simplest was chosen, names the faster one and shows the band") {
@@ -267,9 +267,9 @@ TEST_CASE("a tie within the tie window says the simplest was chosen, names the f
   CHECK(Contains(report, "why                simplest of 2 ties (predicted within the tie window of the fastest, and "
                          "within the tie tolerance of the best of their micro-batch size) among 5"));
   CHECK(Contains(report, "faster             2 stages x 16 micro-batches, 1f1b at "));
-  CHECK(Contains(report, "(-3.0%), a tie: within the tie window, so ties go to fewer devices, then fewer replicas, "
-                         "then fewer stages a replica, then fewer recomputing, then equal micro-batches, then fewer, "
-                         "then 1f1b, gpipe, interleaved-1f1b, zb-h1"));
+  CHECK(Contains(report, "(-3.0%), a tie: within the tie window, so ties go to fewer devices, then fewer stages a "
+                         "replica, then fewer recomputing, then equal micro-batches, then fewer, then 1f1b, gpipe, "
+                         "interleaved-1f1b, zb-h1"));
   CHECK_FALSE(Contains(report, "not the fastest"));
   const auto rows = SectionLines(report, "alternatives searched");
   CHECK(std::count_if(rows.begin(), rows.end(), [](const std::string& r) { return Contains(r, "chosen: the simplest tie"); }) == 1);
