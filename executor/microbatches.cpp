@@ -4,6 +4,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "planner/graph/run_graph.h"
 
@@ -37,6 +39,11 @@ c10::IValue Join(const std::vector<c10::IValue>& parts, const OutputLayout& layo
     return c10::ivalue::Tuple::create(std::move(joined));
   }
   if (parts.size() == 1) return first;
+  // A member that is None (GoogLeNet's auxiliary logits outside training)
+  // in every micro-batch is None in the whole batch.
+  if (first.isNone() && std::all_of(parts.begin(), parts.end(), [](const c10::IValue& p) { return p.isNone(); })) {
+    return first;
+  }
   throw InputError(Concat("model output ", k, " is a ", first.tagKind(), ": only tensors and tuples of them are joined"));
 }
 

@@ -423,6 +423,16 @@ def convnext():
     return ConvNeXt([CNBlockConfig(i, o, 2) for i, o in widths], stochastic_depth_prob=0.2, num_classes=10)
 
 
+def googlenet():
+    """torchvision's GoogLeNet (Inception v1) with its two auxiliary
+    classifiers: scripted, forward returns the NamedTuple GoogLeNetOutputs
+    whose auxiliary logits are Optional[Tensor], tensors in training and
+    None in inference; four-branch blocks concatenated, max pools with
+    ceil_mode, dropout before each head."""
+    from torchvision.models import GoogLeNet
+    return GoogLeNet(num_classes=10, aux_logits=True, init_weights=True)
+
+
 class Seq2Seq(nn.Module):
     """PyTorch's own nn.Transformer, encoder and decoder (2 layers each,
     batch first, dropout 0.1) between two embeddings and a head: the
@@ -514,7 +524,8 @@ class VQBottleneck(nn.Module):
 # four), torchvision's ViT and ConvNeXt, PyTorch's own nn.Transformer and
 # nn.GRU (tried as a new user would after the schedules and replicas were
 # written: docs/models.md), a top-2 mixture of experts and a VQ
-# bottleneck (the twenty-fourth session's), and pytorch/examples' word
+# bottleneck (the twenty-fourth session's), GoogLeNet's outputs that may be
+# None (the twenty-fifth's), and pytorch/examples' word
 # language model;
 # nothing was tuned on them. Kept
 # out of the folder the tests sweep, for CI time; one test trains each over
@@ -531,6 +542,7 @@ HELDOUT = {
     "gru_tagger": (GruTagger, [spec("x", "int64", [8, 20], value_range=(0, 500))], ("script",)),
     "moe": (TopTwoMoE, [spec("x", "float32", [8, 10, 16])], ("script",)),
     "vq": (VQBottleneck, [spec("x", "float32", [16, 20])], ("script",)),
+    "googlenet": (googlenet, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
     # bptt 35, batch 20, as the example trains
     "word_lm": (WordLM, [spec("input", "int64", [35, 20], batch_dim=1, value_range=(0, 2000)),
                          spec("h0", "float32", [2, 20, 200], 1), spec("c0", "float32", [2, 20, 200], 1)],
@@ -544,6 +556,8 @@ ERROR_FIXTURES = {
     "string_input": "def forward(self, x: Tensor, s: str):\n    return x * 2\n",
     "dict_output": "def forward(self, x: Tensor) -> Dict[str, Tensor]:\n    return {'y': x * 2}\n",
     "string_output": "def forward(self, x: Tensor) -> str:\n    return 'hello'\n",
+    # None may sit among the outputs (GoogLeNet's), not be all of them
+    "none_output": "def forward(self, x: Tensor):\n    return (None, None)\n",
     "two_inputs": "def forward(self, x: Tensor, y: Tensor):\n    return x + y\n",
     # pairs of samples: a micro-batch of 1 cannot run
     "sample_pairs": "def forward(self, x: Tensor):\n    return x.reshape(x.size(0) // 2, 2, 3).sum(1)\n",

@@ -30,11 +30,16 @@ std::string FileTail(const std::string& path, std::streamoff length) {
   return in ? bytes : std::string();
 }
 
-// True for a tensor, or tuples and lists of them, however nested.
+// True for a tensor, or tuples (named too) and lists of them, however
+// nested, members that may be None among them (torchvision's GoogLeNet and
+// Inception v3 return their auxiliary logits as Optional[Tensor], None
+// outside training).
 bool TensorsOnly(const c10::TypePtr& type) {
   switch (type->kind()) {
     case c10::TypeKind::TensorType:
+    case c10::TypeKind::NoneType:
       return true;
+    case c10::TypeKind::OptionalType:
     case c10::TypeKind::TupleType:
     case c10::TypeKind::ListType:
       for (const auto& contained : type->containedTypes()) {
@@ -46,8 +51,16 @@ bool TensorsOnly(const c10::TypePtr& type) {
   }
 }
 
+// True where a tensor may be among them: a return of None alone carries nothing.
+bool HoldsTensor(const c10::TypePtr& type) {
+  if (type->kind() == c10::TypeKind::TensorType) return true;
+  const auto contained = type->containedTypes();
+  return std::any_of(contained.begin(), contained.end(), [](const c10::TypePtr& t) { return HoldsTensor(t); });
+}
+
 // Inputs are what an input spec describes: tensors. Outputs are tensors,
-// or tuples and lists of them (what the pipeline carries and compares).
+// or tuples and lists of them, any of them None (what the pipeline carries
+// and compares).
 void CheckForwardTypes(const torch::jit::Module& module, const std::string& path) {
   const c10::FunctionSchema& schema = module.get_method("forward").function().getSchema();
   // The first argument is the module, whatever Python named it (`self` by
@@ -60,9 +73,14 @@ void CheckForwardTypes(const torch::jit::Module& module, const std::string& path
     }
   }
   for (const c10::Argument& ret : schema.returns()) {
+    if (TensorsOnly(ret.type()) && !HoldsTensor(ret.type())) {
+      throw InputError(Concat(path, ": forward returns ", ret.type()->annotation_str(),
+                              ", no tensor: nothing to pipeline or train on"));
+    }
     if (!TensorsOnly(ret.type())) {
       throw InputError(Concat(path, ": forward returns ", ret.type()->annotation_str(),
-                              ", not supported (outputs must be tensors, or tuples or lists of tensors)"));
+                              ", not supported (outputs must be tensors, or tuples or lists of tensors, any of "
+                              "them None)"));
     }
   }
 }

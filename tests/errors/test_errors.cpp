@@ -298,6 +298,14 @@ ERROR_CASE("model-string-output", "forward returns a string") {
   };
 }
 
+ERROR_CASE("model-none-output", "forward returns only None") {
+  c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]'";
+  c.names = "returns Tuple[NoneType, NoneType]";
+  c.setup = [](const fs::path& dir) {
+    CopyZoo("fixtures/none_output.pt", dir / "model.pt");  // def forward(self, x: Tensor): return (None, None)
+  };
+}
+
 // ---- mpplan's flags --------------------------------------------------------
 
 ERROR_CASE("input-syntax", "`--input` that is not dtype[dims]") {

@@ -312,6 +312,27 @@ TEST_CASE("inference of a model with an output that does not grow with the batch
   CHECK(nlohmann::json::parse(run.out)["verify"] == true);
 }
 
+TEST_CASE("outputs that may be None (GoogLeNet's auxiliary logits) infer over micro-batches and replicas") {
+  // torchvision's GoogLeNet, scripted, returns (logits, aux2, aux1) with the
+  // auxiliary logits Optional[Tensor]: None outside training, so in every
+  // micro-batch and replica, and None in the joined outputs.
+  const std::string model = ZooPath("heldout/googlenet.script.pt");
+  for (const std::string layout : {"--stages 2 --microbatches 2", "--replicas 2 --stages 1 --microbatches 2"}) {
+    CAPTURE(layout);
+    const std::string out = TempPath("googlenet.out.pt");
+    std::filesystem::remove(out);
+    const std::string plan = Plan(model, "googlenet.infer", "--mode infer --gpus 2 " + layout);
+    const auto run = Mpexec(plan + " --verify --json --output " + out);
+    INFO(run.out);
+    REQUIRE(run.status == 0);
+    CHECK(nlohmann::json::parse(run.out.substr(run.out.find('{')))["verify"] == true);
+    const auto read = mp::test::RunTool(
+        MP_PYTHON, "-c \"import torch; y = torch.load('" + out + "'); print(len(y), tuple(y[0].shape), y[1], y[2])\"");
+    INFO(read.out);
+    CHECK(read.out == "3 (8, 10) None None\n");
+  }
+}
+
 TEST_CASE("a model changed since planning is refused") {
   std::filesystem::create_directories(TempPath("changed"));
   const std::string model = TempPath("changed/model.pt");

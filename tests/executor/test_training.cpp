@@ -210,10 +210,11 @@ TEST_CASE("held-out models train over 2 stages as they do on one device") {
   // (the encoder's output read by every decoder layer), a bidirectional
   // nn.GRU, a top-2 mixture of experts (topk, rows by nonzero, index_add),
   // a VQ bottleneck (argmin, a straight-through detach, a second output
-  // that is a mean over the batch). The sanitizers take the first.
+  // that is a mean over the batch), GoogLeNet (auxiliary logits typed
+  // Optional[Tensor], tensors in training). The sanitizers take the first.
   for (const std::string& name :
        mp::test::ZooKeep({"mobilenet_v2", "resnet18", "shufflenet", "squeezenet", "word_lm", "vit", "convnext",
-                          "seq2seq", "gru_tagger", "moe", "vq"})) {
+                          "seq2seq", "gru_tagger", "moe", "vq", "googlenet"})) {
     CAPTURE(name);
     const std::string plan = TempPath(name + ".heldout.plan.yaml");
     const auto made = Mpplan(ZooPath("heldout/" + name + ".script.pt") +
