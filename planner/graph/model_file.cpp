@@ -73,14 +73,14 @@ void CheckForwardTypes(const torch::jit::Module& module, const std::string& path
     }
   }
   for (const c10::Argument& ret : schema.returns()) {
-    if (TensorsOnly(ret.type()) && !HoldsTensor(ret.type())) {
-      throw InputError(Concat(path, ": forward returns ", ret.type()->annotation_str(),
-                              ", no tensor: nothing to pipeline or train on"));
-    }
     if (!TensorsOnly(ret.type())) {
       throw InputError(Concat(path, ": forward returns ", ret.type()->annotation_str(),
                               ", not supported (outputs must be tensors, or tuples or lists of tensors, any of "
                               "them None)"));
+    }
+    if (!HoldsTensor(ret.type())) {
+      throw InputError(Concat(path, ": forward returns ", ret.type()->annotation_str(),
+                              ", no tensor: nothing to pipeline or train on"));
     }
   }
 }
