@@ -16,7 +16,8 @@ packages=(
   doctest-dev libcli11-dev nlohmann-json3-dev
   python3-torch python3-torchvision  # models/export.py only
   libxml2-utils                      # xmllint: tests check the Gantt SVG parses
-  clang libclang-rt-14-dev llvm-14   # tools/fuzz.sh: libFuzzer; llvm-symbolizer for sanitizer traces
+  clang libclang-rt-14-dev llvm-14   # tools/fuzz.sh: libFuzzer; llvm-symbolizer for sanitizer traces;
+  lld                                # tools/sanitize.sh: its clang builds link with lld
 )
 
 missing=()

@@ -719,13 +719,17 @@ int PassCount(const PassOptions& options) {
 
 // Impl is defined in this file alone, so its anonymous-namespace base breaks
 // no one-definition rule; GCC warns only when the unity build includes this
-// file into another.
+// file into another (clang has no such warning: the sanitizer builds).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wsubobject-linkage"
+#endif
 struct NodeByNodePasses::Impl : Engine {
   using Engine::Engine;
 };
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 NodeByNodePasses::NodeByNodePasses(const CanonicalGraph& canonical, const std::vector<IValue>& model_inputs,
                                    const PassOptions& options) {

@@ -227,7 +227,9 @@ TEST_CASE("replicas: 2 copies of a 2-stage pipeline over 4 processes train as on
   std::vector<std::string> files;
   for (const auto& c : cases) files.push_back(c.first);
   const std::vector<std::string> kept = mp::test::ZooKeep(files);
-  for (const auto& [file, schedule] : cases) {
+  for (const auto& run : cases) {
+    const auto& file = run.first;
+    const auto& schedule = run.second;
     if (std::find(kept.begin(), kept.end(), file) == kept.end()) continue;  // the sanitizers: MobileNetV3's
     CAPTURE(file);
     const std::string plan = ReplicaPlan("replicas", file, 2, "--schedule " + schedule);

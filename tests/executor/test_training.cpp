@@ -133,7 +133,9 @@ TEST_CASE("zb-h1 and zbv with some stages running B for I and no W train as one 
   // The planner runs B on a split schedule's stage where I + W costs more
   // than it fills (search.cpp, ChooseWholeBackward): the plan's lists mix
   // B with I and W, on one device's two stages too (zbv).
-  for (const auto& [file, schedule] : {std::pair{"gpt.script.pt", "zb-h1"}, std::pair{"mlp.script.pt", "zbv"}}) {
+  for (const auto& run : {std::pair{"gpt.script.pt", "zb-h1"}, std::pair{"mlp.script.pt", "zbv"}}) {
+    const auto& file = run.first;
+    const auto& schedule = run.second;
     CAPTURE(file);
     mp::Plan plan = mp::ReadPlan(TrainPlan(file, 2, schedule, "", 4));
     std::vector<bool> whole(plan.stages.size(), false);
@@ -176,7 +178,9 @@ TEST_CASE("interleaved-1f1b, zb-h1, zbv and recomputation over processes: a devi
           doctest::skip(!mp::ProcessGroupsAvailable())) {
   const std::map<std::string, nlohmann::json> ranks = {
       {"interleaved-1f1b", {0, 1, 0, 1}}, {"zb-h1", {0, 1}}, {"zbv", {0, 1, 1, 0}}};
-  for (const auto& [schedule, stage_ranks] : ranks) {
+  for (const auto& entry : ranks) {
+    const auto& schedule = entry.first;
+    const auto& stage_ranks = entry.second;
     CAPTURE(schedule);
     const std::string plan = TrainPlan("gpt.script.pt", 2, schedule);
     const auto j = mp::test::VerifiedTraining(plan + " --steps 2 --launch-local 2");

@@ -167,7 +167,9 @@ TEST_CASE("the mp:: twins compute what ATen computes from the same generator") {
       {"mp::feature_dropout", &at::feature_dropout},
       {"mp::alpha_dropout", &at::alpha_dropout},
       {"mp::feature_alpha_dropout", &at::feature_alpha_dropout}};
-  for (const auto& [name, aten] : dropouts) {
+  for (const auto& dropout : dropouts) {
+    const auto& name = dropout.first;
+    const auto& aten = dropout.second;
     CAPTURE(name);
     at::manual_seed(seed);
     const at::Tensor want = aten(x, 0.3, true);

@@ -133,7 +133,9 @@ const std::vector<std::pair<std::string, int64_t>> kCutModels = {{"branchy.scrip
 constexpr double kNoise = 0.03;  // either way, per size and per node
 
 TEST_CASE("a noisy profile gives the same plan every time") {
-  for (const auto& [name, batch] : {std::pair<const char*, int64_t>{"mlp.script.pt", 256}, {"gpt.script.pt", 16}}) {
+  for (const auto& model : {std::pair<const char*, int64_t>{"mlp.script.pt", 256}, {"gpt.script.pt", 16}}) {
+    const auto& name = model.first;
+    const auto& batch = model.second;
     CAPTURE(name);
     const Measured m = Estimated(name, batch);
     mp::Cluster cluster = mp::UniformCluster(2, mp::Device{}, mp::Link{0, 0.05});
@@ -178,8 +180,10 @@ TEST_CASE("replanned over its previous plan, a noisy profile keeps that plan whe
   // moved too, between 2 x 4 zb-h1 and 4 x 2 zbv, while ties put zb-h1
   // before interleaved-1f1b.)
   int moved = 0;
-  for (const auto& [name, batch] : {std::pair<const char*, int64_t>{"mlp.script.pt", 256}, {"gpt.script.pt", 16},
-                                    {"convnet.script.pt", 64}, {"branchy.script.pt", 16}}) {
+  for (const auto& model : {std::pair<const char*, int64_t>{"mlp.script.pt", 256}, {"gpt.script.pt", 16},
+                           {"convnet.script.pt", 64}, {"branchy.script.pt", 16}}) {
+    const auto& name = model.first;
+    const auto& batch = model.second;
     CAPTURE(name);
     const Measured m = Estimated(name, batch, "generic-cpu");
     const mp::Cluster cluster = mp::UniformCluster(2, mp::Device{}, mp::Link{0, 0.05});
@@ -234,7 +238,9 @@ TEST_CASE("on measured profiles of the branchy model and ResNet-50, the DP again
     // Whether a baseline also finds the best cut depends on the machine's
     // times (under ASan it found it in all four cases): the strict win is
     // asked of fixed times, in the test case below.
-    for (const auto& [name, batch] : models) {
+    for (const auto& model : models) {
+      const auto& name = model.first;
+      const auto& batch = model.second;
       CAPTURE(name);
       const Measured& m = Measure(name, batch);
       for (int stages : {2, 4}) {
@@ -253,13 +259,17 @@ TEST_CASE("on measured profiles of the branchy model and ResNet-50, the DP again
     // drain, where a baseline's cut can be faster. The search keeps the
     // fastest known cut, so no baseline beats its step.
     int kept = 0, cases = 0;
-    for (const auto& [name, batch] : models) {
+    for (const auto& model : models) {
+      const auto& name = model.first;
+      const auto& batch = model.second;
       CAPTURE(name);
       const Measured& m = Measure(name, batch);
-      for (const auto& [devices, schedule] : {std::pair<int, mp::ScheduleKind>{2, mp::ScheduleKind::kGPipe},
-                                              {4, mp::ScheduleKind::kOneFOneB},
-                                              {4, mp::ScheduleKind::kZeroBubbleH1},
-                                              {2, mp::ScheduleKind::kInterleaved1F1B}}) {
+      for (const auto& layout : {std::pair<int, mp::ScheduleKind>{2, mp::ScheduleKind::kGPipe},
+                                {4, mp::ScheduleKind::kOneFOneB},
+                                {4, mp::ScheduleKind::kZeroBubbleH1},
+                                {2, mp::ScheduleKind::kInterleaved1F1B}}) {
+        const auto& devices = layout.first;
+        const auto& schedule = layout.second;
         CAPTURE(devices);
         CAPTURE(mp::ScheduleName(schedule));
         const auto step = [&](const std::string& method, bool known_cuts) {
@@ -293,7 +303,9 @@ TEST_CASE("on fixed times of the branchy model and ResNet-50, the DP beats the b
   // and 0.1254 ms on branchy, 1.1974 on ResNet-50 at 2) but not ResNet-50
   // at 4 (0.5996 against 0.6178 ms).
   int strict_wins = 0;
-  for (const auto& [name, batch] : kCutModels) {
+  for (const auto& model : kCutModels) {
+    const auto& name = model.first;
+    const auto& batch = model.second;
     CAPTURE(name);
     const Measured m = Estimated(name, batch);
     for (int stages : {2, 4}) {
@@ -318,13 +330,17 @@ TEST_CASE("no cut a boundary move away from the chosen one simulates faster") {
   // plan's, in either direction at any boundary, simulates no faster
   // (where both stages it divides still hold a node that takes time).
   int moved = 0, cases = 0;
-  for (const auto& [name, batch] : kCutModels) {
+  for (const auto& model : kCutModels) {
+    const auto& name = model.first;
+    const auto& batch = model.second;
     CAPTURE(name);
     const Measured m = Estimated(name, batch);
-    for (const auto& [stages, schedule] : {std::pair<int, mp::ScheduleKind>{2, mp::ScheduleKind::kOneFOneB},
-                                           {4, mp::ScheduleKind::kOneFOneB},
-                                           {4, mp::ScheduleKind::kZeroBubbleH1},
-                                           {2, mp::ScheduleKind::kZeroBubbleV}}) {
+    for (const auto& layout : {std::pair<int, mp::ScheduleKind>{2, mp::ScheduleKind::kOneFOneB},
+                              {4, mp::ScheduleKind::kOneFOneB},
+                              {4, mp::ScheduleKind::kZeroBubbleH1},
+                              {2, mp::ScheduleKind::kZeroBubbleV}}) {
+      const auto& stages = layout.first;
+      const auto& schedule = layout.second;
       CAPTURE(stages);
       CAPTURE(mp::ScheduleName(schedule));
       mp::PlanRequest request;
@@ -416,9 +432,11 @@ TEST_CASE("where B beats I + W on some stages, the plan never simulates slower t
         node.weight_backward_ms[i] = node.backward_ms[i] * factor();
       }
     }
-    for (const auto& [stages, schedule] : {std::pair<int, mp::ScheduleKind>{2, mp::ScheduleKind::kZeroBubbleH1},
-                                           {4, mp::ScheduleKind::kZeroBubbleH1},
-                                           {4, mp::ScheduleKind::kZeroBubbleV}}) {
+    for (const auto& layout : {std::pair<int, mp::ScheduleKind>{2, mp::ScheduleKind::kZeroBubbleH1},
+                              {4, mp::ScheduleKind::kZeroBubbleH1},
+                              {4, mp::ScheduleKind::kZeroBubbleV}}) {
+      const auto& stages = layout.first;
+      const auto& schedule = layout.second;
       CAPTURE(stages);
       CAPTURE(mp::ScheduleName(schedule));
       const auto step = [&](const std::string& method, bool known_cuts) {

@@ -107,7 +107,9 @@ void CheckChart(const mp::Plan& plan, const std::string& name) {
     }
   }
   // Boxes in one lane never overlap, and rows lie apart vertically.
-  for (auto& [key, lane] : rows) {
+  for (auto& row : rows) {
+    auto& key = row.first;
+    auto& lane = row.second;
     std::sort(lane.begin(), lane.end(), [](const Box& a, const Box& b) { return a.x < b.x; });
     for (size_t i = 1; i < lane.size(); ++i) {
       CAPTURE(lane[i - 1].title);

@@ -101,7 +101,9 @@ TEST_CASE("edges are deduplicated, crossing ones carry the bytes sent, constants
   const auto edges = Edges(dot);
   std::set<std::pair<int, int>> seen;
   int crossing = 0;
-  for (const auto& [ends, rest] : edges) {
+  for (const auto& edge : edges) {
+    const auto& ends = edge.first;
+    const auto& rest = edge.second;
     CAPTURE(rest);
     CHECK(seen.insert(ends).second);
     CHECK(ends.first != ends.second);
