@@ -113,8 +113,8 @@ else
   export TSAN_OPTIONS="exitcode=$report_exit:halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
 fi
 
-# TSan (clang 14's, as GCC 12's) maps its shadow memory at fixed addresses and fails with
-# "unexpected memory mapping" when the kernel randomises mmap with more than
+# TSan (clang 14's, as GCC 12's) maps its shadow memory at fixed addresses
+# and fails with "unexpected memory mapping" when the kernel randomises mmap with more than
 # 28 bits; ASan of this vintage can loop on DEADLYSIGNAL there. Turn address
 # randomisation off for everything below (setarch -R is inherited).
 rnd_bits=$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 28)
@@ -133,8 +133,8 @@ fi
 # of GCC's time (its precompiled LibTorch header loads lazily, where GCC
 # maps all 430 MB of its image into every translation unit: with these
 # flags a small test unit took 7.3 s against 12.7, mpplan's command line
-# 37-43 s against 83-85, alternated). lld links: gold, which the plain build uses, warns about
-# every check clang's static ASan runtime exports.
+# 37-43 s against 83-85, alternated). lld links: gold, which the plain
+# build uses, warns about every check clang's static ASan runtime exports.
 cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMP_GOLD=OFF \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$base_flags" \
   "-DCMAKE_CXX_FLAGS=$san" \
