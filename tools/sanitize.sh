@@ -43,8 +43,8 @@
 # Set MP_TEST_ZOO yourself to choose others, or to empty to sweep the whole
 # zoo (MP_TEST_ZOO= tools/sanitize.sh asan).
 #
-# On 2 cores (this session's host, 2026-12-02, its speed moving 2x within
-# the hour): asan 595 s to build with clang (GCC took 749 to 844 s in the
+# On 2 cores (2026-12-02, a host whose speed moved 2x within the hour):
+# asan 595 s to build with clang (GCC took 749 to 844 s in the
 # last sessions on the slow host; the same translation unit 0.47x of GCC's
 # time, alternated) and 834 s to test.
 #
@@ -76,8 +76,8 @@ fi
 export MP_TEST_ZOO="${MP_TEST_ZOO-$default_zoo}"
 echo "sanitize: zoo sweeps over ${MP_TEST_ZOO:-every zoo model} (MP_TEST_ZOO)"
 
-# -O1: LibTorch's kernels are most of the run time, and -O1 -g1 compiles a
-# third faster than -O3. -g1: line numbers in reports without full debug
+# -O1: LibTorch's kernels are most of the run time, and -O1 -g1 compiled a
+# third faster than -O3 (measured with GCC). -g1: line numbers in reports without full debug
 # info (LibTorch's headers make that huge).
 base_flags="-O1 -g1 -DNDEBUG -fno-omit-frame-pointer"
 
@@ -114,9 +114,10 @@ else
 fi
 
 # TSan (clang 14's, as GCC 12's) maps its shadow memory at fixed addresses
-# and fails with "unexpected memory mapping" when the kernel randomises mmap with more than
-# 28 bits; ASan of this vintage can loop on DEADLYSIGNAL there. Turn address
-# randomisation off for everything below (setarch -R is inherited).
+# and fails with "unexpected memory mapping" when the kernel randomises mmap
+# with more than 28 bits; ASan of this vintage can loop on DEADLYSIGNAL
+# there. Turn address randomisation off for everything below (setarch -R is
+# inherited).
 rnd_bits=$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 28)
 if [ "$rnd_bits" -gt 28 ]; then
   if setarch "$(uname -m)" -R true 2>/dev/null; then
@@ -135,7 +136,8 @@ fi
 # flags a small test unit took 7.3 s against 12.7, mpplan's command line
 # 37-43 s against 83-85, alternated). lld links: gold, which the plain
 # build uses, warns about every check clang's static ASan runtime exports.
-cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMP_GOLD=OFF \
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER=clang++ -DMP_GOLD=OFF \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$base_flags" \
   "-DCMAKE_CXX_FLAGS=$san" \
   "-DCMAKE_EXE_LINKER_FLAGS=$san -fuse-ld=lld" \
