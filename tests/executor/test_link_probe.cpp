@@ -22,8 +22,12 @@ namespace {
 // instrumented, so TSan sees the exception's allocation and then its message
 // read on another thread without the hand-off between them (a report in 10
 // of 15 runs with the first suppressed). The plain build and ASan run it.
+// GCC says -fsanitize=thread with __SANITIZE_THREAD__, clang (the sanitizer
+// builds) with __has_feature(thread_sanitizer).
 #if defined(__SANITIZE_THREAD__)
 constexpr bool kUnderThreadSanitizer = true;
+#elif defined(__has_feature)
+constexpr bool kUnderThreadSanitizer = __has_feature(thread_sanitizer);
 #else
 constexpr bool kUnderThreadSanitizer = false;
 #endif
