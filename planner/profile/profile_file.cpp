@@ -6,6 +6,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -13,6 +15,7 @@
 #include "common/error.h"
 #include "common/yaml_cursor.h"
 #include "common/yaml_document.h"
+#include "planner/profile/device_profile.h"
 
 namespace mp {
 namespace {
@@ -401,6 +404,40 @@ void CheckProfileMatches(const Profile& profile, const std::string& fingerprint,
   for (const auto& s : inputs) ours += (ours.empty() ? "" : " ") + FormatTensorSpec(s);
   if (theirs != ours)
     throw InputError(Concat(source, ": profile was taken on inputs ", theirs, ", not ", ours));
+}
+
+void CheckProfileDevice(const Profile& profile, const std::string& device_profile_name,
+                        const std::string& local_device, const std::string& source) {
+  const bool measured = profile.source == "measured";
+  if (device_profile_name.empty()) {
+    if (!measured) {
+      // The flag to give, where the name is a bundled profile's (any case).
+      std::string flag = "the --device-profile it was made for";
+      for (const auto& name : BundledProfiles()) {
+        if (name.size() == profile.device.size() &&
+            std::equal(name.begin(), name.end(), profile.device.begin(),
+                       [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
+          flag = "--device-profile " + name;
+        }
+      }
+      throw InputError(Concat(source, ": profile is ", profile.source, " on ", profile.device, "; plan from it with ",
+                              flag, " (without one the plan is for this machine's ", local_device, ")"));
+    }
+    const auto type = [](const std::string& device) { return device.substr(0, device.find(':')); };
+    if (type(profile.device) != type(local_device)) {
+      throw InputError(Concat(source, ": profile was measured on ", profile.device, ", the plan is for ",
+                              local_device, " (--device ", local_device, ")"));
+    }
+    return;
+  }
+  if (measured) {
+    throw InputError(Concat(source, ": profile was measured on ", profile.device, ", the plan is for ",
+                            device_profile_name, " (--device-profile): leave --device-profile out, or profile with it"));
+  }
+  if (profile.device != device_profile_name) {
+    throw InputError(Concat(source, ": profile is ", profile.source, " on ", profile.device, ", the plan is for ",
+                            device_profile_name, " (--device-profile)"));
+  }
 }
 
 }  // namespace mp

@@ -23,4 +23,14 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source);
 void CheckProfileMatches(const Profile& profile, const std::string& fingerprint,
                          const std::vector<TensorSpec>& inputs, bool training, const std::string& source);
 
+// Refuses (InputError naming `source` and the flag) a profile whose times
+// are for other devices than the plan's: analytic or calibrated for a
+// device profile other than `device_profile_name` (the loaded
+// --device-profile's name; empty: none given, the plan is for this
+// machine's `local_device`), or measured here while a device profile is
+// given. Without it an A100's times would plan CPU workers, and the plan
+// would be for neither.
+void CheckProfileDevice(const Profile& profile, const std::string& device_profile_name,
+                        const std::string& local_device, const std::string& source);
+
 }  // namespace mp

@@ -104,6 +104,18 @@ void InferencePlan(const fs::path& dir, const std::string& fixture) {
   REQUIRE(Run(command, dir, dir.parent_path() / "plan.out", dir.parent_path() / "plan.err") == 0);
 }
 
+// toy.pt and two profiles of it, made here by mpplan: toy.a100.yaml
+// analytic for --device-profile a100-80gb, toy.cpu.yaml measured on this
+// machine's CPU.
+void ToyProfiles(const fs::path& dir) {
+  ToyModel(dir);
+  for (const std::string flags : {"--device-profile a100-80gb --profile-out toy.a100.yaml",
+                                  "--repeats 1 --warmup 0 --profile-out toy.cpu.yaml"}) {
+    const std::string command = std::string(MP_MPPLAN) + " toy.pt --gpus 2 --profile-only --quiet " + flags;
+    REQUIRE(Run(command, dir, dir.parent_path() / "profile.out", dir.parent_path() / "profile.err") == 0);
+  }
+}
+
 // toy.pt and toy.r2.yaml: 2 replicas of the same 2-stage split (4 devices,
 // 10 samples each).
 void ToyReplicaPlan(const fs::path& dir) {
@@ -498,6 +510,24 @@ ERROR_CASE("profile-output-is-model", "`--profile-out` that would overwrite the 
   c.command = "mpplan toy.pt --gpus 2 --profile-out toy.pt";
   c.names = "toy.pt";
   c.setup = ToyModel;
+}
+
+ERROR_CASE("profile-analytic-for-cpu", "`--profile-in` an A100's profile, for this machine's CPU workers") {
+  c.command = "mpplan toy.pt --gpus 2 --profile-in toy.a100.yaml";
+  c.names = "--device-profile a100-80gb";
+  c.setup = ToyProfiles;
+}
+
+ERROR_CASE("profile-other-device-profile", "`--profile-in` an A100's profile, for another `--device-profile`") {
+  c.command = "mpplan toy.pt --gpus 2 --profile-in toy.a100.yaml --device-profile h100-sxm";
+  c.names = "H100-SXM";
+  c.setup = ToyProfiles;
+}
+
+ERROR_CASE("profile-measured-for-device-profile", "`--profile-in` a profile measured here, for a `--device-profile`") {
+  c.command = "mpplan toy.pt --gpus 2 --profile-in toy.cpu.yaml --device-profile a100-80gb";
+  c.names = "--device-profile";
+  c.setup = ToyProfiles;
 }
 
 // ---- the plan file ---------------------------------------------------------

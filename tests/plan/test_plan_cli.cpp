@@ -420,13 +420,24 @@ TEST_CASE("the tutorial's ResNet-50 on 2 devices is compared with its hand split
   }
   CHECK(size20);
   CHECK(size12);
-  // The same plan as text, from the profile just written (no second shape probe).
-  const auto text = Mpplan(ZooPath("resnet50.script.pt") + " --quiet --profile-in " + profile +
-                           " --gpus 2 --input float32[120,3,128,128] --split 'layer1,layer2|layer3,layer4,fc' "
-                           "--explain -o " + TempPath("tutorial.plan.yaml"));
+  // The same plan as text, from the profile just written (no second shape
+  // probe), for the devices it was written for.
+  const std::string again = " --profile-in " + profile +
+                            " --gpus 2 --input float32[120,3,128,128] --split 'layer1,layer2|layer3,layer4,fc' "
+                            "--explain -o " + TempPath("tutorial.plan.yaml");
+  const auto text = Mpplan(ZooPath("resnet50.script.pt") + kQuick + again);
+  INFO(text.out);
   REQUIRE(text.status == 0);
   CHECK(text.out.find("layer1,layer2|layer3,layer4,fc") != std::string::npos);
   CHECK(text.out.find("BatchNorm") != std::string::npos);
+  CHECK(text.out.find("A100-80GB #0") != std::string::npos);
+  // Not for this machine's CPU workers: A100 times would plan them (and, as
+  // their links were measured, time a training step of the whole model).
+  const auto cpu = Mpplan(ZooPath("resnet50.script.pt") + " --quiet" + again);
+  CHECK(cpu.status == 1);
+  CHECK(LastLine(cpu.out) == "mpplan: " + profile +
+                                 ": profile is analytic on A100-80GB; plan from it with --device-profile a100-80gb "
+                                 "(without one the plan is for this machine's cpu)");
 }
 
 TEST_CASE("planned again over its plan, a model keeps its shape while it ties, and --previous names another or none") {
