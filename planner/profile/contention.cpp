@@ -19,16 +19,19 @@
 #include "planner/profile/whole_graph.h"
 
 namespace mp {
-namespace {
-
-constexpr double kSpanMs = 400;
-constexpr int kMaxTurns = 40;
 
 // One run of a copy: its forward and (training) backward, timed apart.
+// Outside the anonymous namespace: SharedSlowdownProbe::Workers, a class
+// of the header's, holds them.
 struct RunTimes {
   double forward_ms = 0, backward_ms = 0;
   double Total() const { return forward_ms + backward_ms; }
 };
+
+namespace {
+
+constexpr double kSpanMs = 400;
+constexpr int kMaxTurns = 40;
 
 RunTimes RunOnce(WholeGraph& graph) {
   RunTimes times;
