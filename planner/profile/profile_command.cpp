@@ -7,6 +7,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -52,6 +53,18 @@ Profile Measure(const CanonicalGraph& canonical, const ProfileRequest& request,
   return profile;
 }
 
+std::string JoinSizes(const std::vector<int64_t>& sizes) {
+  std::string out;
+  for (int64_t s : sizes) out += (out.empty() ? "" : ",") + std::to_string(s);
+  return out;
+}
+
+std::vector<int64_t> SortedUnique(std::vector<int64_t> sizes) {
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
 std::string Fixed(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3g", value);
@@ -69,6 +82,16 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
   if (request.threads < 0) throw InputError(Concat("--threads must be at least 1, got ", request.threads));
   if (request.timing.repeats < 1) throw InputError(Concat("--repeats must be at least 1, got ", request.timing.repeats));
   if (request.timing.warmup < 0) throw InputError(Concat("--warmup must not be negative, got ", request.timing.warmup));
+  // Flags that would be ignored are refused: the user asked for something.
+  if (request.calibrate && request.device_profile.empty()) {
+    throw InputError(
+        "--calibrate fits a --device-profile's efficiencies to a measurement here: name the profile to fit "
+        "(e.g. --device-profile generic-cpu)");
+  }
+  if (request.calibrate && !request.profile_in.empty()) {
+    throw InputError("--calibrate with --profile-in: the profile read keeps its own times; calibrate when making it "
+                     "(with --profile-out)");
+  }
   KeepFreedMemory();
   at::set_num_threads(request.threads > 0 ? request.threads : DefaultThreads(request.stages));
 
@@ -99,6 +122,12 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
     CheckProfileDevice(result.profile,
                        request.device_profile.empty() ? "" : LoadDeviceProfile(request.device_profile).name,
                        request.device, request.profile_in);
+    const std::vector<int64_t> sizes = SortedUnique(request.microbatch_sizes);
+    if (!sizes.empty() && sizes != result.profile.microbatch_sizes) {
+      throw InputError(Concat("--microbatch-sizes ", JoinSizes(request.microbatch_sizes), ": ", request.profile_in,
+                              " was measured at ", JoinSizes(result.profile.microbatch_sizes),
+                              "; to plan at others, profile again without --profile-in"));
+    }
   } else if (!request.device_profile.empty()) {
     DeviceProfile device = LoadDeviceProfile(request.device_profile);
     if (request.calibrate) {

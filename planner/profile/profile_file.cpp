@@ -432,7 +432,8 @@ void CheckProfileDevice(const Profile& profile, const std::string& device_profil
   }
   if (measured) {
     throw InputError(Concat(source, ": profile was measured on ", profile.device, ", the plan is for ",
-                            device_profile_name, " (--device-profile): leave --device-profile out, or profile with it"));
+                            device_profile_name,
+                            " (--device-profile): leave --device-profile out, or profile with it"));
   }
   if (profile.device != device_profile_name) {
     throw InputError(Concat(source, ": profile is ", profile.source, " on ", profile.device, ", the plan is for ",

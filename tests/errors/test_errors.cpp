@@ -524,6 +524,24 @@ ERROR_CASE("profile-other-device-profile", "`--profile-in` an A100's profile, fo
   c.setup = ToyProfiles;
 }
 
+ERROR_CASE("calibrate-without-device-profile", "`--calibrate` without a device profile to fit") {
+  c.command = "mpplan toy.pt --gpus 2 --calibrate";
+  c.names = "--calibrate";
+  c.setup = ToyModel;
+}
+
+ERROR_CASE("calibrate-profile-in", "`--calibrate` with `--profile-in`, whose times are read, not measured") {
+  c.command = "mpplan toy.pt --gpus 2 --device-profile generic-cpu --calibrate --profile-in toy.cpu.yaml";
+  c.names = "--profile-in";
+  c.setup = ToyProfiles;
+}
+
+ERROR_CASE("profile-in-other-sizes", "`--microbatch-sizes` other than those of the `--profile-in` file") {
+  c.command = "mpplan toy.pt --gpus 2 --profile-in toy.cpu.yaml --microbatch-sizes 2,20";
+  c.names = "--microbatch-sizes 2,20";
+  c.setup = ToyProfiles;
+}
+
 ERROR_CASE("profile-measured-for-device-profile", "`--profile-in` a profile measured here, for a `--device-profile`") {
   c.command = "mpplan toy.pt --gpus 2 --profile-in toy.cpu.yaml --device-profile a100-80gb";
   c.names = "--device-profile";
