@@ -102,6 +102,9 @@ void CheckOutputFiles(const ExecCommandRequest& request, bool training, const st
   }
   if (!training && !request.save.empty()) throw InputError("--save: this is an inference plan; it trains nothing");
   if (!training && !request.labels.empty()) throw InputError("--labels: this is an inference plan; it takes no labels");
+  if (!training && !request.training_flags.empty()) {
+    throw InputError(request.training_flags.front() + ": this is an inference plan; it trains nothing");
+  }
   const std::vector<std::pair<const char*, const std::string*>> outputs = {
       {"--output", &request.output}, {"--save", &request.save}, {"--trace", &request.trace}};
   for (size_t i = 0; i < outputs.size(); ++i) {

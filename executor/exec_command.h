@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 #include "executor/executor.h"
 
@@ -35,6 +36,9 @@ struct ExecCommandRequest {
   std::string save;     // --save FILE.pt (training)
   std::string trace;    // --trace FILE.json
   int timeout_s = 300;  // --timeout: the longest wait for another rank (stages over processes)
+  // The training-only flags given (--lr, --momentum, --loss): refused with
+  // an inference plan, which would ignore them.
+  std::vector<std::string> training_flags;
 };
 
 // The single JSON object `mpexec --json` prints (docs/executor.md lists the

@@ -105,6 +105,9 @@ int RunMpexec(const std::vector<std::string>& args, std::ostream& out, std::ostr
   const auto report = [&err](const std::string& line) { Report(line, err); };
   return RunTool([&] {
     request.options.training.loss = ParseLoss(loss);
+    for (const char* flag : {"--lr", "--momentum", "--loss"}) {
+      if (app.count(flag) > 0) request.training_flags.push_back(flag);
+    }
     request.cpu_workers = device == "cpu";
     // A plan with replicas runs over processes: without a launcher, as
     // --launch-local with one per device (the report's ranks line says so).

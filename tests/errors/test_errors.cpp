@@ -731,6 +731,12 @@ ERROR_CASE("exec-output-training", "`--output` on a training plan") {
   c.setup = [](const fs::path& dir) { ToyPlan(dir); };
 }
 
+ERROR_CASE("exec-lr-inference", "`--lr` with an inference plan, which trains nothing") {
+  c.command = "mpexec toy.infer.yaml --lr 0.1";
+  c.names = "--lr";
+  c.setup = [](const fs::path& dir) { ToyPlan(dir, "infer"); };
+}
+
 ERROR_CASE("exec-input-missing", "`--input` file missing") {
   c.command = "mpexec toy.infer.yaml --input batch.pt";
   c.names = "batch.pt";
