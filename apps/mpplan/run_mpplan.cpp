@@ -196,6 +196,9 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
       return 0;
     }
     request.tie_tolerance = tie_percent / 100;
+    if (!profile.training && app.count("--optimizer") > 0) {
+      throw InputError("--optimizer " + optimizer + ": inference keeps no optimizer state");
+    }
     request.optimizer_states = optimizer == "adam" ? 2 : optimizer == "momentum" ? 1 : 0;
     request.recompute = ParseRecompute(recompute);
     request.device_tolerance = device_percent / 100;

@@ -524,6 +524,12 @@ ERROR_CASE("profile-other-device-profile", "`--profile-in` an A100's profile, fo
   c.setup = ToyProfiles;
 }
 
+ERROR_CASE("optimizer-inference", "`--optimizer` with `--mode infer`, which keeps no optimizer state") {
+  c.command = "mpplan toy.pt --gpus 2 --mode infer --optimizer adam";
+  c.names = "--optimizer adam";
+  c.setup = ToyModel;
+}
+
 ERROR_CASE("calibrate-without-device-profile", "`--calibrate` without a device profile to fit") {
   c.command = "mpplan toy.pt --gpus 2 --calibrate";
   c.names = "--calibrate";
