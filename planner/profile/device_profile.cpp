@@ -82,13 +82,20 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml, const std::string& sou
   return device;
 }
 
+std::string BundledProfileName(const std::string& name) {
+  std::error_code ec;
+  const std::string stem = Lower(name);
+  return fs::is_regular_file(fs::path(ProfilesDir()) / (stem + ".yaml"), ec) ? stem : "";
+}
+
 DeviceProfile LoadDeviceProfile(const std::string& name_or_file) {
   std::error_code ec;
   if (fs::is_regular_file(name_or_file, ec))
     return ParseDeviceProfile(ReadTextFile(name_or_file, "device profile"), name_or_file);
-  const fs::path bundled = fs::path(ProfilesDir()) / (Lower(name_or_file) + ".yaml");
-  if (fs::is_regular_file(bundled, ec))
-    return ParseDeviceProfile(ReadTextFile(bundled.string(), "device profile"), bundled.string());
+  if (const std::string stem = BundledProfileName(name_or_file); !stem.empty()) {
+    const std::string bundled = (fs::path(ProfilesDir()) / (stem + ".yaml")).string();
+    return ParseDeviceProfile(ReadTextFile(bundled, "device profile"), bundled);
+  }
   std::string known;
   for (const auto& name : BundledProfiles()) known += (known.empty() ? "" : ", ") + name;
   throw InputError(Concat("unknown device profile '", name_or_file, "' (known: ", known,

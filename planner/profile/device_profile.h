@@ -34,6 +34,10 @@ std::string ProfilesDir();
 // Names of the bundled profiles (file stems: a100-80gb, h100-sxm, ...).
 std::vector<std::string> BundledProfiles();
 
+// The bundled profile `name` is, in any case (A100-80GB: a100-80gb), or ""
+// where none is.
+std::string BundledProfileName(const std::string& name);
+
 // `name_or_file` is a path to a YAML file, or a bundled profile's name in
 // any case (A100-80GB, a100-80gb). Throws InputError for an unknown name
 // (listing the known ones), a missing key or a key it does not know.

@@ -6,8 +6,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -411,15 +409,9 @@ void CheckProfileDevice(const Profile& profile, const std::string& device_profil
   const bool measured = profile.source == "measured";
   if (device_profile_name.empty()) {
     if (!measured) {
-      // The flag to give, where the name is a bundled profile's (any case).
-      std::string flag = "the --device-profile it was made for";
-      for (const auto& name : BundledProfiles()) {
-        if (name.size() == profile.device.size() &&
-            std::equal(name.begin(), name.end(), profile.device.begin(),
-                       [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
-          flag = "--device-profile " + name;
-        }
-      }
+      // The flag to give, where the name is a bundled profile's.
+      const std::string bundled = BundledProfileName(profile.device);
+      const std::string flag = bundled.empty() ? "the --device-profile it was made for" : "--device-profile " + bundled;
       throw InputError(Concat(source, ": profile is ", profile.source, " on ", profile.device, "; plan from it with ",
                               flag, " (without one the plan is for this machine's ", local_device, ")"));
     }
