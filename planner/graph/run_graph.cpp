@@ -3,6 +3,7 @@
 #include "planner/graph/run_graph.h"
 
 #include "common/error.h"
+#include "planner/graph/warn_once.h"
 
 namespace mp {
 
@@ -73,6 +74,7 @@ std::string ErrorLine(const std::string& what) {
 }
 
 std::vector<c10::IValue> GraphRunner::Run(std::vector<c10::IValue> inputs) const {
+  const WarnOnceScope warn_once;  // the model's `warnings.warn`, once a process
   torch::jit::InterpreterState state(code_);
   state.run(inputs);
   return inputs;  // the interpreter leaves the outputs on the stack

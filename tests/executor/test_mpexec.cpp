@@ -333,6 +333,36 @@ TEST_CASE("outputs that may be None (GoogLeNet's auxiliary logits) infer over mi
   }
 }
 
+namespace {
+
+// Counts `what` in `text`.
+size_t Occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a model's warnings.warn is printed once a process, not at every forward") {
+  // GoogLeNet, scripted, warns at every forward outside training; the
+  // interpreter printed it at each micro-batch of each step (12 lines for 3
+  // steps of 2 micro-batches here, 160 in a measured mpplan), Python once.
+  const std::string model = ZooPath("heldout/googlenet.script.pt");
+  const std::string plan = TempPath("googlenet.warn.plan.yaml");
+  const std::string warning = "warning: Scripted GoogleNet always returns GoogleNetOutputs Tuple (googlenet.py:";
+  const auto planned = mp::test::RunTool(
+      MP_MPPLAN, model + " --quiet --mode infer --gpus 2 --stages 2 --microbatches 2 --device-profile a100-80gb -o " + plan);
+  INFO(planned.out);
+  REQUIRE(planned.status == 0);
+  CHECK(Occurrences(planned.out, warning) == 1);
+  const auto run = mp::test::RunTool(MP_MPEXEC_CPU, plan + " --steps 3");
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  CHECK(Occurrences(run.out, warning) == 1);
+  CHECK(Occurrences(run.out, "GoogleNetOutputs") == 1);  // nor in c10's own form
+}
+
 TEST_CASE("a model changed since planning is refused") {
   std::filesystem::create_directories(TempPath("changed"));
   const std::string model = TempPath("changed/model.pt");
