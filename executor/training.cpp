@@ -67,7 +67,13 @@ void CheckLabels(const at::Tensor& labels, const OutputLayout& layout, int64_t b
   }
 }
 
-at::Tensor MicrobatchLoss(const at::Tensor& output, const at::Tensor& labels, LossKind loss, int64_t batch_elements) {
+at::Tensor MicrobatchLoss(const at::Tensor& given, const at::Tensor& labels, LossKind loss, int64_t batch_elements) {
+  // In float32 for a half or bfloat16 output, as torch.autocast runs its
+  // losses: a sum over the batch in 8 bits of mantissa loses the small
+  // terms, and LibTorch 1.13 has no bfloat16 mse on CPU ("mse_cpu" not
+  // implemented for 'BFloat16', a bfloat16 MLP's first step).
+  const bool reduced = given.scalar_type() == at::kHalf || given.scalar_type() == at::kBFloat16;
+  const at::Tensor output = reduced ? given.to(at::kFloat) : given;
   at::Tensor sum;
   if (loss == LossKind::kMse) {
     sum = at::mse_loss(output, labels.to(output.scalar_type()), at::Reduction::Sum);

@@ -41,7 +41,9 @@ void CheckLabels(const at::Tensor& labels, const OutputLayout& layout, int64_t b
 // The loss of one micro-batch, scaled so that the micro-batches of a batch
 // add up to the loss of the whole batch: the sum over elements divided by
 // `batch_elements` (the element count of the whole batch's labels). So
-// their gradients accumulate to the full-batch gradient.
+// their gradients accumulate to the full-batch gradient. A half or bfloat16
+// output's loss is taken in float32 (its gradient flows back in the
+// output's own dtype).
 at::Tensor MicrobatchLoss(const at::Tensor& output, const at::Tensor& labels, LossKind loss, int64_t batch_elements);
 
 // SGD as torch.optim.SGD computes it (no dampening, no Nesterov, no weight

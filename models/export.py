@@ -433,6 +433,14 @@ def googlenet():
     return GoogLeNet(num_classes=10, aux_logits=True, init_weights=True)
 
 
+def gpt_bf16():
+    """The zoo's GPT at half its widths and depth with every parameter in
+    bfloat16, as a user who halves a model's memory casts it
+    (model.to(torch.bfloat16)): bfloat16 activations, outputs and gradients
+    end to end, a float32 loss only."""
+    return GPT(vocab=256, dim=64, heads=4, layers=4, context=32).to(torch.bfloat16)
+
+
 class Seq2Seq(nn.Module):
     """PyTorch's own nn.Transformer, encoder and decoder (2 layers each,
     batch first, dropout 0.1) between two embeddings and a head: the
@@ -543,6 +551,7 @@ HELDOUT = {
     "moe": (TopTwoMoE, [spec("x", "float32", [8, 10, 16])], ("script",)),
     "vq": (VQBottleneck, [spec("x", "float32", [16, 20])], ("script",)),
     "googlenet": (googlenet, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
+    "gpt_bf16": (gpt_bf16, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     # bptt 35, batch 20, as the example trains
     "word_lm": (WordLM, [spec("input", "int64", [35, 20], batch_dim=1, value_range=(0, 2000)),
                          spec("h0", "float32", [2, 20, 200], 1), spec("c0", "float32", [2, 20, 200], 1)],
