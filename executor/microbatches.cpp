@@ -39,12 +39,48 @@ c10::IValue Join(const std::vector<c10::IValue>& parts, const OutputLayout& layo
     return c10::ivalue::Tuple::create(std::move(joined));
   }
   if (parts.size() == 1) return first;
+  // A list joins item by item, a dict value by value (torchvision's
+  // segmentation models return {"out": ..., "aux": ...}): the same length
+  // or keys in every micro-batch.
+  if (first.isList()) {
+    const size_t length = first.toListRef().size();
+    c10::impl::GenericList joined(first.toList().elementType());
+    for (size_t i = 0; i < length; ++i) {
+      std::vector<c10::IValue> column;
+      for (const auto& p : parts) {
+        if (p.toListRef().size() != length) {
+          throw InputError(Concat("model output ", k, ": a list of ", length, " in one micro-batch and of ",
+                                  p.toListRef().size(), " in another, which cannot be joined"));
+        }
+        column.push_back(p.toListRef()[i]);
+      }
+      joined.push_back(Join(column, layout, next, k));
+    }
+    return joined;
+  }
+  if (first.isGenericDict()) {
+    const c10::impl::GenericDict dict = first.toGenericDict();
+    c10::impl::GenericDict joined(dict.keyType(), dict.valueType());
+    for (const auto& item : dict) {
+      std::vector<c10::IValue> column;
+      for (const auto& p : parts) {
+        const c10::impl::GenericDict other = p.toGenericDict();
+        if (other.size() != dict.size() || !other.contains(item.key())) {
+          throw InputError(Concat("model output ", k, ": a dict whose keys differ between micro-batches, which "
+                                  "cannot be joined"));
+        }
+        column.push_back(other.at(item.key()));
+      }
+      joined.insert(item.key(), Join(column, layout, next, k));
+    }
+    return joined;
+  }
   // A member that is None (GoogLeNet's auxiliary logits outside training)
   // in every micro-batch is None in the whole batch.
   if (first.isNone() && std::all_of(parts.begin(), parts.end(), [](const c10::IValue& p) { return p.isNone(); })) {
     return first;
   }
-  throw InputError(Concat("model output ", k, " is a ", first.tagKind(), ": only tensors and tuples of them are joined"));
+  throw InputError(Concat("model output ", k, " is a ", first.tagKind(), ": only tensors, and tuples, lists and dicts of them, are joined"));
 }
 
 }  // namespace

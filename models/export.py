@@ -433,6 +433,17 @@ def googlenet():
     return GoogLeNet(num_classes=10, aux_logits=True, init_weights=True)
 
 
+def lraspp():
+    """torchvision's LR-ASPP segmentation head on a dilated MobileNetV3-Small
+    (the large backbone is LR-ASPP's default; 4 MB instead of 13), 5
+    classes: forward returns Dict[str, Tensor] ({"out": per-pixel logits
+    at the input's size}), and its IntermediateLayerGetter fills an
+    OrderedDict with backbone features layer by layer (aten::_set_item)."""
+    from torchvision.models import mobilenet_v3_small
+    from torchvision.models.segmentation.lraspp import _lraspp_mobilenetv3
+    return _lraspp_mobilenetv3(mobilenet_v3_small(dilated=True), num_classes=5)
+
+
 def gpt_bf16():
     """The zoo's GPT at half its widths and depth with every parameter in
     bfloat16, as a user who halves a model's memory casts it
@@ -551,6 +562,7 @@ HELDOUT = {
     "moe": (TopTwoMoE, [spec("x", "float32", [8, 10, 16])], ("script",)),
     "vq": (VQBottleneck, [spec("x", "float32", [16, 20])], ("script",)),
     "googlenet": (googlenet, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
+    "lraspp": (lraspp, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
     "gpt_bf16": (gpt_bf16, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     # bptt 35, batch 20, as the example trains
     "word_lm": (WordLM, [spec("input", "int64", [35, 20], batch_dim=1, value_range=(0, 2000)),
@@ -563,7 +575,8 @@ ERROR_FIXTURES = {
     "no_forward": "def run(self, x):\n    return x\n",
     "dict_input": "def forward(self, x: Dict[str, Tensor]):\n    return x['a'] * 2\n",
     "string_input": "def forward(self, x: Tensor, s: str):\n    return x * 2\n",
-    "dict_output": "def forward(self, x: Tensor) -> Dict[str, Tensor]:\n    return {'y': x * 2}\n",
+    # a dict of str keys is taken (torchvision's segmentation models), not of int keys
+    "dict_output": "def forward(self, x: Tensor) -> Dict[int, Tensor]:\n    return {0: x * 2}\n",
     "string_output": "def forward(self, x: Tensor) -> str:\n    return 'hello'\n",
     # None may sit among the outputs (GoogLeNet's), not be all of them
     "none_output": "def forward(self, x: Tensor):\n    return (None, None)\n",

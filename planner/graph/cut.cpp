@@ -133,6 +133,10 @@ class StageBuilder {
       return graph_->insert(c10::aten::clone, {v});
     } else if (v->type()->kind() == c10::TypeKind::ListType) {
       return graph_->insert(c10::aten::list, {v});
+    } else if (v->type()->kind() == c10::TypeKind::DictType) {
+      // dict.copy(): torchvision's IntermediateLayerGetter fills an
+      // OrderedDict layer by layer through a segmentation model's backbone.
+      return graph_->insert(c10::aten::copy, {v});
     }
     throw PlanError(Concat("stage ", stage_, " writes in place to ", Describe(original, 0),
                            " of type ", v->type()->annotation_str(),

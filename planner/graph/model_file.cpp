@@ -30,15 +30,19 @@ std::string FileTail(const std::string& path, std::streamoff length) {
   return in ? bytes : std::string();
 }
 
-// True for a tensor, or tuples (named too) and lists of them, however
-// nested, members that may be None among them (torchvision's GoogLeNet and
-// Inception v3 return their auxiliary logits as Optional[Tensor], None
-// outside training).
+// True for a tensor, or tuples (named too), lists and string-keyed dicts
+// of them, however nested, members that may be None among them
+// (torchvision's GoogLeNet and Inception v3 return their auxiliary logits
+// as Optional[Tensor], None outside training; its segmentation models a
+// Dict[str, Tensor] of "out" and "aux").
 bool TensorsOnly(const c10::TypePtr& type) {
   switch (type->kind()) {
     case c10::TypeKind::TensorType:
     case c10::TypeKind::NoneType:
       return true;
+    case c10::TypeKind::DictType:
+      return type->castRaw<c10::DictType>()->getKeyType()->kind() == c10::TypeKind::StringType &&
+             TensorsOnly(type->castRaw<c10::DictType>()->getValueType());
     case c10::TypeKind::OptionalType:
     case c10::TypeKind::TupleType:
     case c10::TypeKind::ListType:
@@ -75,8 +79,8 @@ void CheckForwardTypes(const torch::jit::Module& module, const std::string& path
   for (const c10::Argument& ret : schema.returns()) {
     if (!TensorsOnly(ret.type())) {
       throw InputError(Concat(path, ": forward returns ", ret.type()->annotation_str(),
-                              ", not supported (outputs must be tensors, or tuples or lists of tensors, any of "
-                              "them None)"));
+                              ", not supported (outputs must be tensors, or tuples, lists or "
+                              "Dict[str, ...] of tensors, any of them None)"));
     }
     if (!HoldsTensor(ret.type())) {
       throw InputError(Concat(path, ": forward returns ", ret.type()->annotation_str(),

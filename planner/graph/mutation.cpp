@@ -127,10 +127,13 @@ MutationInfo AnalyzeMutation(const CanonicalGraph& canonical) {
         if (!input && canonical.NodeId(value->node()) >= id) continue;
         for (Node* inner : subtree) {
           // Where the structure shows the write cannot reach the value,
-          // AliasDb's wildcard answer is overruled (storage_roots.h).
-          const bool writes = input ? WritesInput(inner, value, alias_db)
-                                    : alias_db.writesToAlias(inner, {value}) &&
-                                          !(inner == canonical.nodes[id] && structure.WritesMiss(inner, value));
+          // AliasDb's wildcard answer is overruled (storage_roots.h): for a
+          // parameter too, which AliasDb lets alias every tensor that went
+          // into a list or dict (LR-ASPP's hardswish_ on a backbone output
+          // that its IntermediateLayerGetter then put in its OrderedDict
+          // "wrote" every weight of the model).
+          const bool writes = (input ? WritesInput(inner, value, alias_db) : alias_db.writesToAlias(inner, {value})) &&
+                              !(inner == canonical.nodes[id] && structure.WritesMiss(inner, value));
           if (writes) {
             info.writers[value].push_back(id);
             break;

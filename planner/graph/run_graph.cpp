@@ -94,6 +94,11 @@ std::vector<at::Tensor> FlattenTensors(const c10::IValue& value) {
       auto inner = FlattenTensors(item);
       out.insert(out.end(), inner.begin(), inner.end());
     }
+  } else if (value.isGenericDict()) {
+    for (const auto& item : value.toGenericDict()) {  // in insertion order
+      auto inner = FlattenTensors(item.value());
+      out.insert(out.end(), inner.begin(), inner.end());
+    }
   }
   return out;
 }
@@ -113,6 +118,12 @@ c10::IValue MapTensors(const c10::IValue& value, const std::function<at::Tensor(
   if (value.isList()) {
     c10::impl::GenericList out(value.toList().elementType());
     for (const c10::IValue& item : value.toListRef()) out.push_back(MapTensors(item, fn));
+    return out;
+  }
+  if (value.isGenericDict()) {
+    const c10::impl::GenericDict dict = value.toGenericDict();
+    c10::impl::GenericDict out(dict.keyType(), dict.valueType());
+    for (const auto& item : dict) out.insert(item.key(), MapTensors(item.value(), fn));
     return out;
   }
   return value;

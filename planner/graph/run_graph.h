@@ -32,7 +32,8 @@ class GraphRunner {
 // first line (what follows is a C++ backtrace).
 std::string ErrorLine(const std::string& what);
 
-// Every tensor inside an IValue (tensors, lists, tuples, nested), in order.
+// Every tensor inside an IValue (tensors, lists, tuples, dicts' values in
+// their insertion order, nested), in order.
 std::vector<at::Tensor> FlattenTensors(const c10::IValue& value);
 
 // Rebuilds `value` with fn applied to every tensor inside, visiting them in

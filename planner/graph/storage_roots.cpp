@@ -1,5 +1,7 @@
 #include "planner/graph/storage_roots.h"
 
+#include <vector>
+
 namespace mp {
 namespace {
 
@@ -22,22 +24,39 @@ bool HasAlias(const c10::AliasInfo* info) {
   return false;
 }
 
+bool IsContainer(const c10::TypePtr& type) {
+  return type->kind() == c10::TypeKind::ListType || type->kind() == c10::TypeKind::DictType;
+}
+
+// The containers some node writes (append, _set_item, ...), inside blocks
+// too: into `set_dicts` the dicts a top-level aten::_set_item writes, into
+// `others` every container written any other way.
+void ContainerWrites(const torch::jit::Block& block, bool top, std::set<const Value*>& set_dicts,
+                     std::set<const Value*>& others) {
+  for (const Node* node : block.nodes()) {
+    for (const torch::jit::Block* inner : node->blocks()) ContainerWrites(*inner, false, set_dicts, others);
+    const c10::FunctionSchema* schema = node->maybeSchema();
+    if (!schema) continue;
+    for (size_t i = 0; i < schema->arguments().size() && i < node->inputs().size(); ++i) {
+      const c10::AliasInfo* alias = schema->arguments()[i].alias_info();
+      if (!alias || !alias->isWrite() || !IsContainer(node->input(i)->type())) continue;
+      const bool set_item = top && node->kind() == c10::aten::_set_item &&
+                            node->input(i)->type()->kind() == c10::TypeKind::DictType;
+      (set_item ? set_dicts : others).insert(node->input(i));
+    }
+  }
+}
+
 }  // namespace
 
 StorageRoots::StorageRoots(const torch::jit::Graph& graph) {
   // A list that some node writes (append, setitem, ...) may hold storages
   // its construction did not show: no claim about it or what comes out of
-  // it.
-  std::set<const Value*> written_lists;
-  for (const Node* node : graph.nodes()) {
-    const c10::FunctionSchema* schema = node->maybeSchema();
-    if (!schema) continue;
-    for (size_t i = 0; i < schema->arguments().size() && i < node->inputs().size(); ++i) {
-      const c10::AliasInfo* alias = schema->arguments()[i].alias_info();
-      if (alias && alias->isWrite() && node->input(i)->type()->kind() == c10::TypeKind::ListType)
-        written_lists.insert(node->input(i));
-    }
-  }
+  // it. A dict filled by _set_item at the top level (torchvision's
+  // IntermediateLayerGetter) holds what was set into it so far; one written
+  // any other way, no claim.
+  std::set<const Value*> set_dicts, written;
+  ContainerWrites(*graph.block(), true, set_dicts, written);
   for (const Value* in : graph.inputs()) roots_[in] = std::set<const Value*>{in};
   for (const Node* node : graph.nodes()) {
     // The union of the roots of `values`; nullopt if any is unknown.
@@ -50,19 +69,28 @@ StorageRoots::StorageRoots(const torch::jit::Graph& graph) {
       }
       return all;
     };
+    if (node->kind() == c10::aten::_set_item && set_dicts.count(node->input(0)) && !written.count(node->input(0))) {
+      roots_[node->input(0)] = join(std::vector<const Value*>{node->input(0), node->input(2)});
+    }
     const c10::FunctionSchema* schema = node->maybeSchema();
     for (size_t o = 0; o < node->outputs().size(); ++o) {
       const Value* out = node->outputs()[o];
+      const bool dict_in = node->inputs().size() > 0 && node->input(0)->type()->kind() == c10::TypeKind::DictType;
       Roots roots;
       if (!HoldsTensors(out->type())) {
         roots = std::set<const Value*>{};  // no storage to share
       } else if (node->kind() == c10::prim::Constant) {
         roots = std::set<const Value*>{out};
-      } else if (node->kind() == c10::prim::ListConstruct) {
-        roots = join(node->inputs());
+      } else if (node->kind() == c10::prim::ListConstruct || node->kind() == c10::prim::DictConstruct) {
+        roots = join(node->inputs());  // a dict's keys are strings: no storage
+      } else if (node->kind() == c10::aten::dict && node->inputs().empty()) {
+        roots = std::set<const Value*>{};  // {}: filled by _set_item, above
       } else if (node->kind() == c10::prim::ListUnpack ||
-                 (node->kind() == c10::aten::__getitem__ && node->input(0)->type()->kind() == c10::TypeKind::ListType)) {
+                 (node->kind() == c10::aten::__getitem__ &&
+                  (node->input(0)->type()->kind() == c10::TypeKind::ListType || dict_in))) {
         roots = Of(node->input(0));
+      } else if (out->type()->kind() == c10::TypeKind::DictType || dict_in) {
+        roots = Roots();  // another dict op: no claim
       } else if (schema && node->blocks().empty() && o < schema->returns().size()) {
         if (!HasAlias(schema->returns()[o].alias_info())) {
           roots = std::set<const Value*>{out};  // fresh
@@ -75,7 +103,7 @@ StorageRoots::StorageRoots(const torch::jit::Graph& graph) {
           roots = aliased.empty() ? Roots() : join(aliased);
         }
       }
-      roots_[out] = written_lists.count(out) ? Roots() : roots;
+      roots_[out] = written.count(out) ? Roots() : roots;
     }
   }
 }
@@ -88,11 +116,18 @@ StorageRoots::Roots StorageRoots::Of(const Value* value) const {
 bool StorageRoots::WritesMiss(const Node* node, const Value* value) const {
   const c10::FunctionSchema* schema = node->maybeSchema();
   if (!schema || !node->blocks().empty()) return false;
+  // A dict's roots are what it holds, not the dict: a _set_item into an
+  // empty one writes it.
+  if (value->type()->kind() == c10::TypeKind::DictType) return false;
   const Roots target = Of(value);
   if (!target) return false;
+  const bool tensor = value->type()->kind() == c10::TypeKind::TensorType;
   for (size_t i = 0; i < schema->arguments().size() && i < node->inputs().size(); ++i) {
     const c10::AliasInfo* alias = schema->arguments()[i].alias_info();
     if (!alias || !alias->isWrite()) continue;
+    // A write to a list or dict itself (append, _set_item) changes which
+    // tensors it holds, not what they hold.
+    if (tensor && IsContainer(node->input(i)->type())) continue;
     const Roots written = Of(node->input(i));
     if (!written) return false;
     for (const Value* root : *written)

@@ -1,17 +1,24 @@
 // Which storages a value may share, read off the graph's structure where
 // the structure tells: a view or an in-place result (an output whose
 // schema alias set is an argument's) shares its argument's storages; a list
-// holds its elements' storages, and what comes out of it (ListUnpack,
+// holds its elements' storages, a dict the values set into it so far
+// (DictConstruct, _set_item), and what comes out of either (ListUnpack,
 // __getitem__) holds the same; anything else a schema op returns is fresh.
+// A write to a list or dict itself (append, _set_item) writes no tensor.
 // Where the structure does not tell (an If, a loop, a tuple, a node without
-// a schema), nothing is claimed and the caller keeps AliasDb's answer.
+// a schema, a dict written another way), nothing is claimed and the caller
+// keeps AliasDb's answer.
 //
 // Why: AliasDb puts every tensor that enters a list passed to an op without
 // alias annotations (torch.cat's) into one wildcard set, and a write to any
 // of them counts as a write to all. In torchvision's ShuffleNetV2 the
 // relu_ inside one branch then "writes" the other half of the channel
 // split, both being torch.cat's inputs, and the cutter found that half
-// stale and refused every cut, one stage included.
+// stale and refused every cut, one stage included. A tensor that goes into
+// a dict joins the same set, with every graph input: in torchvision's
+// LR-ASPP, whose IntermediateLayerGetter puts backbone outputs in an
+// OrderedDict, a hardswish_ "wrote" every weight and BatchNorm's
+// num_batches_tracked.add_ the features taken out of the dict.
 #pragma once
 
 #include <torch/script.h>

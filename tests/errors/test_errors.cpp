@@ -292,11 +292,11 @@ ERROR_CASE("model-string-input", "forward takes a string") {
   };
 }
 
-ERROR_CASE("model-dict-output", "forward returns a dict") {
+ERROR_CASE("model-dict-output", "forward returns a dict of int keys") {
   c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]'";
-  c.names = "returns Dict[str, Tensor]";
+  c.names = "returns Dict[int, Tensor]";
   c.setup = [](const fs::path& dir) {
-    CopyZoo("fixtures/dict_output.pt", dir / "model.pt");  // def forward(self, x: Tensor) -> Dict[str, Tensor]
+    CopyZoo("fixtures/dict_output.pt", dir / "model.pt");  // def forward(self, x: Tensor) -> Dict[int, Tensor]
   };
 }
 

@@ -333,6 +333,27 @@ TEST_CASE("outputs that may be None (GoogLeNet's auxiliary logits) infer over mi
   }
 }
 
+TEST_CASE("dict outputs (torchvision's LR-ASPP segmentation) infer over micro-batches and replicas") {
+  // forward returns {"out": logits at the input's size}; its backbone
+  // gathers features in an OrderedDict (aten::_set_item) that crosses the
+  // cut; what mpexec writes is a dict Python reads back.
+  const std::string model = ZooPath("heldout/lraspp.script.pt");
+  for (const std::string layout : {"--stages 2 --microbatches 2", "--replicas 2 --stages 1 --microbatches 2"}) {
+    CAPTURE(layout);
+    const std::string out = TempPath("lraspp.out.pt");
+    std::filesystem::remove(out);
+    const std::string plan = Plan(model, "lraspp.infer", "--mode infer --gpus 2 " + layout);
+    const auto run = Mpexec(plan + " --verify --json --output " + out);
+    INFO(run.out);
+    REQUIRE(run.status == 0);
+    CHECK(nlohmann::json::parse(run.out)["verify"] == true);
+    const auto read = mp::test::RunTool(
+        MP_PYTHON, "-c \"import torch; y = torch.load('" + out + "'); print(type(y).__name__, list(y), tuple(y['out'].shape))\"");
+    INFO(read.out);
+    CHECK(read.out == "dict ['out'] (8, 5, 64, 64)\n");
+  }
+}
+
 namespace {
 
 // Counts `what` in `text`.

@@ -218,11 +218,12 @@ TEST_CASE("held-out models train over 2 stages as they do on one device") {
   // nn.GRU, a top-2 mixture of experts (topk, rows by nonzero, index_add),
   // a VQ bottleneck (argmin, a straight-through detach, a second output
   // that is a mean over the batch), GoogLeNet (auxiliary logits typed
-  // Optional[Tensor], tensors in training), a GPT in bfloat16 (its loss
-  // taken in float32). The sanitizers take the first.
+  // Optional[Tensor], tensors in training), LR-ASPP (a Dict[str, Tensor]
+  // output, backbone features gathered in an OrderedDict), a GPT in
+  // bfloat16 (its loss taken in float32). The sanitizers take the first.
   for (const std::string& name :
        mp::test::ZooKeep({"mobilenet_v2", "resnet18", "shufflenet", "squeezenet", "word_lm", "vit", "convnext",
-                          "seq2seq", "gru_tagger", "moe", "vq", "googlenet", "gpt_bf16"})) {
+                          "seq2seq", "gru_tagger", "moe", "vq", "googlenet", "lraspp", "gpt_bf16"})) {
     CAPTURE(name);
     const std::string plan = TempPath(name + ".heldout.plan.yaml");
     const auto made = Mpplan(ZooPath("heldout/" + name + ".script.pt") +

@@ -149,6 +149,50 @@ graph(%x : Tensor, %y : Tensor):
   CHECK(two.cut >= 8);
 }
 
+TEST_CASE("a dict filled by _set_item: writes to what goes in are not writes to every parameter, every cut") {
+  // torchvision's IntermediateLayerGetter (LR-ASPP, FCN, DeepLabV3): a
+  // backbone's features put in an OrderedDict layer by layer and taken out
+  // by the head. AliasDb lets every tensor that enters a dict alias every
+  // graph input, so hardswish_ on a feature "wrote" the weight %w, and
+  // BatchNorm's num_batches_tracked.add_ (%n) "wrote" the features taken
+  // out; the cutter then refused the cuts.
+  auto c = FromIR(R"IR(
+graph(%x : Tensor, %w : Tensor, %n : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %low : str = prim::Constant[value="low"]()
+  %high : str = prim::Constant[value="high"]()
+  %d : Dict(str, Tensor) = aten::dict()
+  %a : Tensor = aten::mul(%x, %w)
+  %r : Tensor = aten::relu_(%a)
+  aten::_set_item(%d, %low, %r)
+  %b : Tensor = aten::mul(%r, %w)
+  %h : Tensor = aten::hardswish_(%b)
+  aten::_set_item(%d, %high, %h)
+  %lo : Tensor = aten::__getitem__(%d, %low)
+  %hi : Tensor = aten::__getitem__(%d, %high)
+  %t : Tensor = aten::add_(%n, %one, %one)
+  %s : Tensor = aten::add(%lo, %hi, %one)
+  %y : Tensor = aten::mul(%s, %w)
+  return (%y, %t))IR", 3);
+  // The parser names values by number: the n-th output of a node kind.
+  const auto output = [&](const char* kind, int nth) -> const torch::jit::Value* {
+    for (const torch::jit::Node* node : c.nodes)
+      if (node->kind() == c10::Symbol::fromQualString(kind) && nth-- == 0) return node->output();
+    FAIL("no " << kind);
+    return nullptr;
+  };
+  const torch::jit::Value *w = c.graph->inputs()[1], *n = c.graph->inputs()[2];
+  CHECK(c.mutation.WritersOf(w).empty());
+  CHECK(c.mutation.WritersOf(output("aten::__getitem__", 0)).empty());
+  CHECK(c.mutation.WritersOf(output("aten::__getitem__", 1)).empty());
+  CHECK(c.mutation.WritersOf(n).size() == 1);
+  CHECK(c.mutation.WritersOf(output("aten::dict", 0)).size() == 2);  // the dict itself, by each _set_item
+  CHECK_NOTHROW(mp::CutStages(c, std::vector<int>(c.nodes.size(), 0)));
+  auto two = Exhaustive(c, 2);
+  MESSAGE("2 stages: " << two.cut << " cut, " << two.refused << " refused");
+  CHECK(two.cut >= 100);
+}
+
 TEST_CASE("a write through one half of a chunk is a write to the chunked value, every cut") {
   auto c = FromIR(R"IR(
 graph(%x : Tensor, %y : Tensor):
