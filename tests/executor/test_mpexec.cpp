@@ -312,45 +312,34 @@ TEST_CASE("inference of a model with an output that does not grow with the batch
   CHECK(nlohmann::json::parse(run.out)["verify"] == true);
 }
 
-TEST_CASE("outputs that may be None (GoogLeNet's auxiliary logits) infer over micro-batches and replicas") {
+TEST_CASE("outputs that are not plain tensors infer over micro-batches and replicas, and Python reads them back") {
   // torchvision's GoogLeNet, scripted, returns (logits, aux2, aux1) with the
   // auxiliary logits Optional[Tensor]: None outside training, so in every
-  // micro-batch and replica, and None in the joined outputs.
-  const std::string model = ZooPath("heldout/googlenet.script.pt");
-  for (const std::string layout : {"--stages 2 --microbatches 2", "--replicas 2 --stages 1 --microbatches 2"}) {
-    CAPTURE(layout);
-    const std::string out = TempPath("googlenet.out.pt");
-    std::filesystem::remove(out);
-    const std::string plan = Plan(model, "googlenet.infer", "--mode infer --gpus 2 " + layout);
-    const auto run = Mpexec(plan + " --verify --json --output " + out);
-    INFO(run.out);
-    REQUIRE(run.status == 0);
-    CHECK(nlohmann::json::parse(run.out.substr(run.out.find('{')))["verify"] == true);
-    const auto read = mp::test::RunTool(
-        MP_PYTHON, "-c \"import torch; y = torch.load('" + out + "'); print(len(y), tuple(y[0].shape), y[1], y[2])\"");
-    INFO(read.out);
-    CHECK(read.out == "3 (8, 10) None None\n");
-  }
-}
-
-TEST_CASE("dict outputs (torchvision's LR-ASPP segmentation) infer over micro-batches and replicas") {
-  // forward returns {"out": logits at the input's size}; its backbone
-  // gathers features in an OrderedDict (aten::_set_item) that crosses the
-  // cut; what mpexec writes is a dict Python reads back.
-  const std::string model = ZooPath("heldout/lraspp.script.pt");
-  for (const std::string layout : {"--stages 2 --microbatches 2", "--replicas 2 --stages 1 --microbatches 2"}) {
-    CAPTURE(layout);
-    const std::string out = TempPath("lraspp.out.pt");
-    std::filesystem::remove(out);
-    const std::string plan = Plan(model, "lraspp.infer", "--mode infer --gpus 2 " + layout);
-    const auto run = Mpexec(plan + " --verify --json --output " + out);
-    INFO(run.out);
-    REQUIRE(run.status == 0);
-    CHECK(nlohmann::json::parse(run.out)["verify"] == true);
-    const auto read = mp::test::RunTool(
-        MP_PYTHON, "-c \"import torch; y = torch.load('" + out + "'); print(type(y).__name__, list(y), tuple(y['out'].shape))\"");
-    INFO(read.out);
-    CHECK(read.out == "dict ['out'] (8, 5, 64, 64)\n");
+  // micro-batch and replica, and None in the joined outputs. Its LR-ASPP
+  // returns {"out": logits at the input's size}, and its backbone gathers
+  // features in an OrderedDict (aten::_set_item) that crosses the cut.
+  struct Case {
+    std::string name, python, printed;
+  };
+  for (const Case& c : {Case{"googlenet", "len(y), tuple(y[0].shape), y[1], y[2]", "3 (8, 10) None None\n"},
+                        Case{"lraspp", "type(y).__name__, list(y), tuple(y['out'].shape)",
+                             "dict ['out'] (8, 5, 64, 64)\n"}}) {
+    for (const std::string layout : {"--stages 2 --microbatches 2", "--replicas 2 --stages 1 --microbatches 2"}) {
+      CAPTURE(c.name);
+      CAPTURE(layout);
+      const std::string out = TempPath(c.name + ".out.pt");
+      std::filesystem::remove(out);
+      const std::string plan =
+          Plan(ZooPath("heldout/" + c.name + ".script.pt"), c.name + ".infer", "--mode infer --gpus 2 " + layout);
+      const auto run = Mpexec(plan + " --verify --json --output " + out);
+      INFO(run.out);
+      REQUIRE(run.status == 0);
+      CHECK(nlohmann::json::parse(run.out.substr(run.out.find('{')))["verify"] == true);
+      const auto read = mp::test::RunTool(
+          MP_PYTHON, "-c \"import torch; y = torch.load('" + out + "'); print(" + c.python + ")\"");
+      INFO(read.out);
+      CHECK(read.out == c.printed);
+    }
   }
 }
 

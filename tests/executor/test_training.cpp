@@ -36,8 +36,8 @@ mp::test::ToolRun Mpexec(const std::string& args) { return mp::test::MpexecCpuIn
 // unless `extra` says otherwise (then `schedule` is "").
 std::string TrainPlan(const std::string& file, int stages, const std::string& schedule, const std::string& extra = "",
                       int microbatches = 2) {
-  const std::string out =
-      TempPath(file + ".train" + std::to_string(stages) + schedule + std::to_string(microbatches) + ".plan.yaml");
+  const std::string out = TempPath(std::filesystem::path(file).filename().string() + ".train" +
+                                   std::to_string(stages) + schedule + std::to_string(microbatches) + ".plan.yaml");
   const int64_t batch = 2 * microbatches;  // micro-batches of 2
   const std::string resnet = mp::test::SmallResNetInput(file, batch);
   const std::string size = resnet.empty() ? " --batch " + std::to_string(batch) : resnet;
@@ -225,19 +225,8 @@ TEST_CASE("held-out models train over 2 stages as they do on one device") {
        mp::test::ZooKeep({"mobilenet_v2", "resnet18", "shufflenet", "squeezenet", "word_lm", "vit", "convnext",
                           "seq2seq", "gru_tagger", "moe", "vq", "googlenet", "lraspp", "gpt_bf16"})) {
     CAPTURE(name);
-    const std::string plan = TempPath(name + ".heldout.plan.yaml");
-    const auto made = Mpplan(ZooPath("heldout/" + name + ".script.pt") +
-                             " --quiet --device-profile a100-80gb --gpus 2 --stages 2 --microbatches 2 --batch 4 -o " +
-                             plan);
-    INFO(made.out);
-    REQUIRE(made.status == 0);
-    const auto run = Mpexec(plan + " --steps 2 --verify --json");
-    INFO(run.out);
-    REQUIRE(run.status == 0);
-    const auto j = nlohmann::json::parse(run.out);
-    CHECK(j["verify"] == true);
-    CHECK(j["verify_detail"]["max_state_relative_diff"].get<double>() <= 1e-5);
-    CHECK(j["losses"].size() == 2);
+    const std::string plan = TrainPlan("heldout/" + name + ".script.pt", 2, "");  // batch 4, 2 micro-batches
+    CHECK(mp::test::VerifiedTraining(plan + " --steps 2")["losses"].size() == 2);
   }
 }
 
@@ -251,12 +240,7 @@ TEST_CASE("a bfloat16 model trains over 2 replicas as on one device, its gradien
                            plan);
   INFO(made.out);
   REQUIRE(made.status == 0);
-  const auto run = Mpexec(plan + " --steps 2 --verify --json");
-  INFO(run.out);
-  REQUIRE(run.status == 0);
-  const auto j = nlohmann::json::parse(run.out);
-  CHECK(j["verify"] == true);
-  CHECK(j["verify_detail"]["max_state_relative_diff"].get<double>() <= 1e-5);
+  mp::test::VerifiedTraining(plan + " --steps 2");
 }
 
 TEST_CASE("the trained model is saved as TorchScript that Python loads, and mpplan plans it again") {
