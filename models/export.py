@@ -444,6 +444,26 @@ def lraspp():
     return _lraspp_mobilenetv3(mobilenet_v3_small(dilated=True), num_classes=5)
 
 
+class Centred(nn.Module):
+    """A running mean kept by hand in a buffer, as users write them: forward
+    centres a layer's output on it, updates it in place in training (a
+    chain, mean.mul_(0.9).add_(...)), and adds it to the output again, so
+    each micro-batch reads what the one before wrote."""
+
+    def __init__(self, d: int = 16):
+        super().__init__()
+        self.a = nn.Linear(d, d)
+        self.b = nn.Linear(d, d)
+        self.c = nn.Linear(d, d)
+        self.register_buffer("mean", torch.zeros(d))
+
+    def forward(self, x):
+        y = self.b(torch.tanh(self.a(x)) - self.mean)
+        if self.training:
+            self.mean.mul_(0.9).add_(y.mean(0).detach() * 0.1)
+        return self.c(torch.relu(y)) + self.mean
+
+
 def gpt_bf16():
     """The zoo's GPT at half its widths and depth with every parameter in
     bfloat16, as a user who halves a model's memory casts it
@@ -563,6 +583,7 @@ HELDOUT = {
     "vq": (VQBottleneck, [spec("x", "float32", [16, 20])], ("script",)),
     "googlenet": (googlenet, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
     "lraspp": (lraspp, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
+    "centred": (Centred, [spec("x", "float32", [8, 16])], ("script",)),
     "gpt_bf16": (gpt_bf16, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     # bptt 35, batch 20, as the example trains
     "word_lm": (WordLM, [spec("input", "int64", [35, 20], batch_dim=1, value_range=(0, 2000)),

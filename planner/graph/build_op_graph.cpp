@@ -100,6 +100,17 @@ OpGraph BuildOpGraph(const CanonicalGraph& canonical) {
   for (const auto& [value, writers] : canonical.mutation.writers) {
     for (int w : writers) op.nodes[w].mutates = true;
   }
+  for (size_t i = canonical.num_model_inputs; i < graph.inputs().size(); ++i) {
+    const Value* param = graph.inputs()[i];
+    const std::vector<int>& writers = canonical.mutation.WritersOf(param);
+    if (writers.empty()) continue;
+    SharedState state{value_ids.at(param), writers};
+    for (const auto& use : param->uses()) {
+      if (use.user != graph.return_node()) state.nodes.push_back(canonical.OwnerId(use.user));
+    }
+    SortUnique(state.nodes);
+    if (state.nodes.size() > 1) op.shared_state.push_back(state);
+  }
   for (const Value* out : graph.outputs()) {
     const int id = value_ids.at(out);
     op.values[id].is_graph_output = true;

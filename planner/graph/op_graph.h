@@ -44,12 +44,22 @@ struct OpNode {
   double kept_extra = 0;
 };
 
+// A parameter or buffer that forward writes in place and that more than
+// one node reads or writes: a running mean kept by hand
+// (`mean.mul_(0.9).add_(h.mean(0))`, read by the next layer). BatchNorm's
+// running statistics are read and written by its one node.
+struct SharedState {
+  int value = -1;          // its value id (a param)
+  std::vector<int> nodes;  // the top-level nodes that read or write it, ascending
+};
+
 struct OpGraph {
   std::vector<OpNode> nodes;       // index = canonical node id
   std::vector<OpValue> values;     // index = value id: inputs, params, then node outputs
   std::vector<int> inputs;         // model input value ids
   std::vector<int> params;         // parameter value ids
   std::vector<int> outputs;        // graph output value ids
+  std::vector<SharedState> shared_state;
   std::string fingerprint;
   bool has_shapes = false;
 };

@@ -213,9 +213,9 @@ const std::set<std::string>& Twins() {
   return twins;
 }
 
-void Collect(torch::jit::Block* block, std::vector<Node*>& out) {
+void CollectRandomOps(torch::jit::Block* block, std::vector<Node*>& out) {
   for (Node* node : block->nodes()) {
-    for (torch::jit::Block* inner : node->blocks()) Collect(inner, out);
+    for (torch::jit::Block* inner : node->blocks()) CollectRandomOps(inner, out);
     const c10::FunctionSchema* schema = node->maybeSchema();
     if (!schema) continue;
     if (GeneratorArgument(*schema) >= 0 || GeneratorOverloadPosition(*schema, node->kind()) >= 0 ||
@@ -278,7 +278,7 @@ bool DrawsNothing(const Node* node) {
 
 int SeedRandomOps(Graph& graph) {
   std::vector<Node*> random;
-  Collect(graph.block(), random);
+  CollectRandomOps(graph.block(), random);
   for (size_t k = 0; k < random.size(); ++k) Seed(graph, random[k], int(k));
   return int(random.size());
 }

@@ -115,9 +115,9 @@ void Split(Graph& graph, Node* node) {
   node->destroy();
 }
 
-void Collect(torch::jit::Block* block, std::vector<Node*>& out) {
+void CollectRecurrent(torch::jit::Block* block, std::vector<Node*>& out) {
   for (Node* node : block->nodes()) {
-    for (torch::jit::Block* inner : node->blocks()) Collect(inner, out);
+    for (torch::jit::Block* inner : node->blocks()) CollectRecurrent(inner, out);
     if (IsRecurrent(node) && !DrawsNothing(node)) out.push_back(node);
   }
 }
@@ -126,7 +126,7 @@ void Collect(torch::jit::Block* block, std::vector<Node*>& out) {
 
 int SplitRnnLayers(Graph& graph) {
   std::vector<Node*> recurrent;
-  Collect(graph.block(), recurrent);
+  CollectRecurrent(graph.block(), recurrent);
   for (Node* node : recurrent) Split(graph, node);
   return int(recurrent.size());
 }

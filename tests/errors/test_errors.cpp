@@ -316,6 +316,14 @@ ERROR_CASE("model-none-output", "forward returns only None") {
   };
 }
 
+ERROR_CASE("model-shared-state-replicas", "replicas of a model whose forward updates a buffer by hand") {
+  c.command = "mpplan model.pt --gpus 2 --replicas 2";
+  c.names = "--replicas 2";
+  c.setup = [](const fs::path& dir) {
+    CopyZoo("heldout/centred.script.pt", dir / "model.pt");  // mean.mul_(0.9).add_(...), read before and after
+  };
+}
+
 // ---- mpplan's flags --------------------------------------------------------
 
 ERROR_CASE("input-syntax", "`--input` that is not dtype[dims]") {

@@ -243,6 +243,28 @@ TEST_CASE("a bfloat16 model trains over 2 replicas as on one device, its gradien
   mp::test::VerifiedTraining(plan + " --steps 2");
 }
 
+TEST_CASE("a buffer forward reads and updates in place by hand is planned on one stage, and trains like one device") {
+  // heldout/centred: a running mean read by one layer, updated by a chain
+  // of in-place ops, read again by the output. Over 2 stages, micro-batch
+  // 1's first stage read it before micro-batch 0's second stage updated it
+  // (verify: the loss off by 0.164 after 3 steps); 2 replicas each kept
+  // their own; a cut inside the chain was refused by mpexec.
+  const std::string model = ZooPath("heldout/centred.script.pt");
+  const std::string plan = TempPath("centred.plan.yaml");
+  const auto made = Mpplan(model + " --device-profile a100-80gb --gpus 2 --microbatches 2 -o " + plan);
+  INFO(made.out);
+  REQUIRE(made.status == 0);
+  CHECK(made.out.find("warning: forward updates 'mean' in place and 4 of its ops read or write it") !=
+        std::string::npos);
+  CHECK(made.out.find("planned on 1 stage and no replicas") != std::string::npos);
+  CHECK(mp::ReadPlan(plan).stages.size() == 1);
+  mp::test::VerifiedTraining(plan + " --steps 3");
+  // Asked for stages, it says why not.
+  const auto refused = Mpplan(model + " --device-profile a100-80gb --gpus 2 --stages 2 -o " + plan);
+  CHECK(refused.status == 1);
+  CHECK(refused.out.find("mpplan: --stages 2: forward updates 'mean' in place") == 0);
+}
+
 TEST_CASE("the trained model is saved as TorchScript that Python loads, and mpplan plans it again") {
   const std::string plan = TrainPlan("mlp.script.pt", 2, "1f1b");
   const std::string saved = TempPath("mlp.trained.pt");
