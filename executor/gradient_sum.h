@@ -20,8 +20,8 @@ class ProcessGroup;
 // parameter's .grad() made a view of its part of the sum: the buffer lives
 // as long as the gradients do (until a step clears them). A parameter with
 // no gradient adds zeros; one whose `held[i]` is false adds zeros and keeps
-// its own gradient (empty `held`: all held). Returns the bytes sent (float32's for half and bfloat16).
-// Throws what the group's sum throws.
+// its own gradient (empty `held`: all held). Returns the bytes sent
+// (float32's for half and bfloat16). Throws what the group's sum throws.
 int64_t SumGradients(ProcessGroup& group, const std::vector<at::Tensor>& params, const std::vector<bool>& held = {});
 
 }  // namespace mp

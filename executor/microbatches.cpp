@@ -80,7 +80,8 @@ c10::IValue Join(const std::vector<c10::IValue>& parts, const OutputLayout& layo
   if (first.isNone() && std::all_of(parts.begin(), parts.end(), [](const c10::IValue& p) { return p.isNone(); })) {
     return first;
   }
-  throw InputError(Concat("model output ", k, " is a ", first.tagKind(), ": only tensors, and tuples, lists and dicts of them, are joined"));
+  throw InputError(Concat("model output ", k, " is a ", first.tagKind(),
+                          ": only tensors, and tuples, lists and dicts of them, are joined"));
 }
 
 }  // namespace

@@ -361,8 +361,8 @@ TEST_CASE("a model's warnings.warn is printed once a process, not at every forwa
   const std::string model = ZooPath("heldout/googlenet.script.pt");
   const std::string plan = TempPath("googlenet.warn.plan.yaml");
   const std::string warning = "warning: Scripted GoogleNet always returns GoogleNetOutputs Tuple (googlenet.py:";
-  const auto planned = mp::test::RunTool(
-      MP_MPPLAN, model + " --quiet --mode infer --gpus 2 --stages 2 --microbatches 2 --device-profile a100-80gb -o " + plan);
+  const auto planned = mp::test::RunTool(MP_MPPLAN, model + " --quiet --mode infer --gpus 2 --stages 2 --microbatches 2 "
+                                                             "--device-profile a100-80gb -o " + plan);
   INFO(planned.out);
   REQUIRE(planned.status == 0);
   CHECK(Occurrences(planned.out, warning) == 1);
