@@ -73,9 +73,9 @@ StorageRoots::StorageRoots(const torch::jit::Graph& graph) {
       roots_[node->input(0)] = join(std::vector<const Value*>{node->input(0), node->input(2)});
     }
     const c10::FunctionSchema* schema = node->maybeSchema();
+    const bool dict_in = !node->inputs().empty() && node->input(0)->type()->kind() == c10::TypeKind::DictType;
     for (size_t o = 0; o < node->outputs().size(); ++o) {
       const Value* out = node->outputs()[o];
-      const bool dict_in = node->inputs().size() > 0 && node->input(0)->type()->kind() == c10::TypeKind::DictType;
       Roots roots;
       if (!HoldsTensors(out->type())) {
         roots = std::set<const Value*>{};  // no storage to share

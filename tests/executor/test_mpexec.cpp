@@ -15,6 +15,7 @@
 #include "../run_tool.h"
 #include "common/atomic_file.h"
 #include "common/cpu_affinity.h"
+#include "tests/report/report_lines.h"
 
 using mp::test::TempPath;
 using mp::test::ZooPath;
@@ -343,17 +344,6 @@ TEST_CASE("outputs that are not plain tensors infer over micro-batches and repli
   }
 }
 
-namespace {
-
-// Counts `what` in `text`.
-size_t Occurrences(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
-  return n;
-}
-
-}  // namespace
-
 TEST_CASE("a model's warnings.warn is printed once a process, not at every forward") {
   // GoogLeNet, scripted, warns at every forward outside training; the
   // interpreter printed it at each micro-batch of each step (12 lines for 3
@@ -365,12 +355,12 @@ TEST_CASE("a model's warnings.warn is printed once a process, not at every forwa
                                                              "--device-profile a100-80gb -o " + plan);
   INFO(planned.out);
   REQUIRE(planned.status == 0);
-  CHECK(Occurrences(planned.out, warning) == 1);
+  CHECK(mp::testing::Count(planned.out, warning) == 1);
   const auto run = mp::test::RunTool(MP_MPEXEC_CPU, plan + " --steps 3");
   INFO(run.out);
   REQUIRE(run.status == 0);
-  CHECK(Occurrences(run.out, warning) == 1);
-  CHECK(Occurrences(run.out, "GoogleNetOutputs") == 1);  // nor in c10's own form
+  CHECK(mp::testing::Count(run.out, warning) == 1);
+  CHECK(mp::testing::Count(run.out, "GoogleNetOutputs") == 1);  // nor in c10's own form
 }
 
 TEST_CASE("a model changed since planning is refused") {
