@@ -464,6 +464,51 @@ class Centred(nn.Module):
         return self.c(torch.relu(y)) + self.mean
 
 
+class Distill(nn.Module):
+    """Knowledge distillation in one forward, as users write it: a teacher
+    under `with torch.no_grad():` gives soft targets (frozen: no gradient
+    reaches its weights), a second no_grad block keeps the samples the
+    teacher is sure of, and the student trains. Returns the student's
+    logits and the masked KL term per sample."""
+
+    def __init__(self):
+        super().__init__()
+        self.teacher = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+        self.student = nn.Sequential(nn.Linear(32, 48), nn.ReLU(), nn.Linear(48, 48), nn.ReLU(), nn.Linear(48, 10))
+
+    def forward(self, x):
+        with torch.no_grad():
+            soft = torch.softmax(self.teacher(x) / 2.0, dim=-1)
+        logits = self.student(x)
+        with torch.no_grad():
+            sure = (soft.max(-1)[0] > 0.12).to(x.dtype)
+        kl = (soft * (torch.log(soft) - torch.log_softmax(logits / 2.0, dim=-1))).sum(-1)
+        return logits, kl * sure
+
+
+class MeanTeacher(nn.Module):
+    """A mean teacher (Tarvainen and Valpola 2017): in training, forward
+    first moves the teacher's weights towards the student's in place under
+    torch.no_grad() (an exponential moving average, as the paper's and
+    BYOL's code do), then runs both; the teacher's output is a target."""
+
+    def __init__(self):
+        super().__init__()
+        self.student = nn.Linear(16, 16)
+        self.head = nn.Linear(16, 4)
+        self.teacher = nn.Linear(16, 16)
+
+    def forward(self, x):
+        if self.training:
+            with torch.no_grad():
+                self.teacher.weight.mul_(0.9).add_(self.student.weight, alpha=0.1)
+                self.teacher.bias.mul_(0.9).add_(self.student.bias, alpha=0.1)
+        h = torch.relu(self.student(x))
+        with torch.no_grad():
+            target = torch.relu(self.teacher(x))
+        return self.head(h), (h - target).pow(2).mean(-1)
+
+
 def gpt_bf16():
     """The zoo's GPT at half its widths and depth with every parameter in
     bfloat16, as a user who halves a model's memory casts it
@@ -564,7 +609,8 @@ class VQBottleneck(nn.Module):
 # nn.GRU (tried as a new user would after the schedules and replicas were
 # written: docs/models.md), a top-2 mixture of experts and a VQ
 # bottleneck (the twenty-fourth session's), GoogLeNet's outputs that may be
-# None (the twenty-fifth's), and pytorch/examples' word
+# None (the twenty-fifth's), torch.no_grad() in forward (a distillation
+# teacher, a mean teacher: the twenty-ninth's), and pytorch/examples' word
 # language model;
 # nothing was tuned on them. Kept
 # out of the folder the tests sweep, for CI time; one test trains each over
@@ -584,6 +630,8 @@ HELDOUT = {
     "googlenet": (googlenet, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
     "lraspp": (lraspp, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
     "centred": (Centred, [spec("x", "float32", [8, 16])], ("script",)),
+    "distill": (Distill, [spec("x", "float32", [8, 32])], ("script",)),
+    "mean_teacher": (MeanTeacher, [spec("x", "float32", [8, 16])], ("script",)),
     "gpt_bf16": (gpt_bf16, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     # bptt 35, batch 20, as the example trains
     "word_lm": (WordLM, [spec("input", "int64", [35, 20], batch_dim=1, value_range=(0, 2000)),
@@ -610,6 +658,25 @@ ERROR_FIXTURES = {
     # a mean over the batch beside the per-sample output (a VQ bottleneck's
     # commitment loss): micro-batches' outputs cannot be joined
     "batch_mean": "def forward(self, x: Tensor):\n    return (torch.relu(x) * 2, x.pow(2).mean())\n",
+    # mixed precision turned on inside forward: plans run the model's own dtypes
+    "autocast_on": "def forward(self, x: Tensor):\n    with torch.cuda.amp.autocast():\n        y = x * 2\n"
+                   "    return y\n",
+}
+
+# fixtures/NAME.pt as above, for the graph tests: forms of a construct that
+# models in the zoo write only one way. The context managers mpplan takes:
+# record_function, autocast(enabled=False), and torch.no_grad() with one
+# object for several `with` statements, nested, inside an if, around a list
+# made outside it.
+FORM_FIXTURES = {
+    "context_forms": "def forward(self, x: Tensor, w: Tensor):\n"
+                     "    with torch.autograd.profiler.record_function('forms'):\n        x = x * 1.5\n"
+                     "    with torch.cuda.amp.autocast(enabled=False):\n        w = w + 0.5\n"
+                     "    g = torch.no_grad()\n    with g:\n"
+                     "        a = x * w\n    if bool(x.sum() > 0):\n        with torch.no_grad():\n"
+                     "            with g:\n                b = a + w\n            c = torch.cat([b, x * w])\n"
+                     "    else:\n        c = torch.cat([x, w])\n    ys = [x, w * 2]\n    with g:\n"
+                     "        d = torch.cat(ys)\n    return c * w.sum() + d\n",
 }
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64,
@@ -681,7 +748,7 @@ def main():
     # The error tests' other files (tests/errors/test_errors.cpp), made here
     # so that the test needs no LibTorch of its own: models with a method or
     # signature mpplan refuses, and tensors of a shape mpexec refuses.
-    for name, source in ERROR_FIXTURES.items():
+    for name, source in {**ERROR_FIXTURES, **FORM_FIXTURES}.items():
         module = type(name, (torch.jit.ScriptModule,), {})()  # a class of its own per method set
         module.define(source)
         module.save(os.path.join(fixtures, name + ".pt"))

@@ -1,6 +1,8 @@
 // Canonicalize: TorchScript module -> canonical graph (see DESIGN.md, "The
 // graph"). The steps, in order:
 //   1. copy forward's graph and Inline every method and function call;
+//      RewriteContextManagers: `with torch.no_grad():` becomes detaches,
+//      record_function and autocast(enabled=False) go;
 //   2. LiftParameters: tensors to named inputs, other attributes to constants;
 //   3. ConstantPropagation folds `if self.training` and friends, then
 //      ConstantPooling and EliminateDeadCode leave one node per real op,
@@ -24,6 +26,7 @@
 #include "common/error.h"
 #include "planner/graph/fingerprint.h"
 #include "planner/graph/layer_name.h"
+#include "planner/graph/context_managers.h"
 #include "planner/graph/seed_random_ops.h"
 #include "planner/graph/split_rnn_layers.h"
 
@@ -86,6 +89,7 @@ CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& 
   canonical.graph = forward.graph()->copy();
   auto& graph = canonical.graph;
   torch::jit::Inline(*graph);
+  RewriteContextManagers(*graph);
 
   canonical.num_model_inputs = graph->inputs().size() - 1;  // all but self
   const auto& schema_args = forward.function().getSchema().arguments();

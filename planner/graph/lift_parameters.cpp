@@ -126,6 +126,14 @@ struct Lifter {
   void Walk(Block* block) {
     for (Node* node : block->nodes()) {
       if (node->kind() == c10::prim::SetAttr) {
+        const auto cls = node->input(0)->type()->cast<c10::ClassType>();
+        if (cls && !cls->is_module()) {
+          std::string name = cls->name() ? cls->name()->qualifiedName() : cls->str();
+          if (name.rfind("__torch__.", 0) == 0) name = name.substr(10);
+          throw InputError(Concat("model's forward uses ", name, " (prim::SetAttr of its '", node->s(c10::attr::name),
+                                  "'); mpplan takes torch.no_grad(), record_function and "
+                                  "autocast(enabled=False) as context managers"));
+        }
         throw InputError(Concat("model assigns module attribute '", node->s(c10::attr::name),
                                 "' in forward (prim::SetAttr); mpplan needs a forward "
                                 "without module state changes"));

@@ -276,6 +276,14 @@ ERROR_CASE("model-no-forward", "TorchScript with no forward method") {
   c.setup = [](const fs::path& dir) { CopyZoo("fixtures/no_forward.pt", dir / "model.pt"); };  // def run(self, x)
 }
 
+ERROR_CASE("model-autocast", "forward turns autocast on") {
+  c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]'";
+  c.names = "autocast";
+  c.setup = [](const fs::path& dir) {
+    CopyZoo("fixtures/autocast_on.pt", dir / "model.pt");  // with torch.cuda.amp.autocast(): y = x * 2
+  };
+}
+
 ERROR_CASE("model-dict-input", "forward takes a dict") {
   c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]'";
   c.names = "Dict[str, Tensor]";

@@ -265,6 +265,37 @@ TEST_CASE("a buffer forward reads and updates in place by hand is planned on one
   CHECK(refused.out.find("mpplan: --stages 2: forward updates 'mean' in place") == 0);
 }
 
+TEST_CASE("a teacher under torch.no_grad() stays frozen over 2 stages and replicas, and the student trains") {
+  // heldout/distill: until the rewrite, "model assigns module attribute
+  // 'prev'" (the no_grad object's own). Frozen means what PyTorch does:
+  // no gradient reaches the teacher, so SGD with momentum leaves it as it
+  // was; every student weight moves.
+  const std::string model = ZooPath("heldout/distill.script.pt");
+  const std::string replicas = TempPath("distill.replicas.plan.yaml");
+  const auto made = Mpplan(model + " --quiet --device-profile a100-80gb --gpus 2 --replicas 2 --stages 1 -o " + replicas);
+  INFO(made.out);
+  REQUIRE(made.status == 0);
+  for (const std::string& plan : {TrainPlan("heldout/distill.script.pt", 2, "zb-h1"), replicas}) {
+    CAPTURE(plan);
+    const std::string saved = TempPath("distill.trained.pt");
+    std::filesystem::remove(saved);
+    mp::test::VerifiedTraining(plan + " --steps 2 --lr 0.1 --momentum 0.9 --save " + saved);
+    std::map<std::string, at::Tensor> old_params;
+    for (const auto& p : torch::jit::load(model).named_parameters()) old_params[p.name] = p.value;
+    int frozen = 0, moved = 0;
+    for (const auto& p : torch::jit::load(saved).named_parameters()) {
+      CAPTURE(p.name);
+      const bool teacher = p.name.rfind("teacher.", 0) == 0;
+      const bool same = torch::equal(p.value, old_params[p.name]);
+      CHECK(same == teacher);
+      frozen += teacher && same;
+      moved += !teacher && !same;
+    }
+    CHECK(frozen == 6);
+    CHECK(moved == 6);
+  }
+}
+
 TEST_CASE("the trained model is saved as TorchScript that Python loads, and mpplan plans it again") {
   const std::string plan = TrainPlan("mlp.script.pt", 2, "1f1b");
   const std::string saved = TempPath("mlp.trained.pt");

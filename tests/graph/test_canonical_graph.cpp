@@ -1,6 +1,7 @@
 // Canonicalize: inlining, lifting, folding, numbering, layer names, fingerprint.
 #include "tests/doctest_torch.h"
 
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/jit/ir/irparser.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/fingerprint.h"
 #include "planner/graph/model_file.h"
+#include "planner/graph/run_graph.h"
 #include "zoo.h"
 
 using mp::test::ZooPath;
@@ -132,6 +134,90 @@ def forward(self, x):
     return x
 )");
   CHECK_THROWS_WITH_AS(mp::Canonicalize(m), doctest::Contains("'count'"), mp::InputError);
+}
+
+TEST_CASE("torch.no_grad() in forward: the same outputs, and gradients reach what they reach in PyTorch") {
+  // heldout/distill: a teacher under no_grad gives soft targets, a second
+  // block a mask; the interpreter runs the saved module with gradients off
+  // in both blocks, which is what the rewrite must reproduce.
+  for (const bool training : {false, true}) {
+    CAPTURE(training);
+    auto model = mp::LoadModelFile(ZooPath("heldout/distill.script.pt"));
+    const auto c = mp::Canonicalize(model.module, {training});
+    for (const char* kind : {"prim::Enter", "prim::Exit", "prim::CreateObject", "prim::SetAttr"})
+      CHECK(CountKind(c, kind) == 0);
+    CHECK(CountKind(c, "aten::detach") >= 1);
+
+    const auto x = torch::randn({4, 32});
+    std::vector<at::Tensor> params;
+    for (const auto& p : c.params) params.push_back(p.tensor);
+    auto grads_of = [&](const std::vector<at::Tensor>& outs) {
+      const at::Tensor loss = outs.at(0).pow(2).sum() + outs.at(1).sum();
+      return torch::autograd::grad({loss}, params, {}, false, false, /*allow_unused=*/true);
+    };
+    const auto ours = mp::FlattenTensors(mp::GraphRunner(c.graph).Run(c.Stack({x})).at(0));
+    const auto theirs = mp::FlattenTensors(model.module.forward({x}));
+    REQUIRE(ours.size() == 2);
+    CHECK(torch::equal(ours[0], theirs.at(0)));
+    CHECK(torch::equal(ours[1], theirs.at(1)));
+    const auto ours_grads = grads_of(ours);
+    const auto theirs_grads = grads_of(theirs);
+    for (size_t i = 0; i < params.size(); ++i) {
+      CAPTURE(c.params[i].name);
+      const bool teacher = c.params[i].name.rfind("teacher.", 0) == 0;
+      CHECK(ours_grads[i].defined() == !teacher);
+      CHECK(theirs_grads[i].defined() == !teacher);
+      if (!teacher) CHECK(torch::allclose(ours_grads[i], theirs_grads[i]));
+    }
+  }
+}
+
+TEST_CASE("context managers: record_function, autocast off, no_grad twice on one object, nested, in an if") {
+  // fixtures/context_forms: gradients reach x and w only where PyTorch's
+  // own run of the module sends them, in both branches of its if.
+  auto model = mp::LoadModelFile(ZooPath("fixtures/context_forms.pt"));
+  const auto c = mp::Canonicalize(model.module, {true});
+  for (const char* kind : {"prim::Enter", "prim::Exit", "prim::CreateObject"}) CHECK(CountKind(c, kind) == 0);
+  for (const double sign : {1.0, -1.0}) {
+    CAPTURE(sign);
+    const at::Tensor x = (torch::rand({4, 4}) + 0.1) * sign, w = torch::randn({4, 4});
+    auto run = [&](bool ours) {
+      const at::Tensor xg = x.clone().requires_grad_(true), wg = w.clone().requires_grad_(true);
+      const at::Tensor out = ours ? mp::GraphRunner(c.graph).Run({xg, wg}).at(0).toTensor()
+                                  : model.module.forward({xg, wg}).toTensor();
+      auto grads = torch::autograd::grad({out.sum()}, {xg, wg}, {}, false, false, /*allow_unused=*/true);
+      return std::vector<at::Tensor>{out, grads[0], grads[1]};
+    };
+    const auto ours = run(true), theirs = run(false);
+    // Under the if's no_grad x * w sends x nothing; in the else it does.
+    CHECK(theirs[1].defined() == (sign < 0));
+    for (size_t i = 0; i < ours.size(); ++i) {
+      CAPTURE(i);
+      REQUIRE(ours[i].defined() == theirs[i].defined());
+      if (ours[i].defined()) CHECK(torch::allclose(ours[i], theirs[i]));
+    }
+  }
+}
+
+TEST_CASE("torch.no_grad() updating weights in place (a mean teacher) writes them as the module does") {
+  auto ours_model = mp::LoadModelFile(ZooPath("heldout/mean_teacher.script.pt"));
+  auto theirs_model = mp::LoadModelFile(ZooPath("heldout/mean_teacher.script.pt"));
+  theirs_model.module.train(true);
+  const auto c = mp::Canonicalize(ours_model.module, {true});
+  const auto x = torch::randn({4, 16});
+  const auto ours = mp::FlattenTensors(mp::GraphRunner(c.graph).Run(c.Stack({x})).at(0));
+  const auto theirs = mp::FlattenTensors(theirs_model.module.forward({x}));
+  REQUIRE(ours.size() == 2);
+  CHECK(torch::allclose(ours[0], theirs.at(0)));
+  CHECK(torch::allclose(ours[1], theirs.at(1)));
+  // The teacher's weight moved a tenth of the way to the student's, in both.
+  auto fresh = mp::LoadModelFile(ZooPath("heldout/mean_teacher.script.pt"));
+  auto weight = [](torch::jit::Module& m, const char* layer) {
+    return m.attr(layer).toModule().attr("weight").toTensor();
+  };
+  const at::Tensor moved = weight(fresh.module, "teacher") * 0.9 + weight(fresh.module, "student") * 0.1;
+  CHECK(torch::allclose(weight(ours_model.module, "teacher"), moved));
+  CHECK(torch::allclose(weight(theirs_model.module, "teacher"), moved));
 }
 
 TEST_CASE("fingerprint: stable across loads, different across programs") {
