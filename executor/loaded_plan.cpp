@@ -34,6 +34,7 @@ LoadedPlan LoadPlanForRun(const std::string& plan_path) {
   loaded.model = LoadModelFile(loaded.model_path);
   CanonicalOptions options;
   options.training = loaded.plan.training;
+  options.given_inputs = static_cast<int>(loaded.plan.inputs.size());
   loaded.canonical = Canonicalize(loaded.model.module, options);
   CheckPlanAgainstGraph(loaded.plan, BuildOpGraph(loaded.canonical), plan_path);
   loaded.stages = CutStages(loaded.canonical, StageOfNode(loaded.plan));

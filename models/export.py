@@ -22,7 +22,7 @@ import math
 import os
 import sys
 import warnings
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -509,6 +509,38 @@ class MeanTeacher(nn.Module):
         return self.head(h), (h - target).pow(2).mean(-1)
 
 
+class BertStyle(nn.Module):
+    """A text classifier with Hugging Face's forward signature: input_ids,
+    then `attention_mask` and `token_type_ids` as Optional[Tensor] = None
+    (a mask of ones and type 0 when left out), and a float `temperature`
+    with a default; the mask becomes an additive bias on the attention
+    scores, the pooled first token a 3-way logit."""
+
+    def __init__(self, vocab: int = 400, width: int = 64, layers: int = 2):
+        super().__init__()
+        self.words = nn.Embedding(vocab, width)
+        self.types = nn.Embedding(2, width)
+        self.positions = nn.Parameter(torch.randn(1, 64, width) * 0.02)
+        self.norm = nn.LayerNorm(width)
+        self.blocks = nn.ModuleList([nn.TransformerEncoderLayer(width, 4, 2 * width, dropout=0.1, batch_first=True)
+                                     for _ in range(layers)])
+        self.pool = nn.Linear(width, width)
+        self.classifier = nn.Linear(width, 3)
+
+    def forward(self, input_ids, attention_mask: Optional[torch.Tensor] = None,
+                token_type_ids: Optional[torch.Tensor] = None, temperature: float = 1.0):
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        n = input_ids.size(1)
+        h = self.norm(self.words(input_ids) + self.types(token_type_ids) + self.positions[:, :n])
+        padding = attention_mask == 0
+        for block in self.blocks:
+            h = block(h, src_key_padding_mask=padding)
+        return self.classifier(torch.tanh(self.pool(h[:, 0]))) / temperature
+
+
 def gpt_bf16():
     """The zoo's GPT at half its widths and depth with every parameter in
     bfloat16, as a user who halves a model's memory casts it
@@ -610,7 +642,8 @@ class VQBottleneck(nn.Module):
 # written: docs/models.md), a top-2 mixture of experts and a VQ
 # bottleneck (the twenty-fourth session's), GoogLeNet's outputs that may be
 # None (the twenty-fifth's), torch.no_grad() in forward (a distillation
-# teacher, a mean teacher: the twenty-ninth's), and pytorch/examples' word
+# teacher, a mean teacher) and Hugging Face's forward signature of
+# Optional[Tensor] = None arguments (the twenty-ninth's), and pytorch/examples' word
 # language model;
 # nothing was tuned on them. Kept
 # out of the folder the tests sweep, for CI time; one test trains each over
@@ -632,6 +665,8 @@ HELDOUT = {
     "centred": (Centred, [spec("x", "float32", [8, 16])], ("script",)),
     "distill": (Distill, [spec("x", "float32", [8, 32])], ("script",)),
     "mean_teacher": (MeanTeacher, [spec("x", "float32", [8, 16])], ("script",)),
+    # the spec gives input_ids only: the rest take their defaults
+    "bert_style": (BertStyle, [spec("input_ids", "int64", [8, 16], value_range=(0, 400))], ("script",)),
     "gpt_bf16": (gpt_bf16, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     # bptt 35, batch 20, as the example trains
     "word_lm": (WordLM, [spec("input", "int64", [35, 20], batch_dim=1, value_range=(0, 2000)),
@@ -661,6 +696,8 @@ ERROR_FIXTURES = {
     # mixed precision turned on inside forward: plans run the model's own dtypes
     "autocast_on": "def forward(self, x: Tensor):\n    with torch.cuda.amp.autocast():\n        y = x * 2\n"
                    "    return y\n",
+    # a float argument with a default: left out it takes it, given it cannot be
+    "float_default": "def forward(self, x: Tensor, scale: float = 2.0):\n    return x * scale\n",
 }
 
 # fixtures/NAME.pt as above, for the graph tests: forms of a construct that

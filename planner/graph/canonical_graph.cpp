@@ -1,6 +1,7 @@
 // Canonicalize: TorchScript module -> canonical graph (see DESIGN.md, "The
 // graph"). The steps, in order:
-//   1. copy forward's graph and Inline every method and function call;
+//   1. copy forward's graph, BindDefaults: arguments the input spec leaves
+//      out take their defaults; Inline every method and function call;
 //      RewriteContextManagers: `with torch.no_grad():` becomes detaches,
 //      record_function and autocast(enabled=False) go;
 //   2. LiftParameters: tensors to named inputs, other attributes to constants;
@@ -26,6 +27,7 @@
 #include "common/error.h"
 #include "planner/graph/fingerprint.h"
 #include "planner/graph/layer_name.h"
+#include "planner/graph/bind_defaults.h"
 #include "planner/graph/context_managers.h"
 #include "planner/graph/seed_random_ops.h"
 #include "planner/graph/split_rnn_layers.h"
@@ -88,6 +90,7 @@ CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& 
   const torch::jit::Method forward = module.get_method("forward");
   canonical.graph = forward.graph()->copy();
   auto& graph = canonical.graph;
+  BindDefaults(*graph, forward.function().getSchema(), options.given_inputs);
   torch::jit::Inline(*graph);
   RewriteContextManagers(*graph);
 

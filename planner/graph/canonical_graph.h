@@ -17,6 +17,9 @@ namespace mp {
 
 struct CanonicalOptions {
   bool training = false;  // module.train(training) before attributes become constants
+  // How many of forward's leading arguments the input spec gives; the rest
+  // take their defaults (BindDefaults). -1: every argument without one.
+  int given_inputs = -1;
 };
 
 struct CanonicalGraph {

@@ -62,7 +62,9 @@ bool HoldsTensor(const c10::TypePtr& type) {
   return std::any_of(contained.begin(), contained.end(), [](const c10::TypePtr& t) { return HoldsTensor(t); });
 }
 
-// Inputs are what an input spec describes: tensors. Outputs are tensors,
+// Inputs are what an input spec describes: tensors (an Optional[Tensor]
+// given one), or arguments it leaves out, which take their defaults
+// (canonicalisation's BindDefaults). Outputs are tensors,
 // or tuples and lists of them, any of them None (what the pipeline carries
 // and compares).
 void CheckForwardTypes(const torch::jit::Module& module, const std::string& path) {
@@ -71,9 +73,12 @@ void CheckForwardTypes(const torch::jit::Module& module, const std::string& path
   // convention; `forward(s, x)` is legal too).
   for (size_t i = 1; i < schema.arguments().size(); ++i) {
     const c10::Argument& arg = schema.arguments()[i];
-    if (arg.type()->kind() != c10::TypeKind::TensorType) {
+    const auto optional = arg.type()->cast<c10::OptionalType>();
+    const bool tensor = arg.type()->kind() == c10::TypeKind::TensorType ||
+                        (optional && optional->getElementType()->kind() == c10::TypeKind::TensorType);
+    if (!tensor && !arg.default_value()) {
       throw InputError(Concat(path, ": forward's input '", arg.name(), "' is ", arg.type()->annotation_str(),
-                              ", not supported (inputs must be tensors)"));
+                              ", not supported (inputs must be tensors, or have a default value)"));
     }
   }
   for (const c10::Argument& ret : schema.returns()) {

@@ -38,6 +38,11 @@ void RangeFromEmbeddings(const CanonicalGraph& canonical, std::vector<TensorSpec
 
 }  // namespace
 
+int GivenInputs(const ModelFile& model, const std::vector<std::string>& flags) {
+  if (!flags.empty()) return static_cast<int>(flags.size());
+  return model.input_spec.empty() ? -1 : static_cast<int>(model.input_spec.size());
+}
+
 std::vector<TensorSpec> ResolveInputs(const ModelFile& model, const CanonicalGraph& canonical,
                                       const std::vector<std::string>& flags) {
   const size_t expected = canonical.num_model_inputs;

@@ -13,6 +13,11 @@
 
 namespace mp {
 
+// How many of forward's leading arguments the run gives (CanonicalOptions::
+// given_inputs): one per --input flag, else the embedded spec's count, else
+// -1 (every argument without a default).
+int GivenInputs(const ModelFile& model, const std::vector<std::string>& flags);
+
 // The embedded spec when `flags` is empty, else the flags parsed, with
 // argument names, batch dimensions and integer value ranges taken from the
 // embedded spec where it has them. Throws InputError naming the inputs

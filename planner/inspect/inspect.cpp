@@ -29,7 +29,9 @@ GraphSummary InspectModel(const std::string& model_path, const std::vector<std::
   ModelFile model = LoadModelFile(model_path);
   summary.load_ms = MsSince(start);
   start = std::chrono::steady_clock::now();
-  CanonicalGraph canonical = Canonicalize(model.module);
+  CanonicalOptions options;
+  options.given_inputs = GivenInputs(model, input_flags);
+  CanonicalGraph canonical = Canonicalize(model.module, options);
   summary.canonicalize_ms = MsSince(start);
 
   summary.inputs = ResolveInputs(model, canonical, input_flags);

@@ -284,6 +284,14 @@ ERROR_CASE("model-autocast", "forward turns autocast on") {
   };
 }
 
+ERROR_CASE("model-default-given", "--input gives a float argument that has a default") {
+  c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]' --input 'float32[1]'";
+  c.names = "'scale' is float";
+  c.setup = [](const fs::path& dir) {
+    CopyZoo("fixtures/float_default.pt", dir / "model.pt");  // def forward(self, x: Tensor, scale: float = 2.0)
+  };
+}
+
 ERROR_CASE("model-dict-input", "forward takes a dict") {
   c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]'";
   c.names = "Dict[str, Tensor]";

@@ -296,6 +296,24 @@ TEST_CASE("a teacher under torch.no_grad() stays frozen over 2 stages and replic
   }
 }
 
+TEST_CASE("a model with Hugging Face's signature trains with its optional inputs left out and given") {
+  // heldout/bert_style: its spec gives input_ids, so attention_mask and
+  // token_type_ids are None (ones and zeros inside); given by --input,
+  // they are the plan's inputs.
+  const std::string model = ZooPath("heldout/bert_style.script.pt");
+  for (const std::string& inputs : {std::string(), std::string(" --input 'int64[8,16]' --input 'int64[8,16]' "
+                                                                "--input 'int64[8,16]'")}) {
+    CAPTURE(inputs);
+    const std::string plan = TempPath("bert_style" + std::to_string(inputs.size()) + ".plan.yaml");
+    const auto made = Mpplan(model + inputs + " --quiet --device-profile a100-80gb --gpus 2 --stages 2 "
+                                              "--microbatches 2 -o " + plan);
+    INFO(made.out);
+    REQUIRE(made.status == 0);
+    CHECK(mp::ReadPlan(plan).inputs.size() == (inputs.empty() ? 1 : 3));
+    mp::test::VerifiedTraining(plan + " --steps 2");
+  }
+}
+
 TEST_CASE("the trained model is saved as TorchScript that Python loads, and mpplan plans it again") {
   const std::string plan = TrainPlan("mlp.script.pt", 2, "1f1b");
   const std::string saved = TempPath("mlp.trained.pt");

@@ -220,6 +220,37 @@ TEST_CASE("torch.no_grad() updating weights in place (a mean teacher) writes the
   CHECK(torch::allclose(weight(theirs_model.module, "teacher"), moved));
 }
 
+TEST_CASE("arguments the input spec leaves out take their defaults; an Optional[Tensor] given is a tensor") {
+  // heldout/bert_style: forward(input_ids, attention_mask: Optional[Tensor]
+  // = None, token_type_ids: Optional[Tensor] = None, temperature: float =
+  // 1.0), refused until now ("inputs must be tensors").
+  auto model = mp::LoadModelFile(ZooPath("heldout/bert_style.script.pt"));
+  const at::Tensor ids = torch::randint(0, 400, {2, 16});
+  const at::Tensor mask = torch::cat({torch::ones({2, 10}, at::kLong), torch::zeros({2, 6}, at::kLong)}, 1);
+  const at::Tensor types = torch::randint(0, 2, {2, 16});
+  const std::vector<std::vector<at::Tensor>> calls = {{ids}, {ids, mask}, {ids, mask, types}};
+  const std::vector<std::string> names = {"input_ids", "attention_mask", "token_type_ids"};
+  for (const auto& call : calls) {
+    CAPTURE(call.size());
+    mp::CanonicalOptions options;
+    options.given_inputs = static_cast<int>(call.size());
+    const auto c = mp::Canonicalize(model.module, options);
+    CHECK(c.num_model_inputs == call.size());
+    CHECK(c.input_names == std::vector<std::string>(names.begin(), names.begin() + call.size()));
+    const std::vector<c10::IValue> args(call.begin(), call.end());
+    const at::Tensor ours = mp::GraphRunner(c.graph).Run(c.Stack(args)).at(0).toTensor();
+    CHECK(torch::allclose(ours, model.module.forward(args).toTensor()));
+  }
+  // The mask matters: the run without it differs from the run with it.
+  CHECK_FALSE(torch::allclose(model.module.forward({ids}).toTensor(), model.module.forward({ids, mask}).toTensor()));
+  // By default every argument without a default is given; a float cannot be.
+  CHECK(mp::Canonicalize(model.module).num_model_inputs == 1);
+  mp::CanonicalOptions four;
+  four.given_inputs = 4;
+  CHECK_THROWS_WITH_AS(mp::Canonicalize(model.module, four), doctest::Contains("'temperature' is float"),
+                       mp::InputError);
+}
+
 TEST_CASE("fingerprint: stable across loads, different across programs") {
   CHECK(Load("gpt.script.pt").fingerprint == Load("gpt.script.pt").fingerprint);
   CHECK(Load("gpt.script.pt").fingerprint != Load("gpt.trace.pt").fingerprint);

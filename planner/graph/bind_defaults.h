@@ -1,0 +1,20 @@
+// BindDefaults: forward's trailing arguments that the input spec does not
+// give take their default values (an `attention_mask: Optional[Tensor] =
+// None`, a `scale: float = 2.0`), as a call from Python that leaves them
+// out would.
+#pragma once
+
+#include <torch/script.h>
+
+namespace mp {
+
+// Runs on forward's graph (input 0 is self). The first `given` model
+// arguments stay graph inputs; an Optional[Tensor] among them is typed
+// Tensor (it is given one). Every argument after them becomes a constant
+// of its default value. `given` < 0 means every argument without a
+// default. Throws InputError naming the argument when one of the first
+// `given` is not a tensor (an int, a float: it cannot be given as one),
+// or one after them has no default.
+void BindDefaults(torch::jit::Graph& graph, const c10::FunctionSchema& schema, int given);
+
+}  // namespace mp
