@@ -541,6 +541,25 @@ class BertStyle(nn.Module):
         return self.classifier(torch.tanh(self.pool(h[:, 0]))) / temperature
 
 
+class PackedTagger(nn.Module):
+    """An LSTM classifier over padded batches as NLP users write one: the
+    true lengths come in beside the token ids, pack_padded_sequence with
+    enforce_sorted=False (a sort, and a scatter into a fresh index tensor
+    inside an if), the last hidden state classified."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 16)
+        self.lstm = nn.LSTM(16, 24, batch_first=True)
+        self.head = nn.Linear(24, 4)
+
+    def forward(self, ids, lengths):
+        packed = nn.utils.rnn.pack_padded_sequence(self.embed(ids), lengths.cpu(), batch_first=True,
+                                                   enforce_sorted=False)
+        _, (h, _) = self.lstm(packed)
+        return self.head(h[-1])
+
+
 def gpt_bf16():
     """The zoo's GPT at half its widths and depth with every parameter in
     bfloat16, as a user who halves a model's memory casts it
@@ -642,8 +661,9 @@ class VQBottleneck(nn.Module):
 # written: docs/models.md), a top-2 mixture of experts and a VQ
 # bottleneck (the twenty-fourth session's), GoogLeNet's outputs that may be
 # None (the twenty-fifth's), torch.no_grad() in forward (a distillation
-# teacher, a mean teacher) and Hugging Face's forward signature of
-# Optional[Tensor] = None arguments (the twenty-ninth's), and pytorch/examples' word
+# teacher, a mean teacher), Hugging Face's forward signature of
+# Optional[Tensor] = None arguments and an LSTM over packed sequences (the
+# twenty-ninth's), and pytorch/examples' word
 # language model;
 # nothing was tuned on them. Kept
 # out of the folder the tests sweep, for CI time; one test trains each over
@@ -665,6 +685,8 @@ HELDOUT = {
     "centred": (Centred, [spec("x", "float32", [8, 16])], ("script",)),
     "distill": (Distill, [spec("x", "float32", [8, 32])], ("script",)),
     "mean_teacher": (MeanTeacher, [spec("x", "float32", [8, 16])], ("script",)),
+    "lstm_packed": (PackedTagger, [spec("ids", "int64", [8, 12], value_range=(0, 50)),
+                                   spec("lengths", "int64", [8], value_range=(1, 13))], ("script",)),
     # the spec gives input_ids only: the rest take their defaults
     "bert_style": (BertStyle, [spec("input_ids", "int64", [8, 16], value_range=(0, 400))], ("script",)),
     "gpt_bf16": (gpt_bf16, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),

@@ -24,10 +24,11 @@ bool IsOptionalTensor(const c10::TypePtr& type) {
 void BindDefaults(torch::jit::Graph& graph, const c10::FunctionSchema& schema, int given) {
   const auto& args = schema.arguments();  // args[0] is self
   const int count = static_cast<int>(args.size()) - 1;
-  if (given < 0) {
-    given = 0;
-    while (given < count && !args[given + 1].default_value()) ++given;
-  }
+  // Arguments without a default come first (Python's rule) and always stay
+  // inputs: a spec that gives fewer is refused where it is read, by count.
+  int required = 0;
+  while (required < count && !args[required + 1].default_value()) ++required;
+  given = std::max(given, required);
   for (int a = 0; a < std::min(given, count); ++a) {
     const c10::Argument& arg = args[a + 1];
     if (IsOptionalTensor(arg.type())) {
@@ -41,10 +42,6 @@ void BindDefaults(torch::jit::Graph& graph, const c10::FunctionSchema& schema, i
   torch::jit::WithInsertPoint at_start(graph.block()->param_node()->next());
   for (int a = count - 1; a >= given; --a) {
     const c10::Argument& arg = args[a + 1];
-    if (!arg.default_value()) {
-      throw InputError(Concat("forward's input '", arg.name(), "' has no default value, so the input spec must give it (",
-                              given, " of ", count, " inputs given)"));
-    }
     torch::jit::Value* value = graph.insertConstant(*arg.default_value());
     graph.inputs()[a + 1]->replaceAllUsesWith(value);
     graph.eraseInput(a + 1);

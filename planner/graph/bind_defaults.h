@@ -9,12 +9,11 @@
 namespace mp {
 
 // Runs on forward's graph (input 0 is self). The first `given` model
-// arguments stay graph inputs; an Optional[Tensor] among them is typed
-// Tensor (it is given one). Every argument after them becomes a constant
-// of its default value. `given` < 0 means every argument without a
-// default. Throws InputError naming the argument when one of the first
-// `given` is not a tensor (an int, a float: it cannot be given as one),
-// or one after them has no default.
+// arguments, and every argument without a default, stay graph inputs; an
+// Optional[Tensor] among them is typed Tensor (it is given one). Every
+// argument after them becomes a constant of its default value. Throws
+// InputError naming the argument when one that stays is not a tensor (an
+// int, a float with a default: an input spec cannot give it).
 void BindDefaults(torch::jit::Graph& graph, const c10::FunctionSchema& schema, int given);
 
 }  // namespace mp

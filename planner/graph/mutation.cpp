@@ -133,7 +133,7 @@ MutationInfo AnalyzeMutation(const CanonicalGraph& canonical) {
           // that its IntermediateLayerGetter then put in its OrderedDict
           // "wrote" every weight of the model).
           const bool writes = (input ? WritesInput(inner, value, alias_db) : alias_db.writesToAlias(inner, {value})) &&
-                              !(inner == canonical.nodes[id] && structure.WritesMiss(inner, value));
+                              !structure.WritesMiss(inner, value);
           if (writes) {
             info.writers[value].push_back(id);
             break;

@@ -55,10 +55,16 @@ StorageRoots::StorageRoots(const torch::jit::Graph& graph) {
   // it. A dict filled by _set_item at the top level (torchvision's
   // IntermediateLayerGetter) holds what was set into it so far; one written
   // any other way, no claim.
-  std::set<const Value*> set_dicts, written;
-  ContainerWrites(*graph.block(), true, set_dicts, written);
+  ContainerWrites(*graph.block(), true, set_dicts_, written_);
   for (const Value* in : graph.inputs()) roots_[in] = std::set<const Value*>{in};
-  for (const Node* node : graph.nodes()) {
+  Walk(*graph.block());
+}
+
+void StorageRoots::Walk(const torch::jit::Block& block) {
+  for (const Node* node : block.nodes()) {
+    // Inside an if or a loop the same rules hold; a block's inputs (loop
+    // variables) and the if's or loop's own outputs get no claim.
+    for (const torch::jit::Block* inner : node->blocks()) Walk(*inner);
     // The union of the roots of `values`; nullopt if any is unknown.
     const auto join = [&](auto values) -> Roots {
       std::set<const Value*> all;
@@ -69,7 +75,7 @@ StorageRoots::StorageRoots(const torch::jit::Graph& graph) {
       }
       return all;
     };
-    if (node->kind() == c10::aten::_set_item && set_dicts.count(node->input(0)) && !written.count(node->input(0))) {
+    if (node->kind() == c10::aten::_set_item && set_dicts_.count(node->input(0)) && !written_.count(node->input(0))) {
       roots_[node->input(0)] = join(std::vector<const Value*>{node->input(0), node->input(2)});
     }
     const c10::FunctionSchema* schema = node->maybeSchema();
@@ -85,7 +91,7 @@ StorageRoots::StorageRoots(const torch::jit::Graph& graph) {
         roots = join(node->inputs());  // a dict's keys are strings: no storage
       } else if (node->kind() == c10::aten::dict && node->inputs().empty()) {
         roots = std::set<const Value*>{};  // {}: filled by _set_item, above
-      } else if (node->kind() == c10::prim::ListUnpack ||
+      } else if (node->kind() == c10::prim::ListUnpack || node->kind() == c10::prim::unchecked_cast ||
                  (node->kind() == c10::aten::__getitem__ &&
                   (node->input(0)->type()->kind() == c10::TypeKind::ListType || dict_in))) {
         roots = Of(node->input(0));
@@ -103,7 +109,7 @@ StorageRoots::StorageRoots(const torch::jit::Graph& graph) {
           roots = aliased.empty() ? Roots() : join(aliased);
         }
       }
-      roots_[out] = written.count(out) ? Roots() : roots;
+      roots_[out] = written_.count(out) ? Roots() : roots;
     }
   }
 }
@@ -114,8 +120,19 @@ StorageRoots::Roots StorageRoots::Of(const Value* value) const {
 }
 
 bool StorageRoots::WritesMiss(const Node* node, const Value* value) const {
+  // An if or a loop writes what the nodes in its blocks write (AliasDb's
+  // answer for it is theirs).
+  if (!node->blocks().empty()) {
+    for (const torch::jit::Block* block : node->blocks()) {
+      for (const Node* inner : block->nodes()) {
+        const bool writes_nothing = !inner->maybeSchema() && inner->blocks().empty() && inner->kind().is_prim();
+        if (!writes_nothing && !WritesMiss(inner, value)) return false;
+      }
+    }
+    return true;
+  }
   const c10::FunctionSchema* schema = node->maybeSchema();
-  if (!schema || !node->blocks().empty()) return false;
+  if (!schema) return false;
   // A dict's roots are what it holds, not the dict: a _set_item into an
   // empty one writes it.
   if (value->type()->kind() == c10::TypeKind::DictType) return false;

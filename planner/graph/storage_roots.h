@@ -5,9 +5,13 @@
 // (DictConstruct, _set_item), and what comes out of either (ListUnpack,
 // __getitem__) holds the same; anything else a schema op returns is fresh.
 // A write to a list or dict itself (append, _set_item) writes no tensor.
-// Where the structure does not tell (an If, a loop, a tuple, a node without
-// a schema, a dict written another way), nothing is claimed and the caller
-// keeps AliasDb's answer.
+// The same holds inside an if's or a loop's blocks, whose writes are
+// those of the nodes in them (torch.nn.utils.rnn.pack_padded_sequence
+// scatters into a fresh tensor inside an if; AliasDb let that write every
+// weight, and an LSTM tagger over padded batches was planned on one stage).
+// Where the structure does not tell (what an if or a loop returns, a loop
+// variable, a tuple, a node without a schema, a dict written another way),
+// nothing is claimed and the caller keeps AliasDb's answer.
 //
 // Why: AliasDb puts every tensor that enters a list passed to an op without
 // alias annotations (torch.cat's) into one wildcard set, and a write to any
@@ -34,15 +38,17 @@ class StorageRoots {
   // Walks the top-level nodes of `graph` in order.
   explicit StorageRoots(const torch::jit::Graph& graph);
 
-  // True when the structure shows that no argument `node` writes can share
-  // storage with `value`; false where it may, or where it cannot tell.
-  // `node` must be a top-level node of the graph.
+  // True when the structure shows that no argument `node` (or a node in
+  // its blocks) writes can share storage with `value`; false where it may,
+  // or where it cannot tell. `node` is any node of the graph.
   bool WritesMiss(const torch::jit::Node* node, const torch::jit::Value* value) const;
 
  private:
   using Roots = std::optional<std::set<const torch::jit::Value*>>;  // nullopt: cannot tell
+  void Walk(const torch::jit::Block& block);
   Roots Of(const torch::jit::Value* value) const;
   std::unordered_map<const torch::jit::Value*, Roots> roots_;
+  std::set<const torch::jit::Value*> set_dicts_, written_;  // ContainerWrites
 };
 
 }  // namespace mp
