@@ -25,6 +25,13 @@ inline std::optional<int> ParseCommandLine(CLI::App& app, int argc, const char* 
     for (char& c : message) {
       if (c == '\n') c = ' ';
     }
+    // A flag given twice (`--gpus 2 ... --gpus 4`): CLI11 says "--gpus: At
+    // Most 1 required but received 2", which names no mistake a user made.
+    const std::string at_most = ": At Most 1 required but received ";
+    const size_t at = message.find(at_most);
+    if (at != std::string::npos) {
+      message = message.substr(0, at) + " given " + message.substr(at + at_most.size()) + " times; give it once";
+    }
     err << tool << ": " << message << " (see " << tool << " --help)\n";
     return 2;
   }

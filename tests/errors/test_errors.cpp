@@ -461,6 +461,13 @@ ERROR_CASE("gpus-not-a-number", "`--gpus` not a number") {
   c.setup = ToyModel;
 }
 
+ERROR_CASE("flag-twice", "a flag given twice (`--gpus 2 ... --gpus 4`)") {
+  c.command = "mpplan toy.pt --gpus 2 --stages 1 --gpus 4";
+  c.names = "--gpus given 2 times";
+  c.status = 2;
+  c.setup = ToyModel;
+}
+
 ERROR_CASE("flag-unknown", "a flag mpplan does not have") {
   c.command = "mpplan toy.pt --gpu 2";
   c.names = "--gpu";
