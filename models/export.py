@@ -361,7 +361,9 @@ class WordLM(nn.Module):
     and inside it between layers, tied encoder and decoder weights), written
     as that example is: sequence first, the batch in dim 1. A smaller
     vocabulary (its Wikitext-2 has 33,278 words), and no final view(-1,
-    ntoken): a view across sequence and batch has no batch dim to split."""
+    ntoken): a view across sequence and batch has no batch dim to split.
+    Its forward takes the LSTM's state as the example does, one tuple
+    `hidden`: the spec gives it as two tensors."""
 
     def __init__(self, ntoken: int = 2000, ninp: int = 200, nhid: int = 200, nlayers: int = 2,
                  dropout: float = 0.2):
@@ -375,9 +377,10 @@ class WordLM(nn.Module):
         nn.init.uniform_(self.encoder.weight, -0.1, 0.1)
         nn.init.zeros_(self.decoder.bias)
 
-    def forward(self, input, h0, c0) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+    def forward(self, input, hidden: Tuple[torch.Tensor, torch.Tensor]
+                ) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
         emb = self.drop(self.encoder(input))
-        output, hidden = self.rnn(emb, (h0, c0))
+        output, hidden = self.rnn(emb, hidden)
         output = self.drop(output)
         decoded = self.decoder(output)
         return F.log_softmax(decoded, dim=-1), hidden
@@ -692,7 +695,8 @@ HELDOUT = {
     "gpt_bf16": (gpt_bf16, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     # bptt 35, batch 20, as the example trains
     "word_lm": (WordLM, [spec("input", "int64", [35, 20], batch_dim=1, value_range=(0, 2000)),
-                         spec("h0", "float32", [2, 20, 200], 1), spec("c0", "float32", [2, 20, 200], 1)],
+                         spec("hidden[0]", "float32", [2, 20, 200], 1),
+                         spec("hidden[1]", "float32", [2, 20, 200], 1)],
                 ("script",)),
 }
 

@@ -1,7 +1,8 @@
 // Canonicalize: TorchScript module -> canonical graph (see DESIGN.md, "The
 // graph"). The steps, in order:
-//   1. copy forward's graph, BindDefaults: arguments the input spec leaves
-//      out take their defaults; Inline every method and function call;
+//   1. copy forward's graph, BindArguments: arguments the input spec leaves
+//      out take their defaults, a tuple of tensors becomes one input per
+//      element; Inline every method and function call;
 //      RewriteContextManagers: `with torch.no_grad():` becomes detaches,
 //      record_function and autocast(enabled=False) go;
 //   2. LiftParameters: tensors to named inputs, other attributes to constants;
@@ -27,7 +28,7 @@
 #include "common/error.h"
 #include "planner/graph/fingerprint.h"
 #include "planner/graph/layer_name.h"
-#include "planner/graph/bind_defaults.h"
+#include "planner/graph/model_arguments.h"
 #include "planner/graph/context_managers.h"
 #include "planner/graph/seed_random_ops.h"
 #include "planner/graph/split_rnn_layers.h"
@@ -90,16 +91,10 @@ CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& 
   const torch::jit::Method forward = module.get_method("forward");
   canonical.graph = forward.graph()->copy();
   auto& graph = canonical.graph;
-  BindDefaults(*graph, forward.function().getSchema(), options.given_inputs);
+  canonical.input_names = BindArguments(*graph, forward.function().getSchema(), options.given_inputs);
   torch::jit::Inline(*graph);
   RewriteContextManagers(*graph);
-
   canonical.num_model_inputs = graph->inputs().size() - 1;  // all but self
-  const auto& schema_args = forward.function().getSchema().arguments();
-  for (size_t i = 1; i < graph->inputs().size(); ++i) {
-    canonical.input_names.push_back(i < schema_args.size() ? schema_args[i].name()
-                                                          : graph->inputs()[i]->debugName());
-  }
   canonical.params = LiftParameters(*graph, module);
 
   torch::jit::ConstantPropagation(graph);

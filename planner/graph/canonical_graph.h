@@ -17,15 +17,16 @@ namespace mp {
 
 struct CanonicalOptions {
   bool training = false;  // module.train(training) before attributes become constants
-  // How many of forward's leading arguments the input spec gives; the rest
-  // take their defaults (BindDefaults). -1: every argument without one.
+  // How many tensors the input spec gives, for forward's leading arguments
+  // (a tuple's elements one each); the rest take their defaults
+  // (BindArguments). -1: as many as the arguments without a default take.
   int given_inputs = -1;
 };
 
 struct CanonicalGraph {
   std::shared_ptr<torch::jit::Graph> graph;
   size_t num_model_inputs = 0;           // graph->inputs()[0, num_model_inputs)
-  std::vector<std::string> input_names;  // model argument names
+  std::vector<std::string> input_names;  // model argument names (hidden[0] for a tuple's element)
   std::vector<LiftedTensor> params;      // graph->inputs()[num_model_inputs + i]
   std::vector<torch::jit::Node*> nodes;  // canonical id -> top-level node
   std::vector<std::string> layers;       // canonical id -> module path ("" = root)

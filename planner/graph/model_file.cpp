@@ -63,8 +63,9 @@ bool HoldsTensor(const c10::TypePtr& type) {
 }
 
 // Inputs are what an input spec describes: tensors (an Optional[Tensor]
-// given one), or arguments it leaves out, which take their defaults
-// (canonicalisation's BindDefaults). Outputs are tensors,
+// given one, a tuple of tensors given one per element), or arguments it
+// leaves out, which take their defaults (canonicalisation's
+// BindArguments). Outputs are tensors,
 // or tuples and lists of them, any of them None (what the pipeline carries
 // and compares).
 void CheckForwardTypes(const torch::jit::Module& module, const std::string& path) {
@@ -74,11 +75,15 @@ void CheckForwardTypes(const torch::jit::Module& module, const std::string& path
   for (size_t i = 1; i < schema.arguments().size(); ++i) {
     const c10::Argument& arg = schema.arguments()[i];
     const auto optional = arg.type()->cast<c10::OptionalType>();
+    const auto tuple = arg.type()->cast<c10::TupleType>();
     const bool tensor = arg.type()->kind() == c10::TypeKind::TensorType ||
-                        (optional && optional->getElementType()->kind() == c10::TypeKind::TensorType);
+                        (optional && optional->getElementType()->kind() == c10::TypeKind::TensorType) ||
+                        (tuple && !tuple->elements().empty() &&
+                         std::all_of(tuple->elements().begin(), tuple->elements().end(),
+                                     [](const c10::TypePtr& t) { return t->kind() == c10::TypeKind::TensorType; }));
     if (!tensor && !arg.default_value()) {
       throw InputError(Concat(path, ": forward's input '", arg.name(), "' is ", arg.type()->annotation_str(),
-                              ", not supported (inputs must be tensors, or have a default value)"));
+                              ", not supported (inputs must be tensors or tuples of them, or have a default value)"));
     }
   }
   for (const c10::Argument& ret : schema.returns()) {

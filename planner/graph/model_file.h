@@ -29,8 +29,9 @@ void CheckModelFile(const std::string& path);
 // Loads `path` on the CPU. Throws InputError when the file is missing,
 // unreadable or empty, is not a complete zip archive, is a zip but not
 // TorchScript, has no `forward` method, takes an input that is not a tensor
-// (nor an Optional[Tensor]) and has no default value, returns something
-// other than tensors (a dict, a string), or carries a malformed input spec.
+// (nor an Optional[Tensor] nor a tuple of tensors) and has no default
+// value, returns something other than tensors (a dict, a string), or
+// carries a malformed input spec.
 ModelFile LoadModelFile(const std::string& path);
 
 }  // namespace mp

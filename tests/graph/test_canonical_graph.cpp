@@ -252,6 +252,21 @@ TEST_CASE("arguments the input spec leaves out take their defaults, and an Optio
                        mp::InputError);
 }
 
+TEST_CASE("a tuple of tensors is given as one input per element") {
+  // heldout/word_lm: pytorch/examples' forward(input, hidden), hidden the
+  // LSTM's (h, c); until now only tensors were taken, and the zoo's copy
+  // took h0 and c0.
+  auto model = mp::LoadModelFile(ZooPath("heldout/word_lm.script.pt"));
+  const auto c = mp::Canonicalize(model.module);
+  CHECK(c.input_names == std::vector<std::string>{"input", "hidden[0]", "hidden[1]"});
+  REQUIRE(c.num_model_inputs == 3);
+  const at::Tensor input = torch::randint(0, 2000, {5, 3}), h = torch::randn({2, 3, 200}), cell = torch::randn({2, 3, 200});
+  const auto ours = mp::FlattenTensors(mp::GraphRunner(c.graph).Run(c.Stack({input, h, cell})).at(0));
+  const auto theirs = mp::FlattenTensors(model.module.forward({input, c10::ivalue::Tuple::create({h, cell})}));
+  REQUIRE(ours.size() == 3);  // log-probabilities, then (h, c)
+  for (size_t i = 0; i < ours.size(); ++i) CHECK(torch::equal(ours[i], theirs.at(i)));
+}
+
 TEST_CASE("pack_padded_sequence writes no weight: a write inside an if reaches what its structure shows") {
   // heldout/lstm_packed: enforce_sorted=False scatters into a fresh tensor
   // inside an if whose result joins the PackedSequence tuple; AliasDb let
