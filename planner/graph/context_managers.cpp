@@ -35,12 +35,12 @@ using torch::jit::Value;
 
 enum class Manager { kNone, kNoGrad, kRecordFunction, kAutocast };
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
+bool NameEndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // The class's name as its user wrote it (torch.autograd.grad_mode.no_grad).
-std::string ClassName(const c10::ClassType& cls) {
+std::string ManagerClassName(const c10::ClassType& cls) {
   std::string name = cls.name() ? cls.name()->qualifiedName() : cls.str();
   const std::string prefix = "__torch__.";
   return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
@@ -50,36 +50,36 @@ Manager ManagerOf(const Node* node) {
   if (node->kind() != c10::prim::CreateObject) return Manager::kNone;
   const auto cls = node->output()->type()->cast<c10::ClassType>();
   if (!cls) return Manager::kNone;
-  const std::string name = ClassName(*cls);
-  if (EndsWith(name, "torch.autograd.grad_mode.no_grad")) return Manager::kNoGrad;
-  if (EndsWith(name, "torch.autograd.profiler.record_function")) return Manager::kRecordFunction;
-  if (EndsWith(name, "amp.autocast_mode.autocast")) return Manager::kAutocast;
+  const std::string name = ManagerClassName(*cls);
+  if (NameEndsWith(name, "torch.autograd.grad_mode.no_grad")) return Manager::kNoGrad;
+  if (NameEndsWith(name, "torch.autograd.profiler.record_function")) return Manager::kRecordFunction;
+  if (NameEndsWith(name, "amp.autocast_mode.autocast")) return Manager::kAutocast;
   return Manager::kNone;
 }
 
-bool IsTensor(const Value* v) { return v->type()->cast<c10::TensorType>() != nullptr; }
+bool IsTensorValue(const Value* v) { return v->type()->cast<c10::TensorType>() != nullptr; }
 
 // A list, tuple, dict or optional with a tensor inside; not a module, whose
 // attributes the body reads through prim::GetAttr, each detached there.
-bool HoldsTensor(const c10::TypePtr& type) {
+bool ContainerHoldsTensor(const c10::TypePtr& type) {
   if (type->cast<c10::TensorType>()) return true;
   if (type->cast<c10::ClassType>()) return false;
   for (const auto& contained : type->containedTypes())
-    if (HoldsTensor(contained)) return true;
+    if (ContainerHoldsTensor(contained)) return true;
   return false;
 }
 
 // The node whose run makes `v`: its own node, or for a block's input the
 // node owning that block (null for the graph's inputs).
-const Node* Maker(const Value* v) {
+const Node* MakingNode(const Value* v) {
   const Node* node = v->node();
   return node->kind() == c10::prim::Param ? node->owningBlock()->owningNode() : node;
 }
 
-void Collect(Block* block, std::vector<Node*>& out) {
+void CollectBody(Block* block, std::vector<Node*>& out) {
   for (Node* node : block->nodes()) {
     out.push_back(node);
-    for (Block* sub : node->blocks()) Collect(sub, out);
+    for (Block* sub : node->blocks()) CollectBody(sub, out);
   }
   out.push_back(block->return_node());
 }
@@ -89,7 +89,7 @@ class BodyRewrite {
   BodyRewrite(Graph& graph, Node* enter, Node* exit) : graph_(graph), enter_(enter), exit_(exit) {
     for (Node* node = enter->next(); node != exit; node = node->next()) {
       nodes_.push_back(node);
-      for (Block* sub : node->blocks()) Collect(sub, nodes_);
+      for (Block* sub : node->blocks()) CollectBody(sub, nodes_);
     }
     body_.insert(nodes_.begin(), nodes_.end());
   }
@@ -98,10 +98,10 @@ class BodyRewrite {
     for (Node* node : nodes_) {
       for (size_t i = 0; i < node->inputs().size(); ++i) {
         Value* in = node->input(i);
-        const bool inside = body_.count(Maker(in)) > 0;
-        if (IsTensor(in) && (!inside || in->node()->kind() == c10::prim::GetAttr)) {
+        const bool inside = body_.count(MakingNode(in)) > 0;
+        if (IsTensorValue(in) && (!inside || in->node()->kind() == c10::prim::GetAttr)) {
           node->replaceInput(i, Detached(in, node));
-        } else if (!inside && HoldsTensor(in->type())) {
+        } else if (!inside && ContainerHoldsTensor(in->type())) {
           reads_container_ = true;
         }
       }
@@ -116,7 +116,7 @@ class BodyRewrite {
     Node* detach = graph_.create(c10::aten::detach, {v}, 1);
     detach->output()->setType(v->type());
     detach->copyMetadata(user);
-    detach->insertAfter(body_.count(Maker(v)) ? v->node() : enter_);
+    detach->insertAfter(body_.count(MakingNode(v)) ? v->node() : enter_);
     return detached_[v] = detach->output();
   }
 
@@ -125,7 +125,7 @@ class BodyRewrite {
   void DetachResults() {
     for (Node* node = enter_->next(); node != exit_; node = node->next()) {
       for (Value* out : node->outputs()) {
-        if (!IsTensor(out)) continue;
+        if (!IsTensorValue(out)) continue;
         Node* detach = nullptr;
         const std::vector<torch::jit::Use> uses = out->uses();  // a copy: the loop rewrites them
         for (const auto& use : uses) {
@@ -157,8 +157,8 @@ class BodyRewrite {
   bool reads_container_ = false;
 };
 
-[[noreturn]] void Refuse(const Node* object, const std::string& what) {
-  throw InputError(Concat("model's forward uses ", ClassName(*object->output()->type()->expect<c10::ClassType>()),
+[[noreturn]] void RefuseUse(const Node* object, const std::string& what) {
+  throw InputError(Concat("model's forward uses ", ManagerClassName(*object->output()->type()->expect<c10::ClassType>()),
                           " ", what, "; mpplan takes a `with` around statements of one block"));
 }
 
@@ -180,7 +180,7 @@ Node* ExitOf(Node* enter, const Value* object) {
   return nullptr;
 }
 
-void Rewrite(Graph& graph, Node* object, Manager manager) {
+void RewriteObject(Graph& graph, Node* object, Manager manager) {
   std::vector<Node*> enters, exits, set_attrs;
   for (const auto& use : object->output()->uses()) {
     Node* user = use.user;
@@ -191,20 +191,20 @@ void Rewrite(Graph& graph, Node* object, Manager manager) {
     } else if (user->kind() == c10::prim::Exit) {
       exits.push_back(user);
     } else {
-      Refuse(object, Concat("with the object passed to ", user->kind().toQualString()));
+      RefuseUse(object, Concat("with the object passed to ", user->kind().toQualString()));
     }
   }
   // One object may serve several `with` statements (g = torch.no_grad()).
   std::vector<std::pair<Node*, Node*>> pairs;
   for (Node* enter : enters) {
     Node* exit = ExitOf(enter, object->output());
-    if (!exit) Refuse(object, "without its exit in the same block");
-    if (enter->output()->hasUses() || exit->output()->hasUses()) Refuse(object, "with `as` naming its value");
+    if (!exit) RefuseUse(object, "without its exit in the same block");
+    if (enter->output()->hasUses() || exit->output()->hasUses()) RefuseUse(object, "with `as` naming its value");
     for (const auto& pair : pairs)
-      if (pair.second == exit) Refuse(object, "nested in itself");
+      if (pair.second == exit) RefuseUse(object, "nested in itself");
     pairs.emplace_back(enter, exit);
   }
-  if (pairs.size() != exits.size()) Refuse(object, "with an exit that has no enter in its block");
+  if (pairs.size() != exits.size()) RefuseUse(object, "with an exit that has no enter in its block");
   if (manager == Manager::kAutocast && !AutocastOff(set_attrs)) {
     throw InputError("model's forward uses autocast that may be enabled; mpplan runs every op in the model's "
                      "own dtypes (cast the model, or keep autocast(enabled=False) regions only)");
@@ -230,7 +230,7 @@ void FindObjects(Block* block, std::vector<Node*>& out) {
 int RewriteContextManagers(Graph& graph) {
   std::vector<Node*> objects;
   FindObjects(graph.block(), objects);
-  for (Node* object : objects) Rewrite(graph, object, ManagerOf(object));
+  for (Node* object : objects) RewriteObject(graph, object, ManagerOf(object));
   return static_cast<int>(objects.size());
 }
 

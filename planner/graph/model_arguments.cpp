@@ -31,7 +31,7 @@ size_t TensorTupleSize(const c10::TypePtr& type) {
 }
 
 // How many tensors an argument takes from the spec.
-int Tensors(const c10::Argument& arg) {
+int TensorCount(const c10::Argument& arg) {
   const size_t tuple = TensorTupleSize(arg.type());
   return tuple ? static_cast<int>(tuple) : 1;
 }
@@ -62,8 +62,8 @@ std::vector<std::string> BindArguments(torch::jit::Graph& graph, const c10::Func
   // covered: a spec that gives fewer tensors is refused where it is read,
   // by count. The rest are covered while the spec has tensors for them.
   int covered = 0, tensors = 0;
-  while (covered < count && !args[covered + 1].default_value()) tensors += Tensors(args[++covered]);
-  while (covered < count && tensors < given) tensors += Tensors(args[++covered]);
+  while (covered < count && !args[covered + 1].default_value()) tensors += TensorCount(args[++covered]);
+  while (covered < count && tensors < given) tensors += TensorCount(args[++covered]);
   for (int a = 0; a < covered; ++a) {
     const c10::Argument& arg = args[a + 1];
     if (IsOptionalTensor(arg.type())) {
