@@ -17,7 +17,11 @@ using torch::jit::Value;
 std::shared_ptr<Graph> NodeProgram::Build(const Node* node, std::vector<const Value*>& inputs) {
   auto graph = std::make_shared<Graph>();
   std::unordered_map<const Value*, Value*> map;
-  for (const Value* in : OuterInputs(node)) {
+  // A node without blocks reads its own inputs: inside a block (BlockWork)
+  // they may be values of that block, which OuterInputs leaves out.
+  std::vector<const Value*> reads(node->inputs().begin(), node->inputs().end());
+  if (!node->blocks().empty()) reads = OuterInputs(node);
+  for (const Value* in : reads) {
     if (in->node()->kind() == c10::prim::Constant) {
       Node* constant = graph->createClone(const_cast<Node*>(in->node()), [](Value*) -> Value* { return nullptr; });
       graph->insertNode(constant);

@@ -17,7 +17,8 @@ struct CanonicalGraph;
 
 class NodeProgram {
  public:
-  // The node's outer inputs (OuterInputs order) become graph inputs, except
+  // The node's outer inputs (OuterInputs order; a node without blocks, one
+  // inside a block too, its own inputs) become graph inputs, except
   // constants, which are cloned in; blocks (prim::If, prim::Loop) come along.
   explicit NodeProgram(const torch::jit::Node* node);
 

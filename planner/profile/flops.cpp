@@ -125,6 +125,24 @@ NodeWork EstimateWork(const std::string& kind, const std::vector<ArgTensors>& in
                    + 5.0 * rows * s                          // scale + softmax
                    + 2.0 * rows * s * double(v->sizes.back());  // (.) V
     }
+  } else if (kind == "aten::_transformer_encoder_layer_fwd" || kind == "aten::_native_multi_head_attention") {
+    // PyTorch's fused inference paths (nn.TransformerEncoderLayer's and
+    // nn.MultiheadAttention's fast path): the projections as matrix
+    // products of the rows through each weight, and attention's two
+    // products over every query and key position.
+    const bool layer = kind == "aten::_transformer_encoder_layer_fwd";
+    const TensorDims* q = Arg(inputs, 0);
+    const TensorDims* k = layer ? q : Arg(inputs, 1);
+    if (q && k && q->sizes.size() == 3 && k->sizes.size() == 3) {
+      const double width = double(q->sizes[2]), batch = double(q->sizes[0]);
+      const double queries = double(q->sizes[1]), keys = double(k->sizes[1]);
+      const auto weight = [&](size_t arg) { return Arg(inputs, arg) ? double(Arg(inputs, arg)->Numel()) : 0.0; };
+      // in_proj (3E x E): a third for each of Q, K and V.
+      const double qkv = weight(layer ? 3 : 5) / 3.0;
+      work.flops = 2.0 * batch * (queries + 2.0 * keys) * qkv + 2.0 * batch * queries * weight(layer ? 5 : 7) +
+                   4.0 * batch * queries * keys * width + 5.0 * batch * queries * keys;
+      if (layer) work.flops += 2.0 * batch * queries * (weight(14) + weight(16)) + 10.0 * batch * queries * width;
+    }
   } else if (kind == "aten::lstm" || kind == "aten::gru" || kind == "aten::rnn_tanh" ||
              kind == "aten::rnn_relu") {
     work.flops = inputs.size() > 2 ? RecurrentFlops(Arg(inputs, 0), inputs[2]) : 0;

@@ -37,6 +37,7 @@
 #include "planner/graph/node_program.h"
 #include "planner/graph/run_graph.h"
 #include "planner/graph/split_backward.h"
+#include "planner/profile/block_work.h"
 #include "planner/profile/device_sync.h"
 #include "planner/profile/memory_meter.h"
 #include "planner/profile/whole_graph.h"
@@ -57,13 +58,6 @@ int64_t BytesOf(const IValue& value) {
   for (const auto& t : FlattenTensors(value))
     if (t.defined()) bytes += static_cast<int64_t>(t.numel() * t.element_size());
   return bytes;
-}
-
-ArgTensors DimsOf(const IValue& value) {
-  ArgTensors dims;
-  for (const auto& t : FlattenTensors(value))
-    if (t.defined()) dims.push_back({t.sizes().vec(), static_cast<int64_t>(t.element_size())});
-  return dims;
 }
 
 // Value ids as BuildOpGraph numbers them: graph inputs, then the outputs
@@ -403,6 +397,12 @@ class Engine {
       sample.param_bytes = param_bytes;
     }
     sample.work = EstimateWork(node->kind().toQualString(), in_dims, out_dims);
+    if (!node->blocks().empty()) {
+      // The nodes its blocks run, on the values it ran on (the inputs it
+      // wrote hold their new values, in the same shapes).
+      const auto inner = BlockWork(node, [&](const Value* v) { return env_[Id(v)]; });
+      if (inner) sample.work = *inner;
+    }
     for (const auto& dims : out_dims)
       for (const auto& t : dims) sample.output_bytes += t.Bytes();
   }

@@ -57,6 +57,31 @@ TEST_CASE("attention, lstm, embedding") {
   CHECK(e.bytes_moved == doctest::Approx(2.0 * 8 * 64 * 128 * 4 + 8 * 64 * 8));
 }
 
+TEST_CASE("PyTorch's fused encoder layer and attention") {
+  // _transformer_encoder_layer_fwd on [2,10,16] (20 rows), in_proj [48,16],
+  // out_proj [16,16], feed-forward [32,16] and [16,32]: the rows through
+  // each weight, attention's two products over 10 x 10 positions, softmax,
+  // and the norms and residuals.
+  std::vector<ArgTensors> layer(20);
+  layer[0] = T({2, 10, 16});
+  layer[3] = T({48, 16});
+  layer[5] = T({16, 16});
+  layer[14] = T({32, 16});
+  layer[16] = T({16, 32});
+  const double products = 2.0 * 20 * (48 * 16 + 16 * 16 + 32 * 16 + 16 * 32);
+  const double attention = 4.0 * 2 * 10 * 10 * 16 + 5.0 * 2 * 10 * 10;
+  CHECK(EstimateWork("aten::_transformer_encoder_layer_fwd", layer, {T({2, 10, 16})}).flops ==
+        doctest::Approx(products + attention + 10.0 * 20 * 16));
+  // _native_multi_head_attention: 2 x 10 queries over 2 x 6 keys.
+  std::vector<ArgTensors> mha(13);
+  mha[0] = T({2, 10, 16});
+  mha[1] = mha[2] = T({2, 6, 16});
+  mha[5] = T({48, 16});
+  mha[7] = T({16, 16});
+  CHECK(EstimateWork("aten::_native_multi_head_attention", mha, {T({2, 10, 16}), T({2, 10, 6})}).flops ==
+        doctest::Approx(2.0 * (20 + 2 * 12) * 256 + 2.0 * 20 * 256 + 4.0 * 2 * 10 * 6 * 16 + 5.0 * 2 * 10 * 6));
+}
+
 TEST_CASE("elementwise ops count outputs, views and containers are free") {
   auto relu = EstimateWork("aten::relu", {T({4, 10})}, {T({4, 10})});
   CHECK(relu.flops == 40);

@@ -9,6 +9,7 @@
 #include "../graph/zoo.h"
 #include "../mpplan_in_process.h"
 #include "../run_tool.h"
+#include "planner/profile/profile_command.h"
 
 using mp::test::TempPath;
 using mp::test::ZooPath;
@@ -47,6 +48,30 @@ TEST_CASE("--device-profile estimates without measuring") {
   auto calibrated = Mpplan(ZooPath("mlp.script.pt") + kQuick + " --json --device-profile generic-cpu --calibrate");
   REQUIRE(calibrated.status == 0);
   CHECK(nlohmann::json::parse(calibrated.out)["profile"]["source"] == "calibrated");
+}
+
+TEST_CASE("an analytic profile counts the work inside an if: nn.TransformerEncoderLayer's, both paths") {
+  // The zoo's BERT: 3 layers of width 64, 4 heads, feed-forward 128, at
+  // batch 8 x 32 tokens. Each layer is one prim::If (PyTorch's fast path or
+  // the slow one, chosen at run time), which the estimate took for one
+  // elementwise op on its output: the 3 layers below a dropout. By hand,
+  // a layer is 2 * 256 * (64 * 192 + 64 * 64 + 2 * 64 * 128) for its
+  // products, 4 * 8 * 32 * 32 * 64 for attention's two: 18.9 MFLOP.
+  for (const bool training : {true, false}) {
+    CAPTURE(training);
+    mp::ProfileRequest request;
+    request.model_path = ZooPath("bert.script.pt");
+    request.training = training;
+    request.device_profile = "a100-80gb";
+    request.progress = false;
+    const mp::ProfiledModel profiled = mp::ProfileModel(request);
+    const auto& sizes = profiled.profile.microbatch_sizes;
+    REQUIRE(sizes.back() == 8);
+    double encoder = 0;
+    for (const auto& node : profiled.profile.nodes)
+      if (profiled.graph.nodes[node.id].layer.rfind("encoder", 0) == 0) encoder += node.flops.back();
+    CHECK(encoder == doctest::Approx(3 * 18.9e6).epsilon(0.1));
+  }
 }
 
 TEST_CASE("a profile written with --profile-out is reused by --profile-in, and refused elsewhere") {
