@@ -563,6 +563,24 @@ class PackedTagger(nn.Module):
         return self.head(h[-1])
 
 
+class SharedLayers(nn.Module):
+    """ALBERT's cross-layer sharing: one nn.TransformerEncoderLayer applied
+    `depth` times in a for loop over a range, then a mean-pooled head."""
+
+    def __init__(self, depth: int = 6):
+        super().__init__()
+        self.depth = depth
+        self.embed = nn.Embedding(300, 64)
+        self.layer = nn.TransformerEncoderLayer(64, 4, 128, dropout=0.1, batch_first=True)
+        self.head = nn.Linear(64, 5)
+
+    def forward(self, ids):
+        h = self.embed(ids)
+        for _ in range(self.depth):
+            h = self.layer(h)
+        return self.head(h.mean(1))
+
+
 def gpt_bf16():
     """The zoo's GPT at half its widths and depth with every parameter in
     bfloat16, as a user who halves a model's memory casts it
@@ -665,8 +683,8 @@ class VQBottleneck(nn.Module):
 # bottleneck (the twenty-fourth session's), GoogLeNet's outputs that may be
 # None (the twenty-fifth's), torch.no_grad() in forward (a distillation
 # teacher, a mean teacher), Hugging Face's forward signature of
-# Optional[Tensor] = None arguments and an LSTM over packed sequences (the
-# twenty-ninth's), and pytorch/examples' word
+# Optional[Tensor] = None arguments, an LSTM over packed sequences and
+# ALBERT's one layer in a loop (the twenty-ninth's), and pytorch/examples' word
 # language model;
 # nothing was tuned on them. Kept
 # out of the folder the tests sweep, for CI time; one test trains each over
@@ -690,6 +708,7 @@ HELDOUT = {
     "mean_teacher": (MeanTeacher, [spec("x", "float32", [8, 16])], ("script",)),
     "lstm_packed": (PackedTagger, [spec("ids", "int64", [8, 12], value_range=(0, 50)),
                                    spec("lengths", "int64", [8], value_range=(1, 13))], ("script",)),
+    "albert": (SharedLayers, [spec("ids", "int64", [8, 16], value_range=(0, 300))], ("script",)),
     # the spec gives input_ids only: the rest take their defaults
     "bert_style": (BertStyle, [spec("input_ids", "int64", [8, 16], value_range=(0, 400))], ("script",)),
     "gpt_bf16": (gpt_bf16, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),

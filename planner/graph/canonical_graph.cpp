@@ -6,7 +6,9 @@
 //      RewriteContextManagers: `with torch.no_grad():` becomes detaches,
 //      record_function and autocast(enabled=False) go;
 //   2. LiftParameters: tensors to named inputs, other attributes to constants;
-//   3. ConstantPropagation folds `if self.training` and friends, then
+//   3. ConstantPropagation folds `if self.training` and friends,
+//      UnrollForLoops makes a `for` over a constant range copies of its body
+//      (ALBERT's one layer applied N times can be cut between layers), then
 //      ConstantPooling and EliminateDeadCode leave one node per real op,
 //      and parameters nothing reads any more are dropped;
 //   4. SplitRnnLayers: a multi-layer LSTM / GRU / RNN with dropout becomes
@@ -32,6 +34,7 @@
 #include "planner/graph/context_managers.h"
 #include "planner/graph/seed_random_ops.h"
 #include "planner/graph/split_rnn_layers.h"
+#include "planner/graph/unroll_loops.h"
 
 namespace mp {
 
@@ -98,6 +101,7 @@ CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& 
   canonical.params = LiftParameters(*graph, module);
 
   torch::jit::ConstantPropagation(graph);
+  if (UnrollForLoops(*graph) > 0) torch::jit::ConstantPropagation(graph);
   torch::jit::ConstantPooling(graph);
   torch::jit::EliminateDeadCode(graph);
   // State that only folded-away code read (num_batches_tracked in eval mode)

@@ -267,6 +267,21 @@ TEST_CASE("a tuple of tensors is given as one input per element") {
   for (size_t i = 0; i < ours.size(); ++i) CHECK(torch::equal(ours[i], theirs.at(i)));
 }
 
+TEST_CASE("a for loop over a constant range is unrolled, so its iterations can be cut apart") {
+  // heldout/albert: one encoder layer applied 6 times. Kept, the prim::Loop
+  // was one atomic node and the 6 layers one stage at most.
+  for (const bool training : {false, true}) {
+    CAPTURE(training);
+    auto model = mp::LoadModelFile(ZooPath("heldout/albert.script.pt"));
+    const auto c = mp::Canonicalize(model.module, {training});
+    CHECK(CountKind(c, "prim::Loop") == 0);
+    if (training) continue;  // dropout: the module draws from the global generator
+    const at::Tensor ids = torch::randint(0, 300, {2, 16});
+    CHECK(torch::allclose(mp::GraphRunner(c.graph).Run(c.Stack({ids})).at(0).toTensor(),
+                          model.module.forward({ids}).toTensor()));
+  }
+}
+
 TEST_CASE("pack_padded_sequence writes no weight: a write inside an if reaches what its structure shows") {
   // heldout/lstm_packed: enforce_sorted=False scatters into a fresh tensor
   // inside an if whose result joins the PackedSequence tuple; AliasDb let
