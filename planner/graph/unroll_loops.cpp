@@ -36,10 +36,36 @@ int64_t NodesIn(const Block* block) {
   return n;
 }
 
+bool DefinedIn(const Value* v, const Node* loop) {
+  for (const Node* n = v->node(); n; n = n->owningBlock()->owningNode())
+    if (n == loop) return true;
+  return false;
+}
+
+// Whether a node in `block` writes in place what the loop did not make
+// (F.interpolate's `[scale for _ in range(dim)]` appends to a list made
+// before its loop). Such a loop is bookkeeping, not layers worth cutting
+// apart, and its copies would share that state across cuts: it stays
+// whole. A layer's own lists and tensors are its own.
+bool WritesOutside(const Block* block, const Node* loop) {
+  for (const Node* node : block->nodes()) {
+    for (const Block* sub : node->blocks())
+      if (WritesOutside(sub, loop)) return true;
+    const c10::FunctionSchema* schema = node->maybeSchema();
+    if (!schema) continue;
+    for (size_t i = 0; i < schema->arguments().size() && i < node->inputs().size(); ++i) {
+      const c10::AliasInfo* alias = schema->arguments()[i].alias_info();
+      if (alias && alias->isWrite() && !DefinedIn(node->input(i), loop)) return true;
+    }
+  }
+  return false;
+}
+
 // The constant trip count of a `for` loop, or -1.
 int64_t ForTripCount(Node* loop) {
   Block* body = loop->blocks().at(0);
   if (!ConstantTrue(loop->input(1)) || !ConstantTrue(body->outputs().at(0))) return -1;
+  if (WritesOutside(body, loop)) return -1;
   const auto trips = torch::jit::constant_as<int64_t>(loop->input(0));
   return trips ? std::max<int64_t>(*trips, 0) : -1;
 }

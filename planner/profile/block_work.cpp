@@ -1,9 +1,10 @@
 // BlockWork (block_work.h): a small interpreter for prim::If and prim::Loop
 // over NodeProgram, which runs each block-less node alone. The values of
 // the blocks live in a map keyed by the graph's values; a loop's body
-// reads its counter and carried values from its block inputs. What the
-// walk runs again (an in-place write, a random draw) only changes values,
-// never the shapes the estimate reads.
+// reads its counter and carried values from its block inputs. The walk
+// runs on copies of what it reads from outside, so what it runs again (an
+// in-place write, an append, a random draw) leaves the caller's values as
+// they were.
 #include "planner/profile/block_work.h"
 
 #include <unordered_map>
@@ -29,10 +30,15 @@ class BlockWalker {
   const NodeWork& Work() const { return work_; }
 
  private:
-  c10::IValue Get(const Value* v) const {
+  // What the walk reads from outside the node is copied first, containers
+  // and tensors: it runs the node's writes again (F.interpolate appends its
+  // scales to a list made outside its loop), and the caller's values must
+  // stay as the node left them.
+  c10::IValue Get(const Value* v) {
     if (v->node()->kind() == c10::prim::Constant) return torch::jit::toIValue(v).value();
     auto it = env_.find(v);
-    return it != env_.end() ? it->second : outer_(v);
+    if (it != env_.end()) return it->second;
+    return env_[v] = MapTensors(outer_(v), [](const at::Tensor& t) { return t.clone(); });
   }
 
   bool RunBlock(const Block* block) {
