@@ -55,6 +55,10 @@ void SplitTuple(torch::jit::Graph& graph, size_t index, const std::string& name)
 
 }  // namespace
 
+bool SpecCanGive(const c10::TypePtr& type) {
+  return type->kind() == c10::TypeKind::TensorType || IsOptionalTensor(type) || TensorTupleSize(type) > 0;
+}
+
 std::vector<std::string> BindArguments(torch::jit::Graph& graph, const c10::FunctionSchema& schema, int given) {
   const auto& args = schema.arguments();  // args[0] is self
   const int count = static_cast<int>(args.size()) - 1;
@@ -68,7 +72,7 @@ std::vector<std::string> BindArguments(torch::jit::Graph& graph, const c10::Func
     const c10::Argument& arg = args[a + 1];
     if (IsOptionalTensor(arg.type())) {
       graph.inputs()[a + 1]->setType(c10::TensorType::get());
-    } else if (arg.type()->kind() != c10::TypeKind::TensorType && !TensorTupleSize(arg.type())) {
+    } else if (!SpecCanGive(arg.type())) {
       throw InputError(Concat("forward's input '", arg.name(), "' is ", arg.type()->annotation_str(),
                               ", which an input spec cannot give (inputs must be tensors); give only the inputs "
                               "before it, and it takes its default"));

@@ -27,4 +27,9 @@ namespace mp {
 // cannot give it).
 std::vector<std::string> BindArguments(torch::jit::Graph& graph, const c10::FunctionSchema& schema, int given);
 
+// Whether an input spec can give an argument of this type: a Tensor, an
+// Optional[Tensor] or a tuple of tensors (LoadModelFile's check, and
+// BindArguments' for the arguments it covers).
+bool SpecCanGive(const c10::TypePtr& type);
+
 }  // namespace mp

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/zip_end.h"
+#include "planner/graph/model_arguments.h"
 #include "planner/graph/run_graph.h"
 
 namespace mp {
@@ -74,14 +75,7 @@ void CheckForwardTypes(const torch::jit::Module& module, const std::string& path
   // convention; `forward(s, x)` is legal too).
   for (size_t i = 1; i < schema.arguments().size(); ++i) {
     const c10::Argument& arg = schema.arguments()[i];
-    const auto optional = arg.type()->cast<c10::OptionalType>();
-    const auto tuple = arg.type()->cast<c10::TupleType>();
-    const bool tensor = arg.type()->kind() == c10::TypeKind::TensorType ||
-                        (optional && optional->getElementType()->kind() == c10::TypeKind::TensorType) ||
-                        (tuple && !tuple->elements().empty() &&
-                         std::all_of(tuple->elements().begin(), tuple->elements().end(),
-                                     [](const c10::TypePtr& t) { return t->kind() == c10::TypeKind::TensorType; }));
-    if (!tensor && !arg.default_value()) {
+    if (!SpecCanGive(arg.type()) && !arg.default_value()) {
       throw InputError(Concat(path, ": forward's input '", arg.name(), "' is ", arg.type()->annotation_str(),
                               ", not supported (inputs must be tensors or tuples of them, or have a default value)"));
     }
