@@ -20,4 +20,15 @@ void KeepFreedMemory();
 // number for the whole process: CPU workers share one device.
 int64_t HeapBytesInUse();
 
+// Bytes the C heap holds from the OS, in use or free (glibc's mallinfo2
+// arena and mmapped blocks); -1 where it cannot tell.
+int64_t HeapBytesHeld();
+
+// Allocates `bytes`, writes each of its pages and frees it: after
+// KeepFreedMemory the heap then keeps that much more memory whose pages
+// are already mapped, so the next allocations that outgrow its free blocks
+// take no page faults. Without KeepFreedMemory it costs the writes and
+// leaves nothing behind.
+void PrefaultHeap(int64_t bytes);
+
 }  // namespace mp

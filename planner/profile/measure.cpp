@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/allocator.h"
 #include "common/cpu_affinity.h"
 #include "common/error.h"
 #include "planner/graph/run_graph.h"
@@ -241,7 +242,19 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     });
   }
   std::vector<PassResult> results(run_sizes.size());
-  for (bool left = true; left;) {
+  bool left = true;
+  for (int round = 0; left; ++round) {
+    // Once every size has run its first (warm-up) pass, the heap is about
+    // as large as the passes need, but the sizes' passes and the probes
+    // fragment it differently, and it went on growing by a few MiB a round
+    // (the MLP: 364 to 390 MiB over 5 rounds). Each MiB grown was a weight
+    // gradient landing on fresh pages inside a timed W: 0.5-3 ms against
+    // 0.1 on mapped pages for the MLP's 1 MiB at 1 to 40 samples, every
+    // sample of its first layers' W faulted, and those layers predicted
+    // 2-3x what mpexec ran them in (the 2-stage cut put 4 layers on one
+    // device and 12 on the other). A quarter of the heap (64 MiB at least)
+    // mapped ahead covers that growth.
+    if (round == 1 && options.timed && device.is_cpu()) PrefaultHeap(std::max<int64_t>(64 << 20, HeapBytesHeld() / 4));
     left = false;
     for (size_t s = 0; s < run_sizes.size(); ++s) {
       if (!turns[s]) continue;

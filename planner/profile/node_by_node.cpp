@@ -186,7 +186,7 @@ class Engine {
       for (size_t i = 0; i < n; ++i) {
         const BackwardTimes& t = times[i];
         if (keep && (!t.split || !options_.timed)) backward_[i].push_back(t.input_ms + t.weight_ms);
-        if (split) {
+        if (split && keep) {  // not the warm-up pass's: it counts memory, a lock per allocation, and grows the heap
           input_backward_[i].push_back(t.input_ms);
           weight_backward_[i].push_back(t.weight_ms);
           input_faulted_[i].push_back(t.input_faulted);
