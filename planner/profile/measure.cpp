@@ -252,9 +252,10 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     // 0.1 on mapped pages for the MLP's 1 MiB at 1 to 40 samples, every
     // sample of its first layers' W faulted, and those layers predicted
     // 2-3x what mpexec ran them in (the 2-stage cut put 4 layers on one
-    // device and 12 on the other). A quarter of the heap (64 MiB at least)
-    // mapped ahead covers that growth.
-    if (round == 1 && options.timed && device.is_cpu()) PrefaultHeap(std::max<int64_t>(64 << 20, HeapBytesHeld() / 4));
+    // device and 12 on the other). A quarter of the heap (64 MiB at least,
+    // 1 GiB at most: it stays the process's) mapped ahead covers that growth.
+    if (round == 1 && options.timed && device.is_cpu())
+      PrefaultHeap(std::clamp<int64_t>(HeapBytesHeld() / 4, int64_t(64) << 20, int64_t(1) << 30));
     left = false;
     for (size_t s = 0; s < run_sizes.size(); ++s) {
       if (!turns[s]) continue;
