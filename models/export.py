@@ -426,6 +426,25 @@ def convnext():
     return ConvNeXt([CNBlockConfig(i, o, 2) for i, o in widths], stochastic_depth_prob=0.2, num_classes=10)
 
 
+def swin():
+    """torchvision's Swin Transformer at a small size: windowed attention over
+    4x4 windows shifted by torch.roll every second block, a relative position
+    bias gathered from a learned table, patch merging by strided slices
+    concatenated, stochastic depth."""
+    from torchvision.models.swin_transformer import SwinTransformer
+    return SwinTransformer(patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4],
+                           stochastic_depth_prob=0.1, num_classes=10)
+
+
+def r3d():
+    """torchvision's video ResNet (R3D) with one block a stage: 3D
+    convolutions over (time, height, width) and BatchNorm3d, a clip of 4
+    frames."""
+    from torchvision.models.video.resnet import VideoResNet, BasicBlock, Conv3DSimple, BasicStem
+    return VideoResNet(block=BasicBlock, conv_makers=[Conv3DSimple] * 4, layers=[1, 1, 1, 1], stem=BasicStem,
+                       num_classes=10)
+
+
 def googlenet():
     """torchvision's GoogLeNet (Inception v1) with its two auxiliary
     classifiers: scripted, forward returns the NamedTuple GoogLeNetOutputs
@@ -684,7 +703,8 @@ class VQBottleneck(nn.Module):
 # None (the twenty-fifth's), torch.no_grad() in forward (a distillation
 # teacher, a mean teacher), Hugging Face's forward signature of
 # Optional[Tensor] = None arguments, an LSTM over packed sequences and
-# ALBERT's one layer in a loop (the twenty-ninth's), and pytorch/examples' word
+# ALBERT's one layer in a loop (the twenty-ninth's), torchvision's Swin
+# Transformer and video ResNet (the thirtieth's), and pytorch/examples' word
 # language model;
 # nothing was tuned on them. Kept
 # out of the folder the tests sweep, for CI time; one test trains each over
@@ -702,6 +722,8 @@ HELDOUT = {
     "moe": (TopTwoMoE, [spec("x", "float32", [8, 10, 16])], ("script",)),
     "vq": (VQBottleneck, [spec("x", "float32", [16, 20])], ("script",)),
     "googlenet": (googlenet, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
+    "swin": (swin, [spec("x", "float32", [8, 3, 32, 32])], ("script",)),
+    "r3d": (r3d, [spec("x", "float32", [8, 3, 4, 32, 32])], ("script",)),
     "lraspp": (lraspp, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
     "centred": (Centred, [spec("x", "float32", [8, 16])], ("script",)),
     "distill": (Distill, [spec("x", "float32", [8, 32])], ("script",)),

@@ -222,11 +222,13 @@ TEST_CASE("held-out models train over 2 stages as they do on one device") {
   // output, backbone features gathered in an OrderedDict), a GPT in
   // bfloat16 (its loss taken in float32), an LSTM over packed sequences
   // (pack_padded_sequence's scatter inside an if "wrote" every weight),
-  // ALBERT's one layer applied in a loop (unrolled). The sanitizers take
-  // the first.
+  // ALBERT's one layer applied in a loop (unrolled), Swin (windows shifted
+  // by torch.roll, a relative position bias gathered from a table), a video
+  // ResNet (3D convolutions). The sanitizers take the first.
   for (const std::string& name :
        mp::test::ZooKeep({"mobilenet_v2", "resnet18", "shufflenet", "squeezenet", "word_lm", "vit", "convnext",
-                          "seq2seq", "gru_tagger", "moe", "vq", "googlenet", "lraspp", "gpt_bf16", "lstm_packed", "albert"})) {
+                          "seq2seq", "gru_tagger", "moe", "vq", "googlenet", "lraspp", "gpt_bf16", "lstm_packed", "albert",
+                          "swin", "r3d"})) {
     CAPTURE(name);
     const std::string plan = TrainPlan("heldout/" + name + ".script.pt", 2, "");  // batch 4, 2 micro-batches
     CHECK(mp::test::VerifiedTraining(plan + " --steps 2")["losses"].size() == 2);
