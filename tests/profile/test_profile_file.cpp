@@ -337,7 +337,9 @@ TEST_CASE("the contention factor at a micro-batch size interpolates between the 
   CHECK(mp::SharedSlowdownAt(p, 2)[1] == doctest::Approx(1.25));
   CHECK(mp::SharedSlowdownAt(p, 8)[1] == doctest::Approx(1.25));  // the nearest row beyond
   p.shared_slowdown_sizes = {1, 5};
-  CHECK(mp::SharedSlowdownAt(p, 2)[1] == doctest::Approx(1.5 - 0.25 / 4));
+  // In log size: 2 is log 2 / log 5 of the way from 1 to 5.
+  CHECK(mp::SharedSlowdownAt(p, 2)[1] == doctest::Approx(1.5 - 0.25 * std::log(2.0) / std::log(5.0)));
+  CHECK(mp::SharedSlowdownAt(p, 5)[1] == doctest::Approx(1.25));
   // Profiles from before sizes were measured: the one row serves every size.
   p.shared_slowdown_sizes.clear();
   p.shared_slowdown_by_size.clear();
