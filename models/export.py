@@ -22,7 +22,7 @@ import math
 import os
 import sys
 import warnings
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -741,6 +741,58 @@ HELDOUT = {
                 ("script",)),
 }
 
+@torch.jit.script
+class Timer(object):
+    """A context manager of the user's own (as one would time a block)."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.entered = 0
+
+    def __enter__(self):
+        self.entered += 1
+
+    def __exit__(self, kind: Any, value: Any, trace: Any):
+        pass
+
+
+@torch.jit.script
+class Counter(object):
+    """State kept in a TorchScript object forward makes and assigns to."""
+
+    def __init__(self):
+        self.n = 0
+
+
+class TimedBlock(nn.Module):
+    """`with Timer(...):` around a layer: refused, naming the class."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Linear(4, 4)
+
+    def forward(self, x):
+        with Timer("layer"):
+            y = self.layer(x)
+        return y
+
+
+class CountedBlock(nn.Module):
+    """Assigns a field of a TorchScript object: refused, naming the field."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Linear(4, 4)
+
+    def forward(self, x):
+        counter = Counter()
+        counter.n = counter.n + 1
+        return self.layer(x) * counter.n
+
+
+# fixtures/NAME.pt, scripted from these modules, for the error tests.
+CLASS_FIXTURES = {"user_context": TimedBlock, "object_state": CountedBlock}
+
 # fixtures/NAME.pt: a TorchScript module with only this source.
 ERROR_FIXTURES = {
     "no_forward": "def run(self, x):\n    return x\n",
@@ -856,6 +908,8 @@ def main():
         module = type(name, (torch.jit.ScriptModule,), {})()  # a class of its own per method set
         module.define(source)
         module.save(os.path.join(fixtures, name + ".pt"))
+    for name, make in CLASS_FIXTURES.items():
+        torch.jit.script(make()).save(os.path.join(fixtures, name + ".pt"))
     torch.save(torch.zeros(20, 7), os.path.join(fixtures, "zeros_20x7.pt"))
     torch.save(torch.full((8, 3), 1000.0), os.path.join(fixtures, "thousands_8x3.pt"))
     torch.save(torch.zeros(20, 3), os.path.join(fixtures, "zeros_20x3.pt"))

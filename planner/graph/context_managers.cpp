@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "planner/graph/script_class_name.h"
 
 namespace mp {
 
@@ -39,18 +40,11 @@ bool NameEndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// The class's name as its user wrote it (torch.autograd.grad_mode.no_grad).
-std::string ManagerClassName(const c10::ClassType& cls) {
-  std::string name = cls.name() ? cls.name()->qualifiedName() : cls.str();
-  const std::string prefix = "__torch__.";
-  return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
-}
-
 Manager ManagerOf(const Node* node) {
   if (node->kind() != c10::prim::CreateObject) return Manager::kNone;
   const auto cls = node->output()->type()->cast<c10::ClassType>();
   if (!cls) return Manager::kNone;
-  const std::string name = ManagerClassName(*cls);
+  const std::string name = ScriptClassName(*cls);
   if (NameEndsWith(name, "torch.autograd.grad_mode.no_grad")) return Manager::kNoGrad;
   if (NameEndsWith(name, "torch.autograd.profiler.record_function")) return Manager::kRecordFunction;
   if (NameEndsWith(name, "amp.autocast_mode.autocast")) return Manager::kAutocast;
@@ -158,7 +152,7 @@ class BodyRewrite {
 };
 
 [[noreturn]] void RefuseUse(const Node* object, const std::string& what) {
-  throw InputError(Concat("model's forward uses ", ManagerClassName(*object->output()->type()->expect<c10::ClassType>()),
+  throw InputError(Concat("model's forward uses ", ScriptClassName(*object->output()->type()->expect<c10::ClassType>()),
                           " ", what, "; mpplan takes a `with` around statements of one block"));
 }
 
@@ -218,9 +212,18 @@ void RewriteObject(Graph& graph, Node* object, Manager manager) {
   object->destroy();
 }
 
+// The objects of the managers it takes; refuses a `with` on anything else
+// (a class of the user's own with __enter__ and __exit__, an object kept
+// as a module attribute).
 void FindObjects(Block* block, std::vector<Node*>& out) {
   for (Node* node : block->nodes()) {
     if (ManagerOf(node) != Manager::kNone) out.push_back(node);
+    if (node->kind() == c10::prim::Enter && ManagerOf(node->input(0)->node()) == Manager::kNone) {
+      const auto cls = node->input(0)->type()->cast<c10::ClassType>();
+      throw InputError(Concat("model's forward uses ", cls ? ScriptClassName(*cls) : node->input(0)->type()->str(),
+                              " as a context manager; mpplan takes torch.no_grad(), record_function "
+                              "and autocast(enabled=False)"));
+    }
     for (Block* sub : node->blocks()) FindObjects(sub, out);
   }
 }

@@ -29,8 +29,8 @@ namespace mp {
 // Returns the number of objects rewritten. Throws InputError, naming the
 // class and what is wrong, for autocast that may be enabled, and for an
 // object used otherwise (an Enter without an Exit after it in its block,
-// the object passed on). Other classes are left to LiftParameters, which
-// refuses them by name.
+// the object passed on), and for a `with` on an object of any other class
+// (one of the user's own).
 int RewriteContextManagers(torch::jit::Graph& graph);
 
 }  // namespace mp

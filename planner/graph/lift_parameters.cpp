@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "planner/graph/script_class_name.h"
 
 namespace mp {
 namespace {
@@ -127,12 +128,10 @@ struct Lifter {
     for (Node* node : block->nodes()) {
       if (node->kind() == c10::prim::SetAttr) {
         const auto cls = node->input(0)->type()->cast<c10::ClassType>();
-        if (cls && !cls->is_module()) {
-          std::string name = cls->name() ? cls->name()->qualifiedName() : cls->str();
-          if (name.rfind("__torch__.", 0) == 0) name = name.substr(10);
-          throw InputError(Concat("model's forward uses ", name, " (prim::SetAttr of its '", node->s(c10::attr::name),
-                                  "'); mpplan takes torch.no_grad(), record_function and "
-                                  "autocast(enabled=False) as context managers"));
+        if (cls && !cls->is_module()) {  // context managers are gone (RewriteContextManagers)
+          throw InputError(Concat("model's forward assigns attribute '", node->s(c10::attr::name), "' of a ",
+                                  ScriptClassName(*cls), " object (prim::SetAttr); mpplan needs a forward that "
+                                  "keeps no state in TorchScript class objects"));
         }
         throw InputError(Concat("model assigns module attribute '", node->s(c10::attr::name),
                                 "' in forward (prim::SetAttr); mpplan needs a forward "

@@ -276,6 +276,22 @@ ERROR_CASE("model-no-forward", "TorchScript with no forward method") {
   c.setup = [](const fs::path& dir) { CopyZoo("fixtures/no_forward.pt", dir / "model.pt"); };  // def run(self, x)
 }
 
+ERROR_CASE("model-context-manager", "forward uses a context manager of the user's own") {
+  c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]'";
+  c.names = "Timer as a context manager";
+  c.setup = [](const fs::path& dir) {
+    CopyZoo("fixtures/user_context.pt", dir / "model.pt");  // with Timer("layer"): y = self.layer(x)
+  };
+}
+
+ERROR_CASE("model-object-state", "forward assigns a field of a TorchScript object") {
+  c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]'";
+  c.names = "attribute 'n' of a";
+  c.setup = [](const fs::path& dir) {
+    CopyZoo("fixtures/object_state.pt", dir / "model.pt");  // counter = Counter(); counter.n = counter.n + 1
+  };
+}
+
 ERROR_CASE("model-autocast", "forward turns autocast on") {
   c.command = "mpplan model.pt --gpus 2 --input 'float32[4,4]'";
   c.names = "autocast";
