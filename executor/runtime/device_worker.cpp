@@ -326,9 +326,12 @@ bool DeviceWorker::SendB(const Action& a, InFlight& mb) {
     for (const at::Tensor& leaf : leaves) grads.push_back(leaf.defined() ? leaf.grad() : at::Tensor());
   }
   if (!context_.links.Backward(a.stage - 1).Send(std::move(message))) return false;
-  if (SplitsBackward(context_.loaded.plan.schedule)) {
+  if (mb.split) {
     // The graph I kept for W holds the leaves (their accumulators do), and
     // with them their .grad, sent now: the message holds what was sent.
+    // (A stage of a split schedule may run B instead, WithWholeBackward:
+    // its micro-batch is done here, as in 1f1b; it was held to the end of
+    // the step, every micro-batch's values with it.)
     for (auto& [key, leaves] : mb.leaves) {
       for (at::Tensor& leaf : leaves) {
         if (leaf.defined()) leaf.mutable_grad() = at::Tensor();

@@ -67,6 +67,20 @@ void CollectOuterInputs(const torch::jit::Node* node, const torch::jit::Graph& g
   }
 }
 
+// ConstantPropagation until it changes nothing (at most 8 passes). One
+// pass of LibTorch 1.13's does not fold everything foldable, and not the
+// same things every time: torchvision's Swin folded the `aten::neg` of a
+// constant window size in its shifted-window mask in most runs and left it
+// in about one in thirty, in one process or another (the same graph in,
+// three different graphs out in 60 runs), so a plan made in one process
+// read as made for another graph in the next (mpexec: "the plan was made
+// for graph ..."). At the fixed point every foldable node is folded, and
+// the runs gave one graph (numbered apart: see the copy in Canonicalize).
+void FoldConstants(std::shared_ptr<torch::jit::Graph>& graph) {
+  for (int pass = 0; pass < 8 && torch::jit::ConstantPropagation(graph); ++pass) {
+  }
+}
+
 }  // namespace
 
 std::vector<const torch::jit::Value*> OuterInputs(const torch::jit::Node* node) {
@@ -100,10 +114,15 @@ CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& 
   canonical.num_model_inputs = graph->inputs().size() - 1;  // all but self
   canonical.params = LiftParameters(*graph, module);
 
-  torch::jit::ConstantPropagation(graph);
-  if (UnrollForLoops(*graph) > 0) torch::jit::ConstantPropagation(graph);
+  FoldConstants(graph);
+  if (UnrollForLoops(*graph) > 0) FoldConstants(graph);
   torch::jit::ConstantPooling(graph);
   torch::jit::EliminateDeadCode(graph);
+  // The values the passes made are numbered in the order they were made,
+  // which is FoldConstants' passes' order: the same graph came out of it
+  // numbered two ways (Swin in training, one run in ten), and the printed
+  // IR, and so the fingerprint, with it. A copy numbers them in graph order.
+  graph = graph->copy();
   // State that only folded-away code read (num_batches_tracked in eval mode)
   // is not an input of the canonical graph.
   for (size_t i = graph->inputs().size(); i-- > canonical.num_model_inputs;) {

@@ -44,7 +44,7 @@ struct CanonicalGraph {
   std::unordered_map<const torch::jit::Node*, int> node_ids_;
 };
 
-// Inline -> LiftParameters -> ConstantPropagation -> ConstantPooling ->
+// Inline -> LiftParameters -> ConstantPropagation to its fixed point -> ConstantPooling ->
 // EliminateDeadCode -> SeedRandomOps, then numbering, layer names and the fingerprint.
 // Changes `module`'s training flag to options.training.
 CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& options = {});
