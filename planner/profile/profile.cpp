@@ -117,7 +117,8 @@ std::vector<double> SharedSlowdownAt(const Profile& profile, int64_t microbatch)
   // noise, read up to 1.6 at 1 sample in some profiles: a line in the size
   // carried a fifth of that reading to 32 samples (1.22 where 40 read
   // 1.12), one in log size 6% (1.15).
-  const double t = std::log(double(microbatch) / double(sizes[hi - 1])) / std::log(double(sizes[hi]) / double(sizes[hi - 1]));
+  const double t =
+      std::log(double(microbatch) / double(sizes[hi - 1])) / std::log(double(sizes[hi]) / double(sizes[hi - 1]));
   std::vector<double> factors(std::min(rows[hi - 1].size(), rows[hi].size()));
   for (size_t k = 0; k < factors.size(); ++k) factors[k] = rows[hi - 1][k] + t * (rows[hi][k] - rows[hi - 1][k]);
   return factors;
