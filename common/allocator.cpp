@@ -46,7 +46,8 @@ void PrefaultHeap(int64_t bytes) {
   char* block = static_cast<char*>(std::malloc(static_cast<size_t>(bytes)));
   if (block == nullptr) return;
   volatile char* touch = block;  // volatile: the writes (and so the block) are not optimised away
-  const int64_t page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+  const long size = sysconf(_SC_PAGESIZE);
+  const int64_t page = size > 0 ? size : 4096;
   for (int64_t i = 0; i < bytes; i += page) touch[i] = 0;
   std::free(block);
 }

@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "common/zip_end.h"
+#include "tests/sanitizer_build.h"
 
 TEST_CASE("SHA-256 matches the standard's test vectors") {
   CHECK(mp::Sha256Hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
@@ -108,23 +109,13 @@ TEST_CASE("a scoped pin holds the thread on its cores and gives the old ones bac
   CHECK(mp::ThisThreadCpus() == before);
 }
 
-// ASan and TSan bring allocators of their own, which mallopt does not
-// steer. GCC says so with __SANITIZE_ADDRESS__ / __SANITIZE_THREAD__, clang
-// (the sanitizer builds) with __has_feature.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitizerAllocator = true;
-#elif defined(__has_feature)
-constexpr bool kSanitizerAllocator = __has_feature(address_sanitizer) || __has_feature(thread_sanitizer);
-#else
-constexpr bool kSanitizerAllocator = false;
-#endif
-
 // The profiler maps heap ahead (measure.cpp) so that a timed weight
 // gradient does not land on fresh pages: after PrefaultHeap, a block beyond
 // anything allocated before takes no page faults; without it, it takes one
-// a page. glibc only (mallopt), and not under a sanitizer's allocator.
+// a page. glibc only (mallopt), and not under ASan's or TSan's allocator,
+// which mallopt does not steer.
 TEST_CASE("a prefaulted heap serves a new large block without page faults") {
-  if (kSanitizerAllocator) return;
+  if (mp::test::kUnderAddressSanitizer || mp::test::kUnderThreadSanitizer) return;
 #if defined(__GLIBC__)
   mp::KeepFreedMemory();
   const auto faults = [] {

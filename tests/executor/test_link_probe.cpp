@@ -13,26 +13,7 @@
 #include "common/error.h"
 #include "executor/link_probe.h"
 #include "executor/process_group.h"
-
-namespace {
-
-// Under ThreadSanitizer (tools/sanitize.sh tsan) the failing rank's case is
-// skipped: Gloo makes the failure's exception on one of its threads and
-// c10d's Work::wait rethrows it on ours, and neither libgloo nor LibTorch is
-// instrumented, so TSan sees the exception's allocation and then its message
-// read on another thread without the hand-off between them (a report in 10
-// of 15 runs with the first suppressed). The plain build and ASan run it.
-// GCC says -fsanitize=thread with __SANITIZE_THREAD__, clang (the sanitizer
-// builds) with __has_feature(thread_sanitizer).
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kUnderThreadSanitizer = true;
-#elif defined(__has_feature)
-constexpr bool kUnderThreadSanitizer = __has_feature(thread_sanitizer);
-#else
-constexpr bool kUnderThreadSanitizer = false;
-#endif
-
-}  // namespace
+#include "tests/sanitizer_build.h"
 
 TEST_CASE("the all-reduce after a step runs each rank's step before every round and sums its gradients" *
           doctest::skip(!mp::ProcessGroupsAvailable())) {
@@ -63,8 +44,14 @@ TEST_CASE("the all-reduce after a step runs each rank's step before every round 
   }
 }
 
+// Under ThreadSanitizer (tools/sanitize.sh tsan) the failing rank's case is
+// skipped: Gloo makes the failure's exception on one of its threads and
+// c10d's Work::wait rethrows it on ours, and neither libgloo nor LibTorch is
+// instrumented, so TSan sees the exception's allocation and then its message
+// read on another thread without the hand-off between them (a report in 10
+// of 15 runs with the first suppressed). The plain build and ASan run it.
 TEST_CASE("a step that fails on one rank ends the all-reduce after a step with that failure" *
-          doctest::skip(!mp::ProcessGroupsAvailable() || kUnderThreadSanitizer)) {
+          doctest::skip(!mp::ProcessGroupsAvailable() || mp::test::kUnderThreadSanitizer)) {
   // Rank 1 fails in its third step. Rank 0, waiting in the sum for it, is
   // stopped (its group aborted) and fails too, as a consequence: the error
   // is rank 1's.

@@ -12,9 +12,8 @@
 #include "../graph/zoo.h"
 #include "../mpexec_in_process.h"
 #include "../mpplan_in_process.h"
-#include "common/atomic_file.h"
+#include "whole_backward_plan.h"
 #include "planner/plan/plan_reader.h"
-#include "planner/plan/plan_writer.h"
 #include "planner/profile/memory_meter.h"
 
 using mp::MemoryMeter;
@@ -43,6 +42,15 @@ std::string Plan(const std::string& file, const std::string& name, const std::st
   INFO(run.out);
   REQUIRE(run.status == 0);
   return out;
+}
+
+// mpexec's --json memory report, a row per device, of `args` (a plan and
+// its flags).
+nlohmann::json MemoryDevices(const std::string& args) {
+  const auto run = mp::test::MpexecCpuInProcess(args + " --json");
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  return nlohmann::json::parse(run.out)["memory"]["devices"];
 }
 
 // One device of mpexec's --json memory report: its predicted peak within
@@ -142,10 +150,7 @@ TEST_CASE("mpexec reports each device's peak memory, predicted and measured, by 
   SUBCASE("training, SGD with momentum") {
     const std::string plan =
         Plan(file, "momentum", "--gpus 2 --stages 2 --microbatches 4 --batch 16 --schedule 1f1b --optimizer momentum");
-    const auto run = mp::test::MpexecCpuInProcess(plan + " --json --steps 2 --momentum 0.9");
-    INFO(run.out);
-    REQUIRE(run.status == 0);
-    const auto devices = nlohmann::json::parse(run.out)["memory"]["devices"];
+    const auto devices = MemoryDevices(plan + " --steps 2 --momentum 0.9");
     REQUIRE(devices.size() == 2);
     int64_t measured_params = 0;
     for (const auto& d : devices) {
@@ -186,10 +191,7 @@ TEST_CASE("mpexec reports each device's peak memory, predicted and measured, by 
       CHECK(c["optimizer_state"]["predicted"].get<int64_t>() == 2 * c["parameters"]["predicted"].get<int64_t>());
       CHECK(c["optimizer_state"]["measured"] == 0);  // mpexec's plain SGD holds none
     }
-    const auto run = mp::test::MpexecCpuInProcess(plan + " --json --steps 1");
-    INFO(run.out);
-    REQUIRE(run.status == 0);
-    const auto devices = nlohmann::json::parse(run.out)["memory"]["devices"];
+    const auto devices = MemoryDevices(plan + " --steps 1");
     REQUIRE(devices.size() == 2);
     for (const auto& d : devices) {
       const auto& c = d["categories"];
@@ -206,13 +208,7 @@ TEST_CASE("stages that recompute hold less, measured and predicted, for a forwar
   const std::string flags = "--gpus 2 --stages 2 --microbatches 8 --batch 16 --schedule gpipe --optimizer sgd";
   const std::string keep = Plan("gpt.script.pt", "keep", flags + " --recompute never");
   const std::string again = Plan("gpt.script.pt", "recompute", flags + " --recompute always");
-  const auto devices = [](const std::string& plan) {
-    const auto run = mp::test::MpexecCpuInProcess(plan + " --json --steps 1");
-    INFO(run.out);
-    REQUIRE(run.status == 0);
-    return nlohmann::json::parse(run.out)["memory"]["devices"];
-  };
-  const auto kept = devices(keep), recomputed = devices(again);
+  const auto kept = MemoryDevices(keep + " --steps 1"), recomputed = MemoryDevices(again + " --steps 1");
   REQUIRE(kept.size() == 2);
   REQUIRE(recomputed.size() == 2);
   for (size_t d = 0; d < 2; ++d) {
@@ -231,18 +227,11 @@ TEST_CASE("a stage of zb-h1 that runs B in place of I and W holds what 1f1b's do
   // stage no longer runs, so each was held to the end of the step: the
   // GPT's second device measured 5.6 MiB of activations against 3.2
   // predicted, at 8 micro-batches.
-  mp::Plan plan = mp::ReadPlan(Plan("gpt.script.pt", "zb-whole",
-                                    "--gpus 2 --stages 2 --microbatches 8 --batch 8 --schedule zb-h1 --optimizer sgd"));
-  std::vector<bool> whole(plan.stages.size(), false);
-  whole[1] = true;
-  const mp::Schedule mixed = mp::WithWholeBackward(mp::PlanSchedule(plan), whole);
-  for (size_t d = 0; d < plan.programs.size(); ++d) plan.programs[d].actions = mixed.actions[d];
-  const std::string path = TempPath("gpt.script.pt.memory-zb-whole-edited.plan.yaml");
-  mp::WriteFileAtomically(path, mp::PlanToYaml(plan));
-  const auto run = mp::test::MpexecCpuInProcess(path + " --json --steps 1");
-  INFO(run.out);
-  REQUIRE(run.status == 0);
-  const auto devices = nlohmann::json::parse(run.out)["memory"]["devices"];
+  const std::string plan =
+      mp::test::WithWholeBackwardPlan(Plan("gpt.script.pt", "zb-whole",
+                                           "--gpus 2 --stages 2 --microbatches 8 --batch 8 --schedule zb-h1 --optimizer sgd"),
+                                      1, TempPath("gpt.script.pt.memory-zb-whole-edited.plan.yaml"));
+  const auto devices = MemoryDevices(plan + " --steps 1");
   REQUIRE(devices.size() == 2);
   const auto& activations = devices[1]["categories"]["activations"];
   const double predicted = activations["predicted"].get<double>(), measured = activations["measured"].get<double>();
@@ -260,10 +249,7 @@ TEST_CASE("a stage of zb-h1 that runs B in place of I and W holds what 1f1b's do
 // profile's counts put it 25-36% (36 KiB) high (docs/BENCHMARKS.md).
 TEST_CASE("the LSTM's activations, kept inside aten::lstm, are predicted within 10% of the measurement") {
   const std::string plan = Plan("lstm.script.pt", "kept", "--gpus 1 --microbatches 2 --batch 32 --optimizer sgd");
-  const auto run = mp::test::MpexecCpuInProcess(plan + " --json --steps 1");
-  INFO(run.out);
-  REQUIRE(run.status == 0);
-  const auto devices = nlohmann::json::parse(run.out)["memory"]["devices"];
+  const auto devices = MemoryDevices(plan + " --steps 1");
   REQUIRE(devices.size() == 1);
   const auto& activations = devices[0]["categories"]["activations"];
   const double predicted = activations["predicted"].get<double>(), measured = activations["measured"].get<double>();
@@ -282,10 +268,7 @@ TEST_CASE("what I keeps for W inside aten::lstm is predicted: the zb-h1 device w
       Plan("lstm.script.pt", "zb-h1",
            "--gpus 2 --stages 2 --schedule zb-h1 --microbatches 4 --batch 64 --optimizer sgd");
   CHECK(mp::ReadPlan(plan).stages[1].weight_gradient_bytes > 0);
-  const auto run = mp::test::MpexecCpuInProcess(plan + " --json --steps 1");
-  INFO(run.out);
-  REQUIRE(run.status == 0);
-  const auto devices = nlohmann::json::parse(run.out)["memory"]["devices"];
+  const auto devices = MemoryDevices(plan + " --steps 1");
   REQUIRE(devices.size() == 2);
   // Device 0 too: what it sends is its tanh's output through a prim::If,
   // kept to the end of its backward as a root (planned as freed, 18% high).
@@ -309,10 +292,7 @@ TEST_CASE("a device holds what it receives: Branchy's 2-stage devices are predic
     const std::string plan = Plan("branchy.script.pt", schedule, flags + schedule);
     std::vector<int64_t> first;
     for (int run = 0; run < 2; ++run) {
-      const auto out = mp::test::MpexecCpuInProcess(plan + " --json --steps 1 --momentum 0.9");
-      INFO(out.out);
-      REQUIRE(out.status == 0);
-      const auto devices = nlohmann::json::parse(out.out)["memory"]["devices"];
+      const auto devices = MemoryDevices(plan + " --steps 1 --momentum 0.9");
       REQUIRE(devices.size() == 2);
       for (size_t d = 0; d < 2; ++d) {
         CAPTURE(d);
@@ -334,10 +314,7 @@ TEST_CASE("a device holds what it receives: Branchy's 2-stage devices are predic
 TEST_CASE("zb-h1's last stage lets go of the model's outputs at I: GPT's last device predicted within 5%") {
   const std::string plan = Plan("gpt.script.pt", "zb-h1-4",
                                 "--gpus 4 --stages 4 --batch 16 --microbatches 4 --optimizer sgd --schedule zb-h1");
-  const auto run = mp::test::MpexecCpuInProcess(plan + " --json --steps 1");
-  INFO(run.out);
-  REQUIRE(run.status == 0);
-  const auto devices = nlohmann::json::parse(run.out)["memory"]["devices"];
+  const auto devices = MemoryDevices(plan + " --steps 1");
   REQUIRE(devices.size() == 4);
   CheckPeak(devices[3], 0.05);
 }

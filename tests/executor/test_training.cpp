@@ -18,6 +18,7 @@
 #include "../mpplan_in_process.h"
 #include "../run_tool.h"
 #include "verified_run.h"
+#include "whole_backward_plan.h"
 #include "common/atomic_file.h"
 #include "common/sha256.h"
 #include "executor/process_group.h"
@@ -137,13 +138,8 @@ TEST_CASE("zb-h1 and zbv with some stages running B for I and no W train as one 
     const auto& file = run.first;
     const auto& schedule = run.second;
     CAPTURE(file);
-    mp::Plan plan = mp::ReadPlan(TrainPlan(file, 2, schedule, "", 4));
-    std::vector<bool> whole(plan.stages.size(), false);
-    whole[1] = true;
-    const mp::Schedule mixed = mp::WithWholeBackward(mp::PlanSchedule(plan), whole);
-    for (size_t d = 0; d < plan.programs.size(); ++d) plan.programs[d].actions = mixed.actions[d];
-    const std::string path = TempPath(std::string(file) + ".whole-backward.plan.yaml");
-    mp::WriteFileAtomically(path, mp::PlanToYaml(plan));
+    const std::string path = mp::test::WithWholeBackwardPlan(TrainPlan(file, 2, schedule, "", 4), 1,
+                                                             TempPath(std::string(file) + ".whole-backward.plan.yaml"));
     const auto j = mp::test::VerifiedTraining(path + " --steps 2 --lr 0.01 --momentum 0.9");
     CHECK(j["verify"] == true);
   }
