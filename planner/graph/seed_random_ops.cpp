@@ -15,6 +15,7 @@
 #include <torch/library.h>
 
 #include <cmath>
+#include <limits>
 #include <new>
 #include <set>
 #include <tuple>
@@ -112,6 +113,43 @@ at::Tensor RandintLikeLow(const at::Tensor& self, int64_t low, int64_t high, c10
       .random_(low, high, generator);
 }
 
+// scaled_dot_product_attention as ATen 2.x's math path computes it
+// (_scaled_dot_product_attention_math: both sides scaled by the root of the
+// scale, a boolean mask or is_causal masking with -inf, rows masked
+// everywhere weighted 0 as _safe_softmax does), with the dropout on the
+// weights drawn from `generator`. LibTorch 2.x calls the op
+// nondeterministic when dropout_p is not 0: nn.MultiheadAttention's
+// training path, so nn.TransformerEncoderLayer's. An op that draws nothing
+// keeps ATen's own kernels (DrawsNothing).
+at::Tensor ScaledDotProductAttention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                                     const c10::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
+                                     c10::optional<double> scale, bool enable_gqa, OptGenerator generator) {
+  const bool has_mask = attn_mask.has_value() && attn_mask->defined();
+  TORCH_CHECK(!(is_causal && has_mask),
+              "scaled_dot_product_attention: an explicit attn_mask should not be set when is_causal=True");
+  const double root = std::sqrt(scale ? *scale : 1. / std::sqrt(double(query.size(-1))));
+  at::Tensor k = key;
+  at::Tensor v = value;
+  if (enable_gqa) {
+    k = k.repeat_interleave(query.size(-3) / key.size(-3), -3);
+    v = v.repeat_interleave(query.size(-3) / value.size(-3), -3);
+  }
+  at::Tensor scores = at::matmul(query.mul(root), k.mul(root).transpose(-2, -1));
+  c10::optional<at::Tensor> mask;
+  if (is_causal) {
+    mask = at::ones({query.size(-2), key.size(-2)}, query.options().dtype(at::kBool)).tril();
+  } else if (has_mask) {
+    mask = *attn_mask;
+  }
+  const double minus_infinity = -std::numeric_limits<double>::infinity();
+  if (mask) scores = mask->scalar_type() == at::kBool ? scores.masked_fill(mask->logical_not(), minus_infinity)
+                                                      : scores.add(*mask);
+  at::Tensor weights = at::softmax(scores, -1);
+  if (mask) weights = weights.masked_fill(scores.eq(minus_infinity).all(-1, true), 0);
+  if (dropout_p > 0) weights = Dropout(weights, dropout_p, true, false, false, false, generator);
+  return at::matmul(weights, v);
+}
+
 // Boxed: LibTorch versions infer different schemas for an unboxed
 // function returning at::Generator.
 void GeneratorOp(const c10::OperatorHandle&, torch::jit::Stack* stack) {
@@ -148,6 +186,10 @@ void Define(torch::Library& m) {
   m.def("rand_like(Tensor self, " MP_LIKE_ARGS ") -> Tensor", &RandLike);
   m.def("randn_like(Tensor self, " MP_LIKE_ARGS ") -> Tensor", &RandnLike);
   m.def("randint_like(Tensor self, int high, " MP_LIKE_ARGS ") -> Tensor", &RandintLike);
+  m.def("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
+        "float dropout_p=0., bool is_causal=False, float? scale=None, bool enable_gqa=False, "
+        "Generator? generator=None) -> Tensor",
+        &ScaledDotProductAttention);
   m.def("randint_like.low_dtype(Tensor self, int low, int high, " MP_LIKE_ARGS ") -> Tensor", &RandintLikeLow);
 }
 
@@ -204,12 +246,15 @@ bool ConstantFalse(const Node* node, const char* name) {
   return value && value->isBool() && !value->toBool();
 }
 
+const c10::Symbol kAttention = c10::Symbol::fromQualString("aten::scaled_dot_product_attention");
+
 const std::set<std::string>& Twins() {
   static const std::set<std::string> twins = {
       "aten::dropout",          "aten::dropout_",          "aten::feature_dropout",
       "aten::feature_dropout_", "aten::alpha_dropout",     "aten::alpha_dropout_",
       "aten::feature_alpha_dropout", "aten::feature_alpha_dropout_", "aten::native_dropout",
-      "aten::rand_like",        "aten::randn_like",        "aten::randint_like"};
+      "aten::rand_like",        "aten::randn_like",        "aten::randint_like",
+      "aten::scaled_dot_product_attention"};
   return twins;
 }
 
@@ -220,7 +265,7 @@ void CollectRandomOps(torch::jit::Block* block, std::vector<Node*>& out) {
     if (!schema) continue;
     if (GeneratorArgument(*schema) >= 0 || GeneratorOverloadPosition(*schema, node->kind()) >= 0 ||
         Twins().count(node->kind().toQualString())) {
-      if (!ConstantFalse(node, "train")) out.push_back(node);
+      if (!ConstantFalse(node, "train") && !(node->kind() == kAttention && DrawsNothing(node))) out.push_back(node);
     } else if (node->isNondeterministic() && !DrawsNothing(node)) {
       throw InputError(Concat("the model calls ", schema->operator_name().name,
                               ", a random op that mpexec cannot give its own generator"));
@@ -233,6 +278,19 @@ Value* InsertGenerator(Graph& graph, Node* before, int op) {
   Value* generator = graph.insert(c10::Symbol::fromQualString("mp::generator"), {int64_t(op)});
   generator->node()->copyMetadata(before);
   return generator;
+}
+
+// The twin's arguments that `node`'s LibTorch has not (scaled_dot_product_attention
+// took no scale before 2.1 and no enable_gqa before 2.5), as constants of
+// their defaults, before the generator.
+void AddDefaults(Graph& graph, Node* twin, Node* node) {
+  const auto& ops = torch::jit::getAllOperatorsFor(twin->kind());
+  if (ops.size() != 1) return;  // randint_like has two: each node has all of its overload's
+  const auto& args = ops.front()->schema().arguments();
+  torch::jit::WithInsertPoint guard(node);
+  for (size_t i = twin->inputs().size(); i + 1 < args.size() && args[i].default_value(); ++i) {
+    twin->addInput(graph.insertConstant(*args[i].default_value()));
+  }
 }
 
 void Seed(Graph& graph, Node* node, int op) {
@@ -250,6 +308,7 @@ void Seed(Graph& graph, Node* node, int op) {
     Node* twin = graph.create(c10::Symbol::fromQualString("mp::" + std::string(node->kind().toUnqualString())),
                               node->outputs().size());
     for (Value* in : node->inputs()) twin->addInput(in);
+    AddDefaults(graph, twin, node);
     twin->addInput(generator);
     for (size_t i = 0; i < node->outputs().size(); ++i) twin->output(i)->copyMetadata(node->output(i));
     twin->copyMetadata(node);

@@ -8,10 +8,12 @@
 //   - an overload without one whose name has an overload that differs only
 //     by it (aten::rand -> aten::rand.generator) becomes that overload;
 //   - the ops the registry has no generator overload for (the dropout
-//     family, native_dropout, rand_like, randn_like, randint_like) become
-//     their mp:: twins, which take the generator last and compute what
-//     ATen's CPU kernels compute.
-// Dropout with a constant `train` of false draws nothing and is left as is.
+//     family, native_dropout, rand_like, randn_like, randint_like, and
+//     LibTorch 2.x's scaled_dot_product_attention) become their mp:: twins,
+//     which take the generator last and compute what ATen's CPU kernels
+//     compute (attention: ATen's math path, its dropout from the generator).
+// Dropout with a constant `train` of false draws nothing and is left as is;
+// so is attention whose dropout_p is a constant 0 (its fused kernels stay).
 #pragma once
 
 #include <torch/script.h>

@@ -114,7 +114,7 @@ NodeWork EstimateWork(const std::string& kind, const std::vector<ArgTensors>& in
     work.flops = MatmulFlops(Arg(inputs, 0), out);
   } else if (kind == "aten::addmm" || kind == "aten::baddbmm" || kind == "aten::addbmm") {
     work.flops = MatmulFlops(Arg(inputs, 1), out) + double(out ? out->Numel() : 0);
-  } else if (kind == "aten::scaled_dot_product_attention") {
+  } else if (kind == "aten::scaled_dot_product_attention" || kind == "mp::scaled_dot_product_attention") {
     const TensorDims* q = Arg(inputs, 0);
     const TensorDims* k = Arg(inputs, 1);
     const TensorDims* v = Arg(inputs, 2);

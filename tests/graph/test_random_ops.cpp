@@ -322,3 +322,130 @@ graph(%x : Tensor, %h : Tensor, %w0 : Tensor, %w1 : Tensor, %w2 : Tensor, %w3 : 
                        "there to draw its dropout between layers",
                        mp::InputError);
 }
+
+namespace {
+
+// Calls operator `name` (its one overload) boxed: `given` first, then the
+// schema's defaults for the arguments left, so one call fits LibTorch
+// versions whose schemas differ in trailing defaults.
+at::Tensor CallWithDefaults(const char* name, std::vector<c10::IValue> given) {
+  const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
+  const auto& args = op.schema().arguments();
+  for (size_t i = given.size(); i < args.size(); ++i) given.push_back(*args[i].default_value());
+  torch::jit::Stack stack(given.begin(), given.end());
+  op.callBoxed(&stack);
+  return stack.front().toTensor();
+}
+
+// Attention written out: softmax(q kᵀ · scale + mask) v.
+at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+                     double scale) {
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale;
+  if (mask.defined()) {
+    scores = mask.scalar_type() == at::kBool ? scores.masked_fill(~mask, -INFINITY) : scores + mask;
+  }
+  return at::matmul(at::softmax(scores, -1), v);
+}
+
+bool AtenAttention() {
+  return c10::Dispatcher::singleton().findSchema({"aten::scaled_dot_product_attention", ""}).has_value();
+}
+
+}  // namespace
+
+TEST_CASE("the attention twin computes attention, its dropout drawn from the generator it is given") {
+  at::Generator data = at::detail::createCPUGenerator(5);
+  const at::Tensor q = at::randn({2, 3, 4, 8}, data);
+  const at::Tensor k = at::randn({2, 3, 5, 8}, data);
+  const at::Tensor v = at::randn({2, 3, 5, 6}, data);
+  const char* twin = "mp::scaled_dot_product_attention";
+  const double scale = 1 / std::sqrt(8.0);
+  const c10::IValue none;
+  CHECK(at::allclose(CallWithDefaults(twin, {q, k, v}), Attention(q, k, v, {}, scale), 1e-5, 1e-6));
+  CHECK(at::allclose(CallWithDefaults(twin, {q, k, v, none, 0.0, false, 0.3}), Attention(q, k, v, {}, 0.3), 1e-5,
+                     1e-6));
+  const at::Tensor causal = at::ones({4, 5}, at::kBool).tril();
+  CHECK(at::allclose(CallWithDefaults(twin, {q, k, v, none, 0.0, true}), Attention(q, k, v, causal, scale), 1e-5,
+                     1e-6));
+  const at::Tensor additive = at::randn({4, 5}, data);
+  CHECK(at::allclose(CallWithDefaults(twin, {q, k, v, additive}), Attention(q, k, v, additive, scale), 1e-5, 1e-6));
+  // A boolean mask; query 2 may see no key: its row is 0, not NaN.
+  at::Tensor allowed = at::rand({4, 5}, data) > 0.4;
+  allowed[1][0] = true;
+  allowed[2] = false;
+  const at::Tensor masked = CallWithDefaults(twin, {q, k, v, allowed});
+  CHECK(at::equal(masked.select(-2, 2), at::zeros_like(masked.select(-2, 2))));
+  CHECK(at::allclose(masked.narrow(-2, 0, 2), Attention(q, k, v, allowed, scale).narrow(-2, 0, 2), 1e-5, 1e-6));
+  // Grouped queries: one key and value head serves the 3 query heads.
+  const at::Tensor k1 = k.narrow(1, 0, 1);
+  const at::Tensor v1 = v.narrow(1, 0, 1);
+  CHECK(at::allclose(CallWithDefaults(twin, {q, k1, v1, none, 0.0, false, none, true}),
+                     Attention(q, k1.expand_as(k), v1.expand_as(v), {}, scale), 1e-5, 1e-6));
+  CHECK_THROWS_WITH(CallWithDefaults(twin, {q, k, v, causal, 0.0, true}),
+                    doctest::Contains("an explicit attn_mask should not be set when is_causal=True"));
+  if (AtenAttention()) {  // LibTorch 2.x: the twin computes what ATen's op does
+    CHECK(at::allclose(CallWithDefaults(twin, {q, k, v, allowed.logical_or(at::eye(4, 5, at::kBool))}),
+                       CallWithDefaults("aten::scaled_dot_product_attention",
+                                        {q, k, v, allowed.logical_or(at::eye(4, 5, at::kBool))}),
+                       1e-5, 1e-6));
+  }
+
+  // Dropout on the weights: the generator's draws, as mp::dropout's.
+  const auto drawn = [&](uint64_t seed) {
+    return CallWithDefaults(twin, {q, k, v, none, 0.4, false, none, false, at::detail::createCPUGenerator(seed)});
+  };
+  const at::Tensor kept = at::empty({2, 3, 4, 5}).bernoulli_(0.6, at::detail::createCPUGenerator(9)).div_(0.6);
+  const at::Tensor weights = at::softmax(at::matmul(q, k.transpose(-2, -1)) * scale, -1);
+  CHECK(at::allclose(drawn(9), at::matmul(weights * kept, v), 1e-5, 1e-6));
+  CHECK(at::equal(drawn(9), drawn(9)));
+  CHECK_FALSE(at::allclose(drawn(9), drawn(10)));
+
+  // Its gradients are autograd's through the composite.
+  const at::Tensor leaf = q.clone().requires_grad_(true);
+  CallWithDefaults(twin, {leaf, k, v, allowed, 0.4, false, none, false, at::detail::createCPUGenerator(9)})
+      .sum()
+      .backward();
+  REQUIRE(leaf.grad().defined());
+  CHECK(leaf.grad().isfinite().all().item<bool>());
+}
+
+// LibTorch 2.x only: 1.13 has no aten::scaled_dot_product_attention.
+TEST_CASE("attention with dropout becomes its twin, attention without keeps ATen's op" *
+          doctest::skip(!AtenAttention())) {
+  const auto& args =
+      c10::Dispatcher::singleton().findSchemaOrThrow("aten::scaled_dot_product_attention", "").schema().arguments();
+  // Every argument given, as TorchScript writes them: scale (2.1) and
+  // enable_gqa (2.5) where this LibTorch has them.
+  std::string tail = args.size() > 6 ? ", %none" : "";
+  if (args.size() > 7) tail += ", %f";
+  const std::string ir = R"IR(
+graph(%q : Tensor, %k : Tensor, %v : Tensor):
+  %none : NoneType = prim::Constant()
+  %f : bool = prim::Constant[value=0]()
+  %p : float = prim::Constant[value=0.25]()
+  %zero : float = prim::Constant[value=0.]()
+  %a : Tensor = aten::scaled_dot_product_attention(%q, %k, %v, %none, %p, %f)IR" + tail + R"IR()
+  %b : Tensor = aten::scaled_dot_product_attention(%q, %k, %v, %none, %zero, %f)IR" + tail + R"IR()
+  return (%a, %b)
+)IR";
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(ir, graph.get());
+  CHECK(mp::SeedRandomOps(*graph) == 1);
+  CHECK(Count(graph->block(), "mp::scaled_dot_product_attention") == 1);
+  CHECK(Count(graph->block(), "aten::scaled_dot_product_attention") == 1);
+  const mp::GraphRunner runner(graph);
+  at::Generator data = at::detail::createCPUGenerator(6);
+  const std::vector<c10::IValue> in = {at::randn({2, 4, 8}, data), at::randn({2, 4, 8}, data),
+                                       at::randn({2, 4, 8}, data)};
+  std::vector<c10::IValue> first, again;
+  {
+    const mp::RngScope scope({1, 0, 0});
+    first = runner.Run(in);
+  }
+  {
+    const mp::RngScope scope({1, 0, 0});
+    again = runner.Run(in);
+  }
+  CHECK(at::equal(first[0].toTensor(), again[0].toTensor()));
+  CHECK_FALSE(at::allclose(first[0].toTensor(), first[1].toTensor()));
+}
