@@ -151,6 +151,14 @@ std::vector<std::string> DocLines() {
   return lines;
 }
 
+// A message quotes the line of PyTorch's own Python that raised (`F.linear`,
+// linear.py:114); that line moves between PyTorch versions, the doc is
+// generated with one.
+std::string WithoutPythonLines(const std::string& row) {
+  static const std::regex line(R"(\.py:[0-9]+)");
+  return std::regex_replace(row, line, ".py:N");
+}
+
 bool IsRowOf(const std::string& line, const std::string& id) { return line.rfind("| `" + id + "` |", 0) == 0; }
 
 // MP_ERRORS_DOC_UPDATE=1: replace the case's row, or add it at the end.
@@ -208,7 +216,7 @@ void Check(const BadInput& c) {
   INFO("docs/errors.md has: " << documented);
   INFO("the test makes:     " << row);
   INFO("regenerate with: MP_ERRORS_DOC_UPDATE=1 " << MP_SOURCE_DIR << "/build/tests/errors/test_errors");
-  CHECK(documented == row);
+  CHECK(WithoutPythonLines(documented) == WithoutPythonLines(row));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/jit/ir/irparser.h>
+#include <torch/version.h>
 
 #include <algorithm>
 
@@ -329,9 +330,12 @@ TEST_CASE("fingerprint: a model that warns has one fingerprint however many mode
   const mp::CanonicalGraph first = Load("heldout/seq2seq.script.pt");
   Load("gpt.script.pt");
   const mp::CanonicalGraph again = Load("heldout/seq2seq.script.pt");
+#if TORCH_VERSION_MAJOR < 2
   REQUIRE(first.graph->toString().find("aten::warn[warn_id=") != std::string::npos);
+#endif
   // LibTorch 1.13 moves the ids on at each load; where another version does
-  // not, the case still checks the fingerprint, without the trap.
+  // not (2.11 keeps no warning in this graph), the case still checks the
+  // fingerprint, without the trap.
   if (first.graph->toString() == again.graph->toString()) MESSAGE("this LibTorch numbered the warnings alike");
   CHECK(first.fingerprint == again.fingerprint);
   // A graph without a warning hashes its printed IR.
