@@ -286,7 +286,8 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   if (!planned.here && !request.cpu_workers) throw InputError(NotHereMessage(request.plan, planned, plan));
   const LoadedPlan& loaded = exec.loaded();
   const bool training = plan.training;
-  const std::vector<std::string> inputs_read = {request.plan, loaded.model_path, request.input, request.labels};
+  const std::vector<std::string> inputs_read = {request.plan, loaded.model_path, loaded.planned_model_path,
+                                                request.input, request.labels};
   CheckOutputFiles(request, training, inputs_read);
   const std::vector<c10::IValue> inputs =
       request.input.empty() ? exec.SyntheticInputs() : LoadInputs(request.input, plan.inputs);
@@ -352,6 +353,8 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   const std::vector<DeviceMemory> device_memory =
       CompareDeviceMemory(loaded, timed.device_step_peak_bytes, training ? &exec.optimizer() : nullptr);
   nlohmann::json out = {{"plan", request.plan},
+                        {"model", loaded.model_path},
+                        {"model_given", !request.options.model.empty()},
                         {"mode", training ? "train" : "infer"},
                         {"stages", StagesJson(plan, run, timed.allreduce_ms, predicted, planned)},
                         {"microbatches", plan.microbatches},

@@ -117,6 +117,9 @@ std::string FormatExecReport(const nlohmann::json& r) {
     out << " (the first, cold, took " << r["first_step_ms"].get<double>() << " ms; --warmup 0 times it)";
   }
   out << "\n";
+  if (r.value("model_given", false)) {
+    out << "model       " << r["model"].get<std::string>() << " (--model: the plan's canonical graph, its own weights)\n";
+  }
   if (r.value("ranks", 1) > 1) {
     // stage_ranks are replica 0's; replica k's are k * ranks / replicas further on.
     const int replicas = r.value("replicas", 1), per_replica = r["ranks"].get<int>() / replicas;

@@ -10,7 +10,7 @@
 namespace mp {
 
 Executor::Executor(const std::string& plan_path, const ExecutorOptions& options)
-    : loaded_(LoadPlanForRun(plan_path)),
+    : loaded_(LoadPlanForRun(plan_path, options.model)),
       options_(options),
       sgd_(loaded_.canonical.params.size(), options.training.lr, options.training.momentum) {}
 
@@ -54,6 +54,7 @@ std::vector<std::string> Executor::StateNames() const {
 void Executor::SaveModel(const std::string& path, std::vector<std::string> protected_paths) const {
   protected_paths.push_back(loaded_.plan_path);
   protected_paths.push_back(loaded_.model_path);
+  protected_paths.push_back(loaded_.planned_model_path);
   SaveTrainedModel(loaded_.model, path, protected_paths);
 }
 

@@ -23,6 +23,9 @@
 namespace mp {
 
 struct ExecutorOptions {
+  // A model file to run in place of the plan's (mpexec --model): the same
+  // canonical graph, other weights; "" runs the plan's own.
+  std::string model;
   PipelineOptions pipeline;
   TrainingOptions training;  // loss, lr, momentum (training plans)
 };

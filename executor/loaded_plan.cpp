@@ -1,6 +1,7 @@
 // LoadPlanForRun: read, resolve the model path against the plan's directory,
-// compare the file's sha256 before spending time loading it, canonicalise in
-// the plan's mode, compare the fingerprint, and cut. The executor never
+// compare the file's sha256 before spending time loading it (not a --model's,
+// whose weights are its own), canonicalise in the plan's mode, compare the
+// fingerprint, and cut. The executor never
 // re-plans: a plan that does not match its model is refused, not repaired.
 #include "executor/loaded_plan.h"
 
@@ -13,29 +14,43 @@
 
 namespace mp {
 
-LoadedPlan LoadPlanForRun(const std::string& plan_path) {
+LoadedPlan LoadPlanForRun(const std::string& plan_path, const std::string& model) {
   namespace fs = std::filesystem;
   LoadedPlan loaded;
   loaded.plan_path = plan_path;
   loaded.plan = ReadPlan(plan_path);
-  const fs::path model(loaded.plan.model.path);
-  loaded.model_path =
-      model.is_absolute() ? model.string() : (fs::path(plan_path).parent_path() / model).lexically_normal().string();
-  if (!fs::exists(loaded.model_path)) {
-    throw InputError(Concat(plan_path, ": model.path: ", loaded.model_path, ": no such file"));
-  }
-  CheckModelFile(loaded.model_path);
-  const std::string sha = Sha256File(loaded.model_path);
-  if (sha != loaded.plan.model.sha256) {
-    throw InputError(Concat(plan_path, ": model.sha256: ", loaded.model_path,
-                            " has changed since it was planned (sha256 ", sha.substr(0, 12), "..., the plan has ",
-                            loaded.plan.model.sha256.substr(0, 12), "...); plan it again with mpplan"));
+  const fs::path planned(loaded.plan.model.path);
+  loaded.planned_model_path = planned.is_absolute()
+                                  ? planned.string()
+                                  : (fs::path(plan_path).parent_path() / planned).lexically_normal().string();
+  loaded.model_path = model.empty() ? loaded.planned_model_path : model;
+  if (!model.empty()) {
+    if (!fs::exists(model)) throw InputError(Concat("--model ", model, ": no such file"));
+    CheckModelFile(model);
+  } else {
+    if (!fs::exists(loaded.model_path)) {
+      throw InputError(Concat(plan_path, ": model.path: ", loaded.model_path, ": no such file"));
+    }
+    CheckModelFile(loaded.model_path);
+    const std::string sha = Sha256File(loaded.model_path);
+    if (sha != loaded.plan.model.sha256) {
+      throw InputError(Concat(plan_path, ": model.sha256: ", loaded.model_path,
+                              " has changed since it was planned (sha256 ", sha.substr(0, 12), "..., the plan has ",
+                              loaded.plan.model.sha256.substr(0, 12),
+                              "...); plan it again with mpplan, or run the plan on it with --model if only its "
+                              "weights changed"));
+    }
   }
   loaded.model = LoadModelFile(loaded.model_path);
   CanonicalOptions options;
   options.training = loaded.plan.training;
   options.given_inputs = static_cast<int>(loaded.plan.inputs.size());
   loaded.canonical = Canonicalize(loaded.model.module, options);
+  if (!model.empty() && loaded.canonical.fingerprint != loaded.plan.model.graph_fingerprint) {
+    throw InputError(Concat("--model ", model, ": its canonical graph (", loaded.canonical.fingerprint,
+                            ") is not the one ", plan_path, " was made for (", loaded.plan.model.graph_fingerprint,
+                            "): --model takes the planned model with other weights; plan this one with mpplan"));
+  }
   CheckPlanAgainstGraph(loaded.plan, BuildOpGraph(loaded.canonical), plan_path);
   loaded.stages = CutStages(loaded.canonical, StageOfNode(loaded.plan));
   for (const StageGraph& stage : loaded.stages) {

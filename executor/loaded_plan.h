@@ -19,7 +19,8 @@ namespace mp {
 
 struct LoadedPlan {
   std::string plan_path;
-  std::string model_path;         // resolved against the plan's directory
+  std::string model_path;         // what runs: the plan's model resolved against its directory, or --model
+  std::string planned_model_path; // the plan's model, resolved (model_path too unless --model)
   Plan plan;
   ModelFile model;
   CanonicalGraph canonical;       // in the plan's mode (train or eval)
@@ -32,6 +33,9 @@ struct LoadedPlan {
 // Throws InputError naming the key or file: an unreadable or invalid plan, a
 // missing model, a model whose sha256 or canonical graph differs from the
 // plan's, or a plan that does not fit the graph (CheckPlanAgainstGraph).
-LoadedPlan LoadPlanForRun(const std::string& plan_path);
+// `model`, when given (mpexec --model), runs in place of the plan's: a file
+// whose canonical graph is the plan's, its weights its own (a checkpoint
+// that --save wrote); its sha256 is not compared, its graph is.
+LoadedPlan LoadPlanForRun(const std::string& plan_path, const std::string& model = "");
 
 }  // namespace mp

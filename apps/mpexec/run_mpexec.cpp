@@ -78,6 +78,8 @@ int RunMpexec(const std::vector<std::string>& args, std::ostream& out, std::ostr
                  "first step")->default_str(std::to_string(kDefaultWarmup));
   app.add_flag("--rescale", request.rescale,
                "scale the plan's predictions by the drift reference's time now over its time when profiled");
+  app.add_option("--model", request.options.model, "run the plan on this model file instead of the plan's: the same "
+                 "canonical graph with other weights (a checkpoint --save wrote); its graph is checked, not its sha256");
   app.add_option("--input", request.input, "model inputs saved with torch.save: a tensor, or a tuple with one per "
                  "input (default: synthetic inputs from the plan's spec)");
   app.add_option("--output", request.output, "inference: write the model's outputs in torch.save format");

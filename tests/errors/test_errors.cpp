@@ -754,6 +754,15 @@ ERROR_CASE("model-changed-graph", "model graph changed since planning (fingerpri
   };
 }
 
+ERROR_CASE("exec-model-other-graph", "`--model` whose canonical graph is not the plan's") {
+  c.command = "mpexec toy.plan.yaml --model mlp.pt";
+  c.names = "--model mlp.pt";
+  c.setup = [](const fs::path& dir) {
+    ToyPlan(dir);
+    CopyZoo("mlp.script.pt", dir / "mlp.pt");
+  };
+}
+
 // ---- mpexec's flags and outputs -------------------------------------------
 
 ERROR_CASE("exec-other-devices", "plan made for devices that are not here, without `--device cpu`") {

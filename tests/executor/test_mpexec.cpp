@@ -15,6 +15,7 @@
 #include "../run_tool.h"
 #include "common/atomic_file.h"
 #include "common/cpu_affinity.h"
+#include "common/sha256.h"
 #include "tests/report/report_lines.h"
 
 using mp::test::TempPath;
@@ -373,6 +374,44 @@ TEST_CASE("a model changed since planning is refused") {
   CHECK(run.status == 1);
   CHECK(run.out.find("model.sha256: ") != std::string::npos);
   CHECK(run.out.find("has changed since it was planned") != std::string::npos);
+}
+
+TEST_CASE("--model runs the plan on a checkpoint of the same graph: training goes on from its weights") {
+  std::filesystem::create_directories(TempPath("resume"));
+  const std::string model = TempPath("resume/mlp.pt"), trained = TempPath("resume/mlp.trained.pt");
+  std::filesystem::copy_file(ZooPath("mlp.script.pt"), model, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::remove(trained);
+  const std::string plan = Plan(model, "resume/mlp", "--gpus 2 --stages 2 --batch 16 --microbatches 2");
+  const std::string steps = " --steps 2 --lr 0.05 --json";
+  const auto first = Mpexec(plan + steps + " --save " + trained);
+  INFO(first.out);
+  REQUIRE(first.status == 0);
+  // The checkpoint is not the planned file (sha256), but its graph is.
+  const auto refused = Mpexec(plan + " --model " + TempPath("resume/missing.pt"));
+  CHECK(refused.status == 1);
+  CHECK(refused.out.find("--model " + TempPath("resume/missing.pt") + ": no such file") != std::string::npos);
+  const auto resumed = Mpexec(plan + steps + " --verify --model " + trained);
+  INFO(resumed.out);
+  REQUIRE(resumed.status == 0);
+  const auto a = nlohmann::json::parse(first.out), b = nlohmann::json::parse(resumed.out);
+  CHECK(b["model"] == trained);
+  CHECK(b["model_given"] == true);
+  CHECK(b["verify"] == true);
+  // Synthetic inputs and labels are the same in both runs: the resumed run's
+  // first loss is below the first run's, its weights having trained.
+  CHECK(b["losses"][0].get<double>() < a["losses"][0].get<double>());
+  // The report says which model ran.
+  const auto text = Mpexec(plan + " --model " + trained);
+  CHECK(text.out.find("model       " + trained + " (--model: the plan's canonical graph, its own weights)\n") !=
+        std::string::npos);
+  // Another graph is refused, naming --model; the plan's own model is never
+  // written over, --model or not.
+  const auto other = Mpexec(plan + " --model " + ZooPath("toy.script.pt"));
+  CHECK(other.status == 1);
+  CHECK(other.out.find("mpexec: --model " + ZooPath("toy.script.pt") + ": its canonical graph (") == 0);
+  const auto over = Mpexec(plan + " --model " + trained + " --save " + model);
+  CHECK(over.status != 0);
+  CHECK(mp::Sha256File(model) == mp::Sha256File(ZooPath("mlp.script.pt")));
 }
 
 TEST_CASE("--input and --output exchange tensors with Python's torch.save and torch.load") {
