@@ -694,6 +694,55 @@ class VQBottleneck(nn.Module):
         return self.dec(z + (q - z).detach()), (q - z.detach()).pow(2).mean()
 
 
+class ReachAttention(nn.Module):
+    """Causal self-attention written out: one qkv projection, one out."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)
+        scores = scores.masked_fill(torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
+        return self.proj((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, c))
+
+
+class ReachBlock(nn.Module):
+    """A block with no forward of its own: the model's forward calls its parts."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(dim)
+        self.attn = ReachAttention(dim, heads)
+        self.ln2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+
+class RootReach(nn.Module):
+    """A GPT in one forward that reaches into its blocks, as personal
+    training scripts do (`for blk in self.blocks: x = x + blk.attn(blk.ln1(x))`):
+    every module call is two or three attributes away from the root."""
+
+    def __init__(self, vocab: int = 256, dim: int = 64, heads: int = 4, layers: int = 3, context: int = 32):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Parameter(torch.randn(1, context, dim) * 0.02)
+        self.blocks = nn.ModuleList([ReachBlock(dim, heads) for _ in range(layers)])
+        self.ln = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos[:, :idx.size(1)]
+        for blk in self.blocks:
+            x = x + blk.attn(blk.ln1(x))
+            x = x + blk.mlp(blk.ln2(x))
+        return self.head(self.ln(x))
+
+
 # heldout/NAME.script.pt: torchvision classifiers at small inputs that the
 # fidelity benchmark (bench_exec) plans and runs as a user would (the first
 # four), torchvision's ViT and ConvNeXt, PyTorch's own nn.Transformer and
@@ -704,7 +753,8 @@ class VQBottleneck(nn.Module):
 # teacher, a mean teacher), Hugging Face's forward signature of
 # Optional[Tensor] = None arguments, an LSTM over packed sequences and
 # ALBERT's one layer in a loop (the twenty-ninth's), torchvision's Swin
-# Transformer and video ResNet (the thirtieth's), and pytorch/examples' word
+# Transformer and video ResNet (the thirtieth's), a GPT whose forward calls
+# its blocks' parts (the thirty-first's), and pytorch/examples' word
 # language model;
 # nothing was tuned on them. Kept
 # out of the folder the tests sweep, for CI time; one test trains each over
@@ -732,6 +782,7 @@ HELDOUT = {
                                    spec("lengths", "int64", [8], value_range=(1, 13))], ("script",)),
     "albert": (SharedLayers, [spec("ids", "int64", [8, 16], value_range=(0, 300))], ("script",)),
     # the spec gives input_ids only: the rest take their defaults
+    "root_reach": (RootReach, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     "bert_style": (BertStyle, [spec("input_ids", "int64", [8, 16], value_range=(0, 400))], ("script",)),
     "gpt_bf16": (gpt_bf16, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     # bptt 35, batch 20, as the example trains

@@ -89,14 +89,14 @@ std::vector<const torch::jit::Value*> OuterInputs(const torch::jit::Node* node) 
   return out;
 }
 
-void IndexNodes(CanonicalGraph& canonical) {
+void IndexNodes(CanonicalGraph& canonical, const CallSitePaths& call_sites) {
   canonical.nodes.clear();
   canonical.layers.clear();
   canonical.node_ids_.clear();
   for (torch::jit::Node* node : canonical.graph->nodes()) {
     canonical.node_ids_[node] = static_cast<int>(canonical.nodes.size());
     canonical.nodes.push_back(node);
-    canonical.layers.push_back(LayerName(node));
+    canonical.layers.push_back(LayerName(node, call_sites));
   }
   canonical.fingerprint = Fingerprint(*canonical.graph);
   canonical.mutation = AnalyzeMutation(canonical);
@@ -133,7 +133,7 @@ CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& 
   }
   SplitRnnLayers(*graph);
   canonical.random_ops = SeedRandomOps(*graph);
-  IndexNodes(canonical);
+  IndexNodes(canonical, CallSitePaths(module));
   if (DumpRequested("canonical")) std::cerr << "MP_DUMP canonical (" << canonical.nodes.size() << " nodes):\n" << *graph;
   return canonical;
 }

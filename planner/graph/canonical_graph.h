@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "planner/graph/layer_name.h"
 #include "planner/graph/lift_parameters.h"
 #include "planner/graph/mutation.h"
 
@@ -53,8 +54,9 @@ CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& 
 // the outer values its blocks read (graph inputs or top-level outputs).
 std::vector<const torch::jit::Value*> OuterInputs(const torch::jit::Node* node);
 
-// Numbers the nodes, names their layers, analyses mutation; Canonicalize calls it, tests
-// that start from parseIR text call it directly.
-void IndexNodes(CanonicalGraph& canonical);
+// Numbers the nodes, names their layers (with the model's call sites where
+// known), analyses mutation; Canonicalize calls it, tests that start from
+// parseIR text call it directly.
+void IndexNodes(CanonicalGraph& canonical, const CallSitePaths& call_sites = CallSitePaths());
 
 }  // namespace mp

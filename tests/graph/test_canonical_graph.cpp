@@ -6,6 +6,7 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <set>
 
 #include "common/error.h"
 #include "planner/graph/build_op_graph.h"
@@ -341,6 +342,37 @@ TEST_CASE("fingerprint: a model that warns has one fingerprint however many mode
   // A graph without a warning hashes its printed IR.
   const mp::CanonicalGraph gpt = Load("gpt.script.pt");
   CHECK(gpt.fingerprint == mp::Fnv1a64Hex(gpt.graph->toString(false)));
+}
+
+TEST_CASE("layer names: a module reached through a list is named by its whole path, where its parameters are") {
+  // Inline names a call by the last attribute that reached its module:
+  // `for blk in self.blocks: blk(x)` gave layers "0", "1", "2" while the
+  // parameters were blocks.0.*, so the report listed blocks with all the
+  // parameters and no nodes; `blk.attn(blk.ln1(x))` from the root's own
+  // forward gave "attn" and "ln1" for every block. Every layer now starts
+  // with one of the model's own attributes, as its parameters' paths do.
+  for (const std::string file : {"heldout/root_reach.script.pt", "heldout/bert_style.script.pt"}) {
+    CAPTURE(file);
+    const mp::CanonicalGraph c = Load(file);
+    std::set<std::string> top;
+    for (const auto& p : c.params) top.insert(p.name.substr(0, p.name.find('.')));
+    for (const std::string& layer : std::set<std::string>(c.layers.begin(), c.layers.end())) {
+      CAPTURE(layer);
+      CHECK((layer.empty() || top.count(layer.substr(0, layer.find('.'))) == 1));
+    }
+  }
+  // Where each module's forward is its own nodes (no fast-path if around
+  // it, as nn.TransformerEncoderLayer's), each parameter's module is a layer.
+  const mp::CanonicalGraph reach = Load("heldout/root_reach.script.pt");
+  const std::set<std::string> layers(reach.layers.begin(), reach.layers.end());
+  for (const auto& p : reach.params) {
+    CAPTURE(p.name);
+    const size_t dot = p.name.rfind('.');
+    CHECK(layers.count(dot == std::string::npos ? "" : p.name.substr(0, dot)) == 1);
+  }
+  for (const std::string layer : {"blocks.0.ln1", "blocks.0.attn", "blocks.0.attn.qkv", "blocks.2.mlp.2", "head"}) {
+    CHECK(layers.count(layer) == 1);
+  }
 }
 
 TEST_CASE("IndexNodes on IR text") {
