@@ -123,8 +123,8 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
       ->default_str("train");
   app.add_option("--batch", profile.batch, "batch size (default: the input spec's)");
   app.add_option("--input", inputs,
-                 "input spec dtype[d0,d1,...], once per model input in order "
-                 "(default: the spec embedded in the model)")
+                 "input spec dtype[d0,d1,...], once per model input in forward's order, or "
+                 "name=dtype[d0,d1,...] in any order (default: the spec embedded in the model)")
       ->take_last()
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);

@@ -53,6 +53,20 @@ std::vector<int64_t> JsonIntList(const nlohmann::json& value, const std::string&
   return out;
 }
 
+// A forward argument's name, or a tuple element's (`hidden[0]`).
+bool IsInputName(const std::string& name) {
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  size_t i = 0;
+  while (i < name.size() && word(name[i])) ++i;
+  if (i == name.size()) return true;
+  if (i == 0 || name[i] != '[' || name.back() != ']' || i + 2 >= name.size()) return false;
+  for (size_t j = i + 1; j + 1 < name.size(); ++j) {
+    if (!std::isdigit(static_cast<unsigned char>(name[j]))) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int64_t DtypeBytes(const std::string& dtype) {
@@ -66,14 +80,27 @@ bool IsIntegerDtype(const std::string& dtype) {
 
 TensorSpec ParseTensorSpec(const std::string& text) {
   const std::string where = Concat("--input '", text, "'");
-  const auto open = text.find('[');
-  if (open == std::string::npos || text.empty() || text.back() != ']') {
-    throw InputError(Concat(where, ": expected dtype[d0,d1,...], e.g. float32[4,3,64,64]"));
-  }
   TensorSpec spec;
-  spec.dtype = text.substr(0, open);
+  std::string body = text;
+  if (const auto eq = text.find('='); eq != std::string::npos) {
+    spec.name = text.substr(0, eq);
+    if (!IsInputName(spec.name)) {
+      throw InputError(Concat(where, ": '", spec.name, "' is not an input's name (forward's argument, or hidden[0] "
+                              "for a tuple's element)"));
+    }
+    body = text.substr(eq + 1);
+  }
+  const auto open = body.find('[');
+  if (open == std::string::npos || body.empty() || body.back() != ']') {
+    throw InputError(Concat(where, ": expected dtype[d0,d1,...] or name=dtype[d0,d1,...], e.g. float32[4,3,64,64]"));
+  }
+  spec.dtype = body.substr(0, open);
+  if (const auto colon = spec.dtype.find(':'); colon != std::string::npos && spec.name.empty()) {
+    throw InputError(Concat(where, ": a name comes before '=', not ':' (", spec.dtype.substr(0, colon), "=",
+                            body.substr(colon + 1), ")"));
+  }
   CheckDtype(spec.dtype, where);
-  const std::string dims = text.substr(open + 1, text.size() - open - 2);
+  const std::string dims = body.substr(open + 1, body.size() - open - 2);
   size_t pos = 0;
   while (pos < dims.size()) {
     size_t end = dims.find(',', pos);

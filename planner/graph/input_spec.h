@@ -19,8 +19,9 @@ struct TensorSpec {
   int64_t high = 0;
 };
 
-// Parses `dtype[d0,d1,...]`, e.g. `int64[8,32]`; a scalar is `float32[]`.
-// Throws InputError naming the text and what was expected.
+// Parses `dtype[d0,d1,...]`, e.g. `int64[8,32]`; a scalar is `float32[]`;
+// `name=dtype[...]` names the input (forward's argument, `hidden[0]` for a
+// tuple's element). Throws InputError naming the text and what was expected.
 TensorSpec ParseTensorSpec(const std::string& text);
 
 // Parses the JSON document {"inputs": [{"name", "dtype", "shape",

@@ -1,6 +1,8 @@
 // ResolveInputs: the model's inputs from its embedded spec or --input.
 #include "planner/graph/resolve_inputs.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace mp {
@@ -36,6 +38,34 @@ void RangeFromEmbeddings(const CanonicalGraph& canonical, std::vector<TensorSpec
   }
 }
 
+// Named --input flags (name=dtype[...]) in forward's order: every input
+// named once, each one of the `names` the flags' count covers (forward's
+// leading arguments; the rest take their defaults). Unnamed flags are in
+// that order already; a mix is refused.
+std::vector<TensorSpec> InForwardOrder(std::vector<TensorSpec> specs, const std::vector<std::string>& names) {
+  size_t named = 0;
+  for (const TensorSpec& spec : specs) named += !spec.name.empty();
+  if (named == 0) return specs;
+  if (named != specs.size()) {
+    throw InputError(Concat("--input: name every input or none (", named, " of ", specs.size(), " named)"));
+  }
+  for (const TensorSpec& spec : specs) {
+    const auto same = [&](const TensorSpec& s) { return s.name == spec.name; };
+    const auto count = std::count_if(specs.begin(), specs.end(), same);
+    if (count > 1) throw InputError(Concat("--input ", spec.name, "=...: given ", count, " times"));
+    if (std::find(names.begin(), names.end(), spec.name) == names.end()) {
+      throw InputError(Concat("--input ", spec.name, "=", FormatTensorSpec(spec), ": '", spec.name,
+                              "' is not one of forward's first ", names.size(), " inputs (", JoinNames(names),
+                              "); --input gives forward's leading inputs, those after take their defaults"));
+    }
+  }
+  std::vector<TensorSpec> ordered;
+  for (const std::string& name : names) {
+    ordered.push_back(*std::find_if(specs.begin(), specs.end(), [&](const TensorSpec& s) { return s.name == name; }));
+  }
+  return ordered;
+}
+
 }  // namespace
 
 int GivenInputs(const ModelFile& model, const std::vector<std::string>& flags) {
@@ -63,9 +93,12 @@ std::vector<TensorSpec> ResolveInputs(const ModelFile& model, const CanonicalGra
     throw InputError(Concat("--input: the model takes ", expected, " inputs (", JoinNames(canonical.input_names),
                             "), given ", flags.size()));
   }
+  std::vector<TensorSpec> parsed;
+  for (const std::string& flag : flags) parsed.push_back(ParseTensorSpec(flag));
+  parsed = InForwardOrder(std::move(parsed), canonical.input_names);
   std::vector<TensorSpec> specs;
   for (size_t i = 0; i < flags.size(); ++i) {
-    TensorSpec spec = ParseTensorSpec(flags[i]);
+    TensorSpec spec = parsed[i];
     spec.name = canonical.input_names[i];
     if (i < model.input_spec.size()) {
       const auto& embedded = model.input_spec[i];

@@ -386,6 +386,18 @@ ERROR_CASE("input-count", "`--input` given fewer times than the model has inputs
   };
 }
 
+ERROR_CASE("input-name-colon", "`--input` naming its input with ':' instead of '='") {
+  c.command = "mpplan toy.pt --gpus 2 --input 'x:float32[20,10]'";
+  c.names = "(x=float32[20,10])";
+  c.setup = ToyModel;
+}
+
+ERROR_CASE("input-name-unknown", "`--input NAME=...` whose name is not one of forward's inputs it covers") {
+  c.command = "mpplan toy.pt --gpus 2 --input 'y=float32[20,10]'";
+  c.names = "'y' is not one of forward's first 1 inputs (x)";
+  c.setup = ToyModel;
+}
+
 ERROR_CASE("input-shape-rejected", "`--input` shape the model rejects (names the node)") {
   c.command = "mpplan toy.pt --gpus 2 --input 'float32[20,7]'";
   c.names = "node 0 (aten::linear in layer net1)";

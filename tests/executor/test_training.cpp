@@ -307,16 +307,24 @@ TEST_CASE("a model with Hugging Face's signature trains with its optional inputs
   // heldout/bert_style: its spec gives input_ids, so attention_mask and
   // token_type_ids are None (ones and zeros inside); given by --input,
   // they are the plan's inputs.
+  // Named, in another order (name=dtype[...]), they are bound by name and
+  // the plan lists them in forward's order.
   const std::string model = ZooPath("heldout/bert_style.script.pt");
-  for (const std::string& inputs : {std::string(), std::string(" --input 'int64[8,16]' --input 'int64[8,16]' "
-                                                                "--input 'int64[8,16]'")}) {
+  for (const std::string& inputs : {std::string(),
+                                    std::string(" --input 'int64[8,16]' --input 'int64[8,16]' --input 'int64[8,16]'"),
+                                    std::string(" --input attention_mask=int64[8,16] --input input_ids=int64[8,16]")}) {
     CAPTURE(inputs);
     const std::string plan = TempPath("bert_style" + std::to_string(inputs.size()) + ".plan.yaml");
     const auto made = Mpplan(model + inputs + " --quiet --device-profile a100-80gb --gpus 2 --stages 2 "
                                               "--microbatches 2 -o " + plan);
     INFO(made.out);
     REQUIRE(made.status == 0);
-    CHECK(mp::ReadPlan(plan).inputs.size() == (inputs.empty() ? 1 : 3));
+    const mp::Plan read = mp::ReadPlan(plan);
+    const size_t given = std::count(inputs.begin(), inputs.end(), '[');
+    CHECK(read.inputs.size() == (inputs.empty() ? 1 : given));
+    CHECK(read.inputs.at(0).name == "input_ids");
+    CHECK(read.inputs.at(0).has_range);  // token ids: drawn from the embedding's rows
+    if (given >= 2) CHECK(read.inputs.at(1).name == "attention_mask");
     mp::test::VerifiedTraining(plan + " --steps 2");
   }
 }

@@ -15,6 +15,21 @@ TEST_CASE("ParseTensorSpec reads dtype and shape") {
   CHECK(mp::ParseTensorSpec("float64[]").shape.empty());
 }
 
+TEST_CASE("ParseTensorSpec reads a name before '='") {
+  const auto spec = mp::ParseTensorSpec("attention_mask=int64[8,16]");
+  CHECK(spec.name == "attention_mask");
+  CHECK(spec.dtype == "int64");
+  CHECK((spec.shape == std::vector<int64_t>{8, 16}));
+  CHECK(mp::ParseTensorSpec("hidden[1]=float32[2,4,32]").name == "hidden[1]");
+  CHECK(mp::ParseTensorSpec("float32[2]").name.empty());
+  CHECK_THROWS_WITH_AS(mp::ParseTensorSpec("x:float32[4]"),
+                       doctest::Contains("a name comes before '=', not ':' (x=float32[4])"), InputError);
+  for (const char* bad : {"=float32[4]", "1x=float32[4]", "a b=float32[4]", "h[]=float32[4]", "h[x]=float32[4]"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(mp::ParseTensorSpec(bad), doctest::Contains("is not an input's name"), InputError);
+  }
+}
+
 TEST_CASE("ParseTensorSpec rejects malformed specs and names them") {
   CHECK_THROWS_WITH_AS(mp::ParseTensorSpec("float32"), doctest::Contains("expected dtype[d0,d1,...]"), InputError);
   CHECK_THROWS_WITH_AS(mp::ParseTensorSpec("float[4]"), doctest::Contains("unknown dtype 'float'"), InputError);
