@@ -137,7 +137,8 @@ struct Profile {
   // A step leaves the sum slower than allreduce_link's probe (after 1 ms
   // of spinning) reads it: the GPT's 7.4 MB ran 27-32% over the probe's
   // line in mpexec over four sessions. The planner scales the link by
-  // AllReduceAfterStepFactor. Zero in profiles from before 2026-11-29.
+  // AllReduceAfterStepFactor, never below 1. Zero in profiles from before
+  // 2026-11-29.
   struct AllReduceAfterStep {
     int64_t bytes = 0;
     double ms = 0;
