@@ -101,7 +101,7 @@ double AllReduceAfterStepFactor(const Profile& profile) {
   if (!step.Measured() || !profile.allreduce_link.Measured()) return 1;
   const double probed = ProbedAllReduceMs(profile.allreduce_link, step.bytes);
   // A step before the sum slows it and never speeds it: mpexec's sums ran
-  // 4-57% over the probe's line in every turn measured (docs/BENCHMARKS.md,
+  // 11-57% over the probe's line in every turn measured (docs/BENCHMARKS.md,
   // twenty-first session). A reading below the line is the noise of the
   // few sums the probe times: the ConvNet's 248 KB read 0.54 ms after a
   // step where the line said 2.5 and mpexec's runs 0.7 to 4.0, and the
