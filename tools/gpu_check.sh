@@ -46,7 +46,7 @@ phase configure cmake -S . -B build-cuda -G Ninja -DCMAKE_PREFIX_PATH="$torch_pr
   -DMP_PYTHON="$(command -v python3)" || { tail -40 "$logs/configure.log"; exit 1; }
 phase build cmake --build build-cuda -j"$(nproc)" || { grep -m 30 -A 12 "error" "$logs/build.log"; exit 1; }
 # Two intra-op threads a test, as on CI's 2 cores: 16 tests at once with 16
-# threads each (the pip LibTorch's default) ran 10 of them past 240 s.
+# threads each (the pip LibTorch's default) ran 11 of them past 240 s.
 export OMP_NUM_THREADS=2
 phase tests ctest --test-dir build-cuda -j"$(($(nproc) / 2))" --timeout 240 --output-on-failure
 sed -n '/tests passed/,$p' "$logs/tests.log"
