@@ -8,7 +8,9 @@
 # doctest unpacked from .deps/), exports the zoo with that PyTorch, runs
 # every test (the GPU ones included; the ones over processes skip, as the
 # pip LibTorch ships no Gloo headers), then `bench_exec --only SECTIONS`
-# when sections are named. Each phase's log goes to LOG_DIR (a few files,
+# when sections are named; also the nn.TransformerEncoder cut mpexec refused
+# under 2.11 (bert_style_cut.log) and a GPU profile's coverage
+# (gpu_profile.log). Each phase's log goes to LOG_DIR (a few files,
 # what the device tool brings back); the bench writes its tables and plots
 # to /tmp/gpu-bench and its printout to LOG_DIR/bench.log. Prints each
 # phase's exit status and time. Phases stop at MP_GPU_CHECK_BUDGET seconds
@@ -58,6 +60,17 @@ import sys, torch
 for name in ("bert", "heldout/bert_style"):
     print(f"==== {name}\n{torch.jit.load(f'{sys.argv[1]}/{name}.script.pt').inlined_graph}")
 PY
+# What mpexec refuses there, reproduced: bert_style planned at 2 stages for
+# analytic devices, run on CPU workers, with its canonical graph printed
+# (MP_DUMP=canonical) before the refusal.
+phase bert_style_cut bash -c 'MP_DUMP=canonical build-cuda/apps/mpplan build-cuda/models/heldout/bert_style.script.pt \
+  --gpus 2 --stages 2 --device-profile a100-80gb -o /tmp/bert_style.plan.yaml &&
+  MP_DUMP=canonical build-cuda/apps/mpexec /tmp/bert_style.plan.yaml --device cpu --steps 1'
+tail -2 "$logs/bert_style_cut.log"
+# Profiling on the GPU: each node's time against the whole forward's
+# (coverage), the tutorial's ResNet-50 at batch 8.
+phase gpu_profile build-cuda/apps/mpplan build-cuda/models/resnet50.script.pt --device cuda --profile-only --batch 8
+grep -i "coverage" "$logs/gpu_profile.log" | head -3
 if [ -n "$sections" ]; then
   phase bench build-cuda/bench/bench_exec build-cuda/models /tmp/gpu-bench --only "$sections"
   tail -60 "$logs/bench.log"
