@@ -52,6 +52,19 @@ const std::set<std::string> kScalable = {"mul", "div", "true_divide"};
 const std::set<std::string> kKeepIndices = {"max_pool1d", "max_pool2d", "max_pool3d", "adaptive_max_pool1d",
                                             "adaptive_max_pool2d", "adaptive_max_pool3d"};
 
+// The attention twin (seed_random_ops.cpp, LibTorch 2.x's attention with
+// dropout) is a composite: autograd keeps its softmax weights, the dropout
+// noise and the weights dropped, each [..., L, S] where its output is
+// [..., L, Dv]: 3 S / Dv of the output beside its inputs (which stand for
+// the scaled query and key it keeps). 0 where the shapes are not known.
+double AttentionWeightsKept(const OpGraph& graph, const OpNode& node) {
+  if (node.inputs.size() < 3) return 0;
+  const std::vector<int64_t>& key = graph.values[node.inputs[1]].shape;
+  const std::vector<int64_t>& value = graph.values[node.inputs[2]].shape;
+  if (key.size() < 2 || value.empty() || value.back() <= 0) return 0;
+  return 3.0 * double(key[key.size() - 2]) / double(value.back());
+}
+
 }  // namespace
 
 SavedValues FindSavedValues(const OpGraph& graph) {
@@ -73,6 +86,7 @@ SavedValues FindSavedValues(const OpGraph& graph) {
       for (int out : node.outputs) s.alias[out] = true;
     }
     if (kKeepIndices.count(kind)) s.extra[node.id] = 2;
+    if (kind == "mp::scaled_dot_product_attention") s.extra[node.id] = AttentionWeightsKept(graph, node);
     if (kSaveOutput.count(kind)) {
       for (int out : node.outputs) s.saved[out] = true;
     }

@@ -67,6 +67,26 @@ TEST_CASE("cut bytes by liveness: neighbours, skips, inputs, params, constants")
   CHECK(infer.backward_ms[3] == 0);
 }
 
+TEST_CASE("the attention twin keeps its weights, their dropout noise and the weights dropped") {
+  // LibTorch 2.x's attention with dropout runs as mp::scaled_dot_product_attention,
+  // a composite: [2, 4, 16, 8] queries over 32 keys keep three [2, 4, 16, 32]
+  // float tensors beside q, k and v, 3 x 32 / 8 = 12 times the output.
+  mp::testing::GraphBuilder b;
+  const int q = b.Input(4 * 16 * 8 * 4), k = b.Input(4 * 32 * 8 * 4), v = b.Input(4 * 32 * 8 * 4);
+  b.graph.values[q].shape = {2, 4, 16, 8};
+  b.graph.values[k].shape = {2, 4, 32, 8};
+  b.graph.values[v].shape = {2, 4, 32, 8};
+  const int out = b.Node("attn", {q, k, v}, 1, 1, 4 * 16 * 8 * 4);
+  b.graph.nodes[b.graph.values[out].producer].kind = "mp::scaled_dot_product_attention";
+  b.Output(out);
+  mp::MarkSavedValues(b.graph);
+  CHECK(b.graph.nodes[b.graph.values[out].producer].kept_extra == doctest::Approx(12));
+  // Without shapes (a graph built before the probe), nothing is guessed.
+  b.graph.values[k].shape.clear();
+  mp::MarkSavedValues(b.graph);
+  CHECK(b.graph.nodes[b.graph.values[out].producer].kept_extra == 0);
+}
+
 TEST_CASE("training keeps what gradients need: a linear its input, a relu its output, add and views nothing") {
   mp::testing::GraphBuilder b;
   const auto kind = [&](int value, const char* k) { b.graph.nodes[b.graph.values[value].producer].kind = k; };
