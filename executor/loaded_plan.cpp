@@ -24,22 +24,18 @@ LoadedPlan LoadPlanForRun(const std::string& plan_path, const std::string& model
                                   ? planned.string()
                                   : (fs::path(plan_path).parent_path() / planned).lexically_normal().string();
   loaded.model_path = model.empty() ? loaded.planned_model_path : model;
-  if (!model.empty()) {
-    if (!fs::exists(model)) throw InputError(Concat("--model ", model, ": no such file"));
-    CheckModelFile(model);
-  } else {
-    if (!fs::exists(loaded.model_path)) {
-      throw InputError(Concat(plan_path, ": model.path: ", loaded.model_path, ": no such file"));
-    }
-    CheckModelFile(loaded.model_path);
-    const std::string sha = Sha256File(loaded.model_path);
-    if (sha != loaded.plan.model.sha256) {
-      throw InputError(Concat(plan_path, ": model.sha256: ", loaded.model_path,
-                              " has changed since it was planned (sha256 ", sha.substr(0, 12), "..., the plan has ",
-                              loaded.plan.model.sha256.substr(0, 12),
-                              "...); plan it again with mpplan, or run the plan on it with --model if only its "
-                              "weights changed"));
-    }
+  if (!fs::exists(loaded.model_path)) {
+    throw InputError(model.empty() ? Concat(plan_path, ": model.path: ", loaded.model_path, ": no such file")
+                                   : Concat("--model ", model, ": no such file"));
+  }
+  CheckModelFile(loaded.model_path);
+  const std::string sha = model.empty() ? Sha256File(loaded.model_path) : "";
+  if (model.empty() && sha != loaded.plan.model.sha256) {
+    throw InputError(Concat(plan_path, ": model.sha256: ", loaded.model_path,
+                            " has changed since it was planned (sha256 ", sha.substr(0, 12), "..., the plan has ",
+                            loaded.plan.model.sha256.substr(0, 12),
+                            "...); plan it again with mpplan, or run the plan on it with --model if only its "
+                            "weights changed"));
   }
   loaded.model = LoadModelFile(loaded.model_path);
   CanonicalOptions options;

@@ -6,17 +6,17 @@
 // module through several attributes (CallSitePaths) is named by all of them.
 #include "planner/graph/layer_name.h"
 
-#include <set>
 #include <vector>
 
 namespace mp {
-namespace {
 
-void CollectCallSites(const torch::jit::Block* block, const torch::jit::Value* self,
-                      std::map<std::tuple<const void*, size_t, size_t, std::string>, std::string>& paths,
-                      std::set<std::tuple<const void*, size_t, size_t, std::string>>& ambiguous) {
+CallSitePaths::Key CallSitePaths::KeyOf(const torch::jit::SourceRange& range, const std::string& name) {
+  return {range.source().get(), range.start(), range.end(), name};
+}
+
+void CallSitePaths::Collect(const torch::jit::Block* block, const torch::jit::Value* self, std::set<Key>& ambiguous) {
   for (const torch::jit::Node* node : block->nodes()) {
-    for (const torch::jit::Block* inner : node->blocks()) CollectCallSites(inner, self, paths, ambiguous);
+    for (const torch::jit::Block* inner : node->blocks()) Collect(inner, self, ambiguous);
     if (node->kind() != c10::prim::CallMethod) continue;
     std::vector<std::string> chain;
     const torch::jit::Value* v = node->input(0);
@@ -27,15 +27,11 @@ void CollectCallSites(const torch::jit::Block* block, const torch::jit::Value* s
     if (v != self || chain.size() < 2) continue;
     std::string path;
     for (const std::string& part : chain) path += (path.empty() ? "" : ".") + part;
-    const torch::jit::SourceRange& range = node->sourceRange();
-    const auto key = std::make_tuple(static_cast<const void*>(range.source().get()), range.start(), range.end(),
-                                     chain.back());
-    const auto [it, added] = paths.emplace(key, path);
+    const Key key = KeyOf(node->sourceRange(), chain.back());
+    const auto [it, added] = paths_.emplace(key, path);
     if (!added && it->second != path) ambiguous.insert(key);
   }
 }
-
-}  // namespace
 
 CallSitePaths::CallSitePaths(const torch::jit::Module& module) {
   std::set<const torch::jit::Function*> seen;
@@ -44,7 +40,7 @@ CallSitePaths::CallSitePaths(const torch::jit::Module& module) {
     for (const torch::jit::Method& method : m.get_methods()) {
       if (!seen.insert(&method.function()).second) continue;
       const std::shared_ptr<torch::jit::Graph> graph = method.graph();
-      CollectCallSites(graph->block(), graph->inputs().at(0), paths_, ambiguous);
+      Collect(graph->block(), graph->inputs().at(0), ambiguous);
     }
   }
   for (const Key& key : ambiguous) paths_.erase(key);
@@ -52,8 +48,7 @@ CallSitePaths::CallSitePaths(const torch::jit::Module& module) {
 
 std::string CallSitePaths::Path(const torch::jit::SourceRange& range, const std::string& name) const {
   if (paths_.empty()) return name;
-  const auto it = paths_.find(std::make_tuple(static_cast<const void*>(range.source().get()), range.start(),
-                                              range.end(), name));
+  const auto it = paths_.find(KeyOf(range, name));
   return it == paths_.end() ? name : it->second;
 }
 

@@ -4,6 +4,7 @@
 #include <torch/script.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -28,6 +29,10 @@ class CallSitePaths {
 
  private:
   using Key = std::tuple<const void*, size_t, size_t, std::string>;  // source, start, end, last name
+  static Key KeyOf(const torch::jit::SourceRange& range, const std::string& name);
+  // Adds the call sites of `block` (a method's graph, `self` its input 0).
+  void Collect(const torch::jit::Block* block, const torch::jit::Value* self, std::set<Key>& ambiguous);
+
   std::map<Key, std::string> paths_;
 };
 
