@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace mp {
 
@@ -39,6 +40,13 @@ std::string Concat(const Parts&... parts) {
   std::ostringstream out;
   (out << ... << parts);
   return out.str();
+}
+
+// Names for a message: "a, b, c".
+inline std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
 }
 
 }  // namespace mp

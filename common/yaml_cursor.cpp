@@ -10,15 +10,6 @@
 #include "common/yaml_document.h"
 
 namespace mp {
-namespace {
-
-std::string Join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
-}  // namespace
 
 YamlCursor::YamlCursor(YAML::Node node, std::string source, std::string path)
     : node_(std::move(node)), source_(std::move(source)), path_(std::move(path)) {}
@@ -43,7 +34,7 @@ void YamlCursor::ExpectMap(const std::vector<std::string>& required, const std::
     const std::string key = entry.first.IsScalar() ? Printable(entry.first.Scalar()) : "?";
     const YamlCursor child(entry.second, source_, path_.empty() ? key : path_ + "." + key);
     if (std::find(known.begin(), known.end(), key) == known.end()) {
-      child.Fail("unknown key (expected one of " + Join(known) + ")");
+      child.Fail("unknown key (expected one of " + JoinNames(known) + ")");
     }
     // yaml-cpp keeps the first of two equal keys: a later edit would be lost.
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) child.Fail("duplicate key");

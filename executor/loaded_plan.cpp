@@ -40,7 +40,8 @@ LoadedPlan LoadPlanForRun(const std::string& plan_path, const std::string& model
   loaded.model = LoadModelFile(loaded.model_path);
   CanonicalOptions options;
   options.training = loaded.plan.training;
-  options.given_inputs = static_cast<int>(loaded.plan.inputs.size());
+  options.given.count = static_cast<int>(loaded.plan.inputs.size());
+  for (const TensorSpec& input : loaded.plan.inputs) options.given.names.push_back(input.name);
   loaded.canonical = Canonicalize(loaded.model.module, options);
   if (!model.empty() && loaded.canonical.fingerprint != loaded.plan.model.graph_fingerprint) {
     throw InputError(Concat("--model ", model, ": its canonical graph (", loaded.canonical.fingerprint,

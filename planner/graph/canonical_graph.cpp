@@ -2,7 +2,8 @@
 // graph"). The steps, in order:
 //   1. copy forward's graph, BindArguments: arguments the input spec leaves
 //      out take their defaults, a tuple of tensors becomes one input per
-//      element; Inline every method and function call;
+//      element; Inline every method and function call; `x is None` on a
+//      given tensor folds (FoldNoneChecks);
 //      RewriteContextManagers: `with torch.no_grad():` becomes detaches,
 //      record_function and autocast(enabled=False) go;
 //   2. LiftParameters: tensors to named inputs, other attributes to constants;
@@ -81,6 +82,27 @@ void FoldConstants(std::shared_ptr<torch::jit::Graph>& graph) {
   }
 }
 
+// `x is None` / `x is not None` on a value that cannot be None (an
+// Optional[Tensor] the spec gives, typed Tensor by BindArguments) becomes
+// its constant answer, so FoldConstants keeps the branch a call with the
+// argument runs: Hugging Face's `if token_type_ids is None:` kept both,
+// and the embedding behind the If hid the ids' value range from
+// ResolveInputs. (LibTorch's PeepholeOptimize does this among much else.)
+void FoldNoneChecks(torch::jit::Block* block) {
+  for (torch::jit::Node* node : block->nodes()) {
+    for (torch::jit::Block* inner : node->blocks()) FoldNoneChecks(inner);
+    const bool is = node->kind() == c10::aten::__is__;
+    if (!is && node->kind() != c10::aten::__isnot__) continue;
+    const auto none = [](const torch::jit::Value* v) { return v->type()->kind() == c10::TypeKind::NoneType; };
+    const auto tensor = [](const torch::jit::Value* v) { return v->type()->kind() == c10::TypeKind::TensorType; };
+    const torch::jit::Value* a = node->input(0);
+    const torch::jit::Value* b = node->input(1);
+    if (!(none(a) && tensor(b)) && !(tensor(a) && none(b))) continue;
+    torch::jit::WithInsertPoint here(node);
+    node->output()->replaceAllUsesWith(node->owningGraph()->insertConstant(!is));
+  }
+}
+
 }  // namespace
 
 std::vector<const torch::jit::Value*> OuterInputs(const torch::jit::Node* node) {
@@ -108,8 +130,9 @@ CanonicalGraph Canonicalize(torch::jit::Module& module, const CanonicalOptions& 
   const torch::jit::Method forward = module.get_method("forward");
   canonical.graph = forward.graph()->copy();
   auto& graph = canonical.graph;
-  canonical.input_names = BindArguments(*graph, forward.function().getSchema(), options.given_inputs);
+  canonical.input_names = BindArguments(*graph, forward.function().getSchema(), options.given);
   torch::jit::Inline(*graph);
+  FoldNoneChecks(graph->block());
   RewriteContextManagers(*graph);
   canonical.num_model_inputs = graph->inputs().size() - 1;  // all but self
   canonical.params = LiftParameters(*graph, module);

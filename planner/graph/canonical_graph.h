@@ -12,16 +12,16 @@
 
 #include "planner/graph/layer_name.h"
 #include "planner/graph/lift_parameters.h"
+#include "planner/graph/model_arguments.h"
 #include "planner/graph/mutation.h"
 
 namespace mp {
 
 struct CanonicalOptions {
   bool training = false;  // module.train(training) before attributes become constants
-  // How many tensors the input spec gives, for forward's leading arguments
-  // (a tuple's elements one each); the rest take their defaults
-  // (BindArguments). -1: as many as the arguments without a default take.
-  int given_inputs = -1;
+  // Which of forward's arguments the input spec gives; the rest take their
+  // defaults (BindArguments). By default, those without a default.
+  GivenArguments given = {};
 };
 
 struct CanonicalGraph {

@@ -1,5 +1,5 @@
 // Which inputs a model is run on: the spec embedded in the model file, or
-// the user's --input flags (one per model argument), optionally with the
+// the user's --input flags (one per model input), optionally with the
 // batch changed by --batch.
 #pragma once
 
@@ -13,10 +13,10 @@
 
 namespace mp {
 
-// How many of forward's leading arguments the run gives (CanonicalOptions::
-// given_inputs): one per --input flag, else the embedded spec's count, else
-// -1 (every argument without a default).
-int GivenInputs(const ModelFile& model, const std::vector<std::string>& flags);
+// Which of forward's arguments the run gives (CanonicalOptions::given):
+// the --input flags' count and names (name=dtype[...]), else the embedded
+// spec's, else every argument without a default.
+GivenArguments InputsGiven(const ModelFile& model, const std::vector<std::string>& flags);
 
 // The embedded spec when `flags` is empty, else the flags parsed, with
 // argument names, batch dimensions and integer value ranges taken from the

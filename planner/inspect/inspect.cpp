@@ -30,7 +30,7 @@ GraphSummary InspectModel(const std::string& model_path, const std::vector<std::
   summary.load_ms = MsSince(start);
   start = std::chrono::steady_clock::now();
   CanonicalOptions options;
-  options.given_inputs = GivenInputs(model, input_flags);
+  options.given = InputsGiven(model, input_flags);
   CanonicalGraph canonical = Canonicalize(model.module, options);
   summary.canonicalize_ms = MsSince(start);
 

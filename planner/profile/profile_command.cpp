@@ -100,7 +100,7 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
   const auto model = std::make_shared<ModelFile>(LoadModelFile(request.model_path));
   CanonicalOptions canonical_options;
   canonical_options.training = request.training;
-  canonical_options.given_inputs = GivenInputs(*model, request.input_flags);
+  canonical_options.given = InputsGiven(*model, request.input_flags);
   const auto canonical_ptr = std::make_shared<const CanonicalGraph>(Canonicalize(model->module, canonical_options));
   const CanonicalGraph& canonical = *canonical_ptr;
   ProfiledModel result;

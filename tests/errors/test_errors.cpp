@@ -392,10 +392,26 @@ ERROR_CASE("input-name-colon", "`--input` naming its input with ':' instead of '
   c.setup = ToyModel;
 }
 
-ERROR_CASE("input-name-unknown", "`--input NAME=...` whose name is not one of forward's inputs it covers") {
+ERROR_CASE("input-name-unknown", "`--input NAME=...` whose name is not one of forward's inputs") {
   c.command = "mpplan toy.pt --gpus 2 --input 'y=float32[20,10]'";
-  c.names = "'y' is not one of forward's first 1 inputs (x)";
+  c.names = "'y' is not one of forward's inputs (x)";
   c.setup = ToyModel;
+}
+
+ERROR_CASE("input-name-missing", "named `--input` flags that leave out an input without a default") {
+  c.command = "mpplan model.pt --gpus 2 --input 'x=float32[4,4]'";
+  c.names = "'y' has no default";
+  c.setup = [](const fs::path& dir) {
+    CopyZoo("fixtures/two_inputs.pt", dir / "model.pt");  // def forward(self, x: Tensor, y: Tensor)
+  };
+}
+
+ERROR_CASE("input-name-tuple-part", "named `--input` flags that give part of a tuple argument") {
+  c.command = "mpplan model.pt --gpus 2 --input 'input=int64[35,20]' --input 'hidden[0]=float32[2,20,200]'";
+  c.names = "'hidden' is a tuple of 2 tensors: give all of hidden[0] to hidden[1] or none";
+  c.setup = [](const fs::path& dir) {
+    CopyZoo("heldout/word_lm.script.pt", dir / "model.pt");  // forward(self, input, hidden: Tuple[Tensor, Tensor])
+  };
 }
 
 ERROR_CASE("input-shape-rejected", "`--input` shape the model rejects (names the node)") {

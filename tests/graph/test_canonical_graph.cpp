@@ -236,7 +236,7 @@ TEST_CASE("arguments the input spec leaves out take their defaults, and an Optio
   for (const auto& call : calls) {
     CAPTURE(call.size());
     mp::CanonicalOptions options;
-    options.given_inputs = static_cast<int>(call.size());
+    options.given.count = static_cast<int>(call.size());
     const auto c = mp::Canonicalize(model.module, options);
     CHECK(c.num_model_inputs == call.size());
     CHECK(c.input_names == std::vector<std::string>(names.begin(), names.begin() + call.size()));
@@ -249,8 +249,39 @@ TEST_CASE("arguments the input spec leaves out take their defaults, and an Optio
   // By default every argument without a default is given; a float cannot be.
   CHECK(mp::Canonicalize(model.module).num_model_inputs == 1);
   mp::CanonicalOptions four;
-  four.given_inputs = 4;
+  four.given.count = 4;
   CHECK_THROWS_WITH_AS(mp::Canonicalize(model.module, four), doctest::Contains("'temperature' is float"),
+                       mp::InputError);
+}
+
+TEST_CASE("inputs given by name may leave out an argument in the middle, and `is None` on one given folds") {
+  // heldout/bert_style: token_type_ids given, attention_mask not (a
+  // Hugging Face call with only ids and types), named in another order.
+  auto model = mp::LoadModelFile(ZooPath("heldout/bert_style.script.pt"));
+  mp::CanonicalOptions options;
+  options.given.count = 2;
+  options.given.names = {"token_type_ids", "input_ids"};
+  const auto c = mp::Canonicalize(model.module, options);
+  CHECK(c.input_names == std::vector<std::string>{"input_ids", "token_type_ids"});
+  REQUIRE(c.num_model_inputs == 2);
+  const at::Tensor ids = torch::randint(0, 400, {2, 16}), types = torch::randint(0, 2, {2, 16});
+  const at::Tensor ours = mp::GraphRunner(c.graph).Run(c.Stack({ids, types})).at(0).toTensor();
+  CHECK(torch::allclose(ours, model.module.forward({ids, c10::IValue(), types}).toTensor()));
+  CHECK_FALSE(torch::allclose(ours, model.module.forward({ids}).toTensor()));  // the types matter
+  // `if token_type_ids is None:` kept one branch: nothing asks whether a
+  // model input is None.
+  for (const torch::jit::Node* node : c.nodes) {
+    if (node->kind() != c10::aten::__is__ && node->kind() != c10::aten::__isnot__) continue;
+    for (const torch::jit::Value* in : node->inputs()) CHECK(in->node()->kind() != c10::prim::Param);
+  }
+  // Names that are not all forward's bind by count, as a spec of other
+  // names always did (heldout/lraspp's `x` for torchvision's `input`).
+  options.given.names = {"ids", "types"};
+  CHECK(mp::Canonicalize(model.module, options).input_names ==
+        std::vector<std::string>{"input_ids", "attention_mask"});
+  // An argument without a default must be among the names.
+  options.given.names = {"token_type_ids"};
+  CHECK_THROWS_WITH_AS(mp::Canonicalize(model.module, options), doctest::Contains("'input_ids' has no default"),
                        mp::InputError);
 }
 
