@@ -743,6 +743,112 @@ class RootReach(nn.Module):
         return self.head(self.ln(x))
 
 
+class ConformerConv(nn.Module):
+    """Conformer's convolution module: pointwise conv to 2x with GLU, a depthwise
+    conv, BatchNorm1d, SiLU, pointwise back, a residual."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+        self.pw1 = nn.Conv1d(d, 2 * d, 1)
+        self.dw = nn.Conv1d(d, d, 7, padding=3, groups=d)
+        self.bn = nn.BatchNorm1d(d)
+        self.pw2 = nn.Conv1d(d, d, 1)
+        self.drop = nn.Dropout(0.1)
+    def forward(self, x):
+        y = self.ln(x).transpose(1, 2)
+        y = F.glu(self.pw1(y), dim=1)
+        y = F.silu(self.bn(self.dw(y)))
+        return x + self.drop(self.pw2(y).transpose(1, 2))
+
+class HalfStepFeedForward(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.net = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.SiLU(), nn.Dropout(0.1), nn.Linear(4 * d, d), nn.Dropout(0.1))
+    def forward(self, x):
+        return x + 0.5 * self.net(x)
+
+class ConformerBlock(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.ff1 = HalfStepFeedForward(d); self.ff2 = HalfStepFeedForward(d)
+        self.ln_att = nn.LayerNorm(d)
+        self.att = nn.MultiheadAttention(d, 4, dropout=0.1, batch_first=True)
+        self.conv = ConformerConv(d)
+        self.ln = nn.LayerNorm(d)
+    def forward(self, x, pad: Optional[Tensor] = None):
+        x = self.ff1(x)
+        h = self.ln_att(x)
+        x = x + self.att(h, h, h, key_padding_mask=pad, need_weights=False)[0]
+        x = self.conv(x)
+        return self.ln(self.ff2(x))
+
+class Conformer(nn.Module):
+    """Conformer (Gulati et al. 2020): feature subsampling by two strided 2-D convs, then
+    macaron blocks (half-step FFNs around attention and a depthwise conv module with GLU,
+    BatchNorm1d and SiLU), CTC-style log-softmax over a vocabulary."""
+    def __init__(self, feats=40, d=64, blocks=4, vocab=32):
+        super().__init__()
+        self.sub = nn.Sequential(nn.Conv2d(1, d, 3, 2), nn.ReLU(), nn.Conv2d(d, d, 3, 2), nn.ReLU())
+        self.proj = nn.Linear(d * (((feats - 1) // 2 - 1) // 2), d)
+        self.blocks = nn.ModuleList([ConformerBlock(d) for _ in range(blocks)])
+        self.out = nn.Linear(d, vocab)
+    def forward(self, feats):
+        x = self.sub(feats.unsqueeze(1))          # b, d, t', f'
+        b, c, t, f = x.shape
+        x = self.proj(x.permute(0, 2, 1, 3).reshape(b, t, c * f))
+        for blk in self.blocks:
+            x = blk(x)
+        return self.out(x).log_softmax(-1)
+
+class Dlrm(nn.Module):
+    """DLRM-style recommender: a bottom MLP over dense features, EmbeddingBag sums over
+    multi-hot sparse features (fixed bag size: indices [B, bag] per table), pairwise dot
+    interactions taken from the upper triangle, a top MLP to a click logit."""
+    def __init__(self, dense=13, tables=4, rows=1000, d=16):
+        super().__init__()
+        self.bottom = nn.Sequential(nn.Linear(dense, 64), nn.ReLU(), nn.Linear(64, d), nn.ReLU())
+        self.embs = nn.ModuleList([nn.EmbeddingBag(rows, d, mode="sum") for _ in range(tables)])
+        n = tables + 1
+        self.n = n
+        self.top = nn.Sequential(nn.Linear(d + n * (n - 1) // 2, 64), nn.ReLU(), nn.Linear(64, 1))
+    def forward(self, dense, sparse):
+        x = self.bottom(dense)
+        feats = [x]
+        for i, emb in enumerate(self.embs):
+            feats.append(emb(sparse[:, i, :]))
+        t = torch.stack(feats, 1)                  # b, n, d
+        z = torch.bmm(t, t.transpose(1, 2))
+        iu = torch.triu_indices(self.n, self.n, 1)
+        inter = z[:, iu[0], iu[1]]
+        return self.top(torch.cat([x, inter], 1))
+
+class WaveNetStack(nn.Module):
+    """WaveNet-style stack: causal dilated conv1d by left padding (F.pad), gated tanh*sigmoid
+    units, residual and skip 1x1 convs summed over layers, written with a helper function
+    and the skips accumulated in a list."""
+    def __init__(self, ch=32, layers=8, classes=64):
+        super().__init__()
+        self.inp = nn.Conv1d(1, ch, 1)
+        self.dil = nn.ModuleList([nn.Conv1d(ch, 2 * ch, 2, dilation=2 ** (i % 4)) for i in range(layers)])
+        self.res = nn.ModuleList([nn.Conv1d(ch, ch, 1) for _ in range(layers)])
+        self.skip = nn.ModuleList([nn.Conv1d(ch, ch, 1) for _ in range(layers)])
+        self.dils = [2 ** (i % 4) for i in range(layers)]
+        self.head = nn.Sequential(nn.ReLU(), nn.Conv1d(ch, ch, 1), nn.ReLU(), nn.Conv1d(ch, classes, 1))
+    def forward(self, wav):
+        x = self.inp(wav)
+        skips: List[Tensor] = []
+        i = 0
+        for conv, res, skip in zip(self.dil, self.res, self.skip):
+            y = conv(F.pad(x, [self.dils[i], 0]))
+            a, g = y.chunk(2, 1)
+            z = torch.tanh(a) * torch.sigmoid(g)
+            skips.append(skip(z))
+            x = x + res(z)
+            i += 1
+        return self.head(torch.stack(skips).sum(0))
+
+
 # heldout/NAME.script.pt: torchvision classifiers at small inputs that the
 # fidelity benchmark (bench_exec) plans and runs as a user would (the first
 # four), torchvision's ViT and ConvNeXt, PyTorch's own nn.Transformer and
@@ -754,7 +860,8 @@ class RootReach(nn.Module):
 # Optional[Tensor] = None arguments, an LSTM over packed sequences and
 # ALBERT's one layer in a loop (the twenty-ninth's), torchvision's Swin
 # Transformer and video ResNet (the thirtieth's), a GPT whose forward calls
-# its blocks' parts (the thirty-first's), and pytorch/examples' word
+# its blocks' parts (the thirty-first's), a Conformer, a DLRM and a
+# WaveNet (the thirty-second's), and pytorch/examples' word
 # language model;
 # nothing was tuned on them. Kept
 # out of the folder the tests sweep, for CI time; one test trains each over
@@ -783,6 +890,10 @@ HELDOUT = {
     "albert": (SharedLayers, [spec("ids", "int64", [8, 16], value_range=(0, 300))], ("script",)),
     # the spec gives input_ids only: the rest take their defaults
     "root_reach": (RootReach, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
+    "conformer": (Conformer, [spec("feats", "float32", [8, 64, 40])], ("script",)),
+    "dlrm": (Dlrm, [spec("dense", "float32", [16, 13]), spec("sparse", "int64", [16, 4, 3], value_range=(0, 1000))],
+             ("script",)),
+    "wavenet": (WaveNetStack, [spec("wav", "float32", [8, 1, 256])], ("script",)),
     "bert_style": (BertStyle, [spec("input_ids", "int64", [8, 16], value_range=(0, 400))], ("script",)),
     "gpt_bf16": (gpt_bf16, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     # bptt 35, batch 20, as the example trains

@@ -88,7 +88,8 @@ std::string WhyChosen(const Plan& plan, const PlanCandidate* chosen, bool beaten
   }
   if (beaten) return "not the fastest of " + tried;
   if (alts.size() == 1) return "the only alternative tried";
-  if (simulated == 1) return "the only feasible one of " + tried;
+  // (one simulated among others a lower bound ruled out is the fastest)
+  if (simulated == 1 && bound == 0) return "the only feasible one of " + tried;
   if (chosen->tie) {
     const int ties = int(std::count_if(alts.begin(), alts.end(), [](const PlanCandidate& a) { return a.tie; }));
     return "simplest of " + std::to_string(ties) +

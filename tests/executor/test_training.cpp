@@ -220,12 +220,16 @@ TEST_CASE("held-out models train over 2 stages as they do on one device") {
   // (pack_padded_sequence's scatter inside an if "wrote" every weight),
   // ALBERT's one layer applied in a loop (unrolled), Swin (windows shifted
   // by torch.roll, a relative position bias gathered from a table), a video
-  // ResNet (3D convolutions), a GPT whose forward calls its blocks' parts.
+  // ResNet (3D convolutions), a GPT whose forward calls its blocks' parts,
+  // a Conformer (a depthwise Conv1d, GLU, BatchNorm1d between attention
+  // and half-step feed-forwards), a DLRM (EmbeddingBag sums, pairwise dot
+  // interactions gathered by triu_indices), a WaveNet (causal dilated
+  // convolutions by F.pad, gated units, skips stacked from a list).
   // The sanitizers take the first.
   for (const std::string& name :
        mp::test::ZooKeep({"mobilenet_v2", "resnet18", "shufflenet", "squeezenet", "word_lm", "vit", "convnext",
                           "seq2seq", "gru_tagger", "moe", "vq", "googlenet", "lraspp", "gpt_bf16", "lstm_packed",
-                          "albert", "swin", "r3d", "root_reach"})) {
+                          "albert", "swin", "r3d", "root_reach", "conformer", "dlrm", "wavenet"})) {
     CAPTURE(name);
     const std::string plan = TrainPlan("heldout/" + name + ".script.pt", 2, "");  // batch 4, 2 micro-batches
     CHECK(mp::test::VerifiedTraining(plan + " --steps 2")["losses"].size() == 2);

@@ -200,7 +200,7 @@ TEST_CASE("without a split the comparisons table has no split column") {
   CHECK_FALSE(Contains(SectionLines(mp::FormatPlanReport(plan, true), "comparisons")[0], "split"));
 }
 
-TEST_CASE("inference: no backward column - one alternative is 'the only feasible one'") {
+TEST_CASE("inference: no backward column - one alternative simulated is the fastest, or the only feasible one") {
   mp::Plan plan = SamplePlan(3, 4, mp::ScheduleKind::kForwardOnly);
   plan.alternatives.erase(plan.alternatives.begin() + 1);  // the runner-up
   const std::string report = mp::FormatPlanReport(plan, true);
@@ -208,9 +208,12 @@ TEST_CASE("inference: no backward column - one alternative is 'the only feasible
   CHECK(Contains(report, "fwd ms"));
   CHECK(Contains(report, "inference, batch 16"));
   CHECK(Contains(report, "schedule           forward"));
-  CHECK(Contains(report, "the only feasible one of 3 alternatives"));
+  // the other feasible one was ruled out by its lower bound: slower
+  CHECK(Contains(report, "fastest of 3 alternatives (1 simulated, 1 ruled out by a lower bound, 1 infeasible)"));
   CHECK_FALSE(Contains(report, "runner-up"));
   CHECK_FALSE(Contains(report, "gradient back"));
+  plan.alternatives.erase(plan.alternatives.begin() + 1);  // the bounded one
+  CHECK(Contains(mp::FormatPlanReport(plan, true), "the only feasible one of 2 alternatives"));
 }
 
 TEST_CASE("a plan the search did not record, or no search at all, says so") {
