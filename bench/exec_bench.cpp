@@ -21,7 +21,8 @@
 //               bubble (idle share of device time) beside the predicted,
 //               the plans run in this process one step each in turn, 21
 //               rounds, the order rotated (the median step counts);
-//               targets: interleaved-1f1b, zb-h1 and zbv measured faster
+//               dualpipev at M >= 4 (2K);
+//               targets: interleaved-1f1b, zb-h1, zbv and dualpipev faster
 //               than 1f1b wherever predicted more than 5% faster, and every
 //               prediction within 10% (beside it, no target, the count
 //               within 10% of the prediction scaled by the drift
@@ -297,8 +298,11 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
   std::vector<Case> cases = {{"mlp.script.pt", "MLP", 256}, {"gpt.script.pt", "GPT", 16}};
   const std::vector<int> counts = quick ? std::vector<int>{2} : std::vector<int>{2, 4, 8};
   // kAuto is the search's own choice; kAgain repeats 1f1b for the noise.
-  const std::vector<std::string> schedules = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zbv", "auto", "1f1b"};
-  const size_t kOneF = 1, kAuto = 5, kAgain = 6;
+  // dualpipev needs M >= 2K: not at M = 2.
+  const std::vector<std::string> schedules = {"gpipe", "1f1b",      "interleaved-1f1b", "zb-h1",
+                                              "zbv",   "dualpipev", "auto",             "1f1b"};
+  const size_t kOneF = 1, kAuto = 6, kAgain = 7;
+  const std::vector<size_t> kHandPicked = {0, 2, 3, 4, 5}, kBeyond1F1B = {2, 3, 4, 5};
   const int warmup = 2, rounds = quick ? 3 : 21;
   if (quick) cases.resize(1);
   int faster = 0, faster_wanted = 0, within = 0, rescaled_within = 0, runs = 0, relative_within = 0, relative_runs = 0;
@@ -318,7 +322,14 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
     for (int m : counts) {
       std::vector<std::string> plans;
       std::vector<mp::Plan> read;
+      std::vector<bool> ran(schedules.size(), true);
       for (size_t k = 0; k < schedules.size(); ++k) {
+        if (schedules[k] == "dualpipev" && m < 4) {
+          ran[k] = false;
+          plans.emplace_back();
+          read.emplace_back();
+          continue;
+        }
         const std::string path = out + "/" + c.file + ".M" + std::to_string(m) + "." + schedules[k] +
                                  (k == kAgain ? ".again" : "") + ".plan.yaml";
         plans.push_back(MakePlan(mpplan, model, path, true, 2, m, c.batch, true, "",
@@ -334,8 +345,8 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
       std::vector<std::vector<double>> steps(schedules.size()), bubbles(schedules.size());
       std::vector<double> predicted(schedules.size());
       for (size_t k = 0; k < schedules.size(); ++k) {
-        execs.push_back(std::make_unique<mp::Executor>(plans[k], OneThread()));
-        step.push_back(Stepper(*execs.back()));
+        execs.push_back(ran[k] ? std::make_unique<mp::Executor>(plans[k], OneThread()) : nullptr);
+        step.push_back(ran[k] ? Stepper(*execs.back()) : nullptr);
         predicted[k] = read[k].predicted.step_ms;
       }
       // The machine's speed against the profile's, as mpexec --rescale
@@ -346,6 +357,7 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
       for (int round = 0; round < warmup + rounds; ++round) {
         for (size_t i = 0; i < schedules.size(); ++i) {
           const size_t k = (i + size_t(round) * 3) % schedules.size();
+          if (!ran[k]) continue;
           const mp::PipelineRun r = step[k]();
           drift_probe.AfterStep();
           if (round < warmup) continue;
@@ -354,6 +366,7 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
         }
       }
       for (size_t k = 0; k < schedules.size(); ++k) {
+        if (!ran[k]) continue;
         std::fprintf(stderr, "schedules %s M=%d: %s %.1f / %.1f ms, steps %.1f to %.1f\n", c.file.c_str(), m,
                      schedules[k].c_str(), Median(steps[k]), predicted[k],
                      *std::min_element(steps[k].begin(), steps[k].end()),
@@ -364,6 +377,7 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
       std::vector<double> measured(schedules.size());
       std::string list;
       for (size_t k = 0; k < schedules.size(); ++k) {
+        if (!ran[k]) continue;
         measured[k] = Median(steps[k]);
         within += std::abs(measured[k] / predicted[k] - 1) <= 0.10;
         rescaled_within += std::abs(measured[k] / (predicted[k] * drift.factor) - 1) <= 0.10;
@@ -372,7 +386,7 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
         if (k == kAuto) {
           std::string same;
           for (size_t h = 0; h < kAuto; ++h) {
-            if (!mp::bench::SamePlan(read[k], read[h])) continue;
+            if (!ran[h] || !mp::bench::SamePlan(read[k], read[h])) continue;
             same = ", the " + schedules[h] + " plan";
             identical.push_back(std::abs(measured[k] / measured[h] - 1));
             identical_case.push_back(auto_excess.size());
@@ -389,12 +403,18 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
       }
       noise.push_back(std::abs(measured[kAgain] / measured[kOneF] - 1));
       const double onef = (measured[kOneF] + measured[kAgain]) / 2;
-      const double best_hand = std::min({measured[0], onef, measured[2], measured[3], measured[4]});
+      double best_hand = onef;
+      for (size_t k : kHandPicked) {
+        if (ran[k]) best_hand = std::min(best_hand, measured[k]);
+      }
       auto_excess.push_back(measured[kAuto] / best_hand - 1);
       // Each step against 1f1b's, measured and predicted: what the plans'
       // differences come to, whatever speed the machine ran at meanwhile.
       std::string against;
-      for (size_t k : {size_t(0), size_t(2), size_t(3), size_t(4), kAuto}) {
+      std::vector<size_t> compared = kHandPicked;
+      compared.push_back(kAuto);
+      for (size_t k : compared) {
+        if (!ran[k]) continue;
         const double got = measured[k] / onef, want = predicted[k] / predicted[kOneF];
         relative_within += std::abs(got / want - 1) <= 0.10;
         relative_runs += 1;
@@ -403,15 +423,15 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
                       schedules[k].c_str(), got, want, 100 * (got / want - 1));
         against += line;
       }
-      for (size_t k : {size_t(2), size_t(3), size_t(4)}) {
-        if (predicted[k] < 0.95 * predicted[kOneF]) {
+      for (size_t k : kBeyond1F1B) {
+        if (ran[k] && predicted[k] < 0.95 * predicted[kOneF]) {
           faster_wanted += 1;
           faster += measured[k] < onef;
         }
       }
       chart.groups.push_back(c.name + ", M = " + std::to_string(m));
       std::vector<double> bars;
-      for (size_t k = 0; k < kAgain; ++k) bars.push_back((k == kOneF ? onef : measured[k]) / onef);
+      for (size_t k = 0; k < kAgain; ++k) bars.push_back(ran[k] ? (k == kOneF ? onef : measured[k]) / onef : 0);
       chart.values.push_back(bars);
       std::printf("schedules   %-14s M=%d  drift %.3fx (%s); measured / predicted: %s\n", c.file.c_str(), m,
                   drift.factor, drift.measured ? "the reference now over when profiled" : "not measured",
@@ -441,7 +461,8 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
     auto_ok = auto_ok && auto_excess[c] <= noise_without(c);
   }
   const bool faster_ok = faster == faster_wanted, within_ok = within == runs;
-  std::printf("schedules   interleaved-1f1b, zb-h1 and zbv measured faster than 1f1b in %d of the %d cases predicted "
+  std::printf("schedules   interleaved-1f1b, zb-h1, zbv and dualpipev measured faster than 1f1b in %d of the %d cases "
+              "predicted "
               "more than 5%% faster %s\n",
               faster, faster_wanted, faster_ok ? "ok" : "MISSED");
   std::printf("schedules   medians within 10%% of the prediction for %d of %d plans %s (rescaled by the drift "

@@ -222,13 +222,13 @@ int main(int argc, char** argv) {
                                        {"branchy.script.pt", "--batch 16"},
                                        {"lstm.script.pt", "--batch 64", 2},
                                        {"resnet50.script.pt", "--input float32[32,3,64,64]"}};
-  const std::vector<std::string> schedules = {"gpipe", "1f1b", "zb-h1", "zbv"};
+  const std::vector<std::string> schedules = {"gpipe", "1f1b", "zb-h1", "zbv", "dualpipev"};
   const char* kCategories[] = {"parameters", "gradients", "optimizer_state", "activations"};
   nlohmann::json results = nlohmann::json::array();
   int devices = 0, within = 0;
   double worst = 0;
   std::string worst_case;
-  std::printf("%-20s %-6s %2s %3s  %10s %10s %8s   %s\n", "model", "sched", "K", "dev", "predicted", "measured",
+  std::printf("%-20s %-9s %2s %3s  %10s %10s %8s   %s\n", "model", "sched", "K", "dev", "predicted", "measured",
               "error", "activations MiB predicted/measured (error)");
   for (const Model& model : models) {
     for (int stages = 1; stages <= model.max_stages; ++stages) {
@@ -242,8 +242,8 @@ int main(int argc, char** argv) {
                       " --device-profile a100-80gb --optimizer momentum --mode train --microbatches 4 --gpus " + K +
                       " --stages " + K + " --schedule " + schedule + " --json --quiet -o " + plan,
                   args->out + "/" + name + ".plan.json");
-        } catch (const std::exception& e) {  // a model too small to cut so (zbv's 2K stages)
-          std::printf("%-20s %-6s %2d   no plan: %s\n", model.file.c_str(), schedule.c_str(), stages, e.what());
+        } catch (const std::exception& e) {  // a model too small to cut so (zbv's 2K stages), dualpipev's M < 2K
+          std::printf("%-20s %-9s %2d   no plan: %s\n", model.file.c_str(), schedule.c_str(), stages, e.what());
           continue;
         }
         const nlohmann::json run = RunJson(args->mpexec + " " + plan +
@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
         for (const nlohmann::json& d : run["memory"]["devices"]) {
           const double error = ErrorPct(d["predicted_peak_bytes"], d["measured_peak_bytes"]);
           const auto& act = d["categories"]["activations"];
-          std::printf("%-20s %-6s %2d %3d  %10.2f %10.2f %+7.1f%%   %.2f/%.2f (%+.0f%%)\n", model.file.c_str(),
+          std::printf("%-20s %-9s %2d %3d  %10.2f %10.2f %+7.1f%%   %.2f/%.2f (%+.0f%%)\n", model.file.c_str(),
                       schedule.c_str(), stages, d["device"].get<int>(), MiB(d["predicted_peak_bytes"]),
                       MiB(d["measured_peak_bytes"]), error, MiB(act["predicted"]), MiB(act["measured"]),
                       ErrorPct(act["predicted"], act["measured"]));

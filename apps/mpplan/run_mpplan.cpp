@@ -83,7 +83,7 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
                  "(a device profile's estimates tie only when equal); the simplest is chosen: "
                  "fewer devices, fewer stages a replica (so more replicas; not counting interleaved chunks), fewer "
                  "recomputing, micro-batches of equal size, fewer micro-batches, then 1f1b, gpipe, interleaved-1f1b, "
-                 "zb-h1, zbv")
+                 "zb-h1, zbv, dualpipev")
       ->check(CLI::Range(0.0, 99.0))
       ->default_str("4");
   double device_percent = 100 * kDefaultDeviceTolerance;
@@ -99,9 +99,10 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
       ->check(CLI::IsMember({"step", "throughput-per-device"}))
       ->default_str("step");
   app.add_option("--schedule", schedule,
-                 "gpipe, 1f1b, interleaved-1f1b, zb-h1, zbv or auto (training: the search tries all five, "
-                 "interleaved with --chunks stages per device, zbv with 2 in a V); inference always runs forward-only")
-      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zbv", "auto"}))
+                 "gpipe, 1f1b, interleaved-1f1b, zb-h1, zbv, dualpipev or auto (training: the search tries all "
+                 "six, interleaved with --chunks stages per device, zbv and dualpipev with 2 in a V); inference "
+                 "always runs forward-only")
+      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zbv", "dualpipev", "auto"}))
       ->default_str("auto");
   app.add_option("--chunks", request.chunks, "interleaved-1f1b: stages per device (default 2)")
       ->check(CLI::Range(2, 64));
@@ -115,7 +116,7 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
   app.add_option("--recompute", recompute,
                  "training: which stages drop their activations after the forward and run it again before the "
                  "backward: never, auto (only stages that would not fit --memory otherwise) or always (gpipe, 1f1b "
-                 "and interleaved-1f1b; zb-h1 and zbv keep their graphs)")
+                 "and interleaved-1f1b; zb-h1, zbv and dualpipev keep their graphs)")
       ->check(CLI::IsMember({"never", "auto", "always"}))
       ->default_str("auto");
   app.add_option("--mode", mode, "train (forward and backward) or infer (forward only)")

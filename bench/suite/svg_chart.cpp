@@ -11,7 +11,8 @@ namespace {
 
 // The plot spans kLeft to kWidth - kRight; the legend takes the right margin.
 constexpr double kWidth = 1000, kHeight = 440, kLeft = 70, kRight = 470, kTop = 40, kBottom = 50;
-const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
+const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+constexpr size_t kColours = sizeof(kPalette) / sizeof(kPalette[0]);
 
 // A "nice" step for about `ticks` ticks over `span`.
 double TickStep(double span, int ticks) {
@@ -133,9 +134,10 @@ std::string RenderSvg(const BarChart& chart) {
   for (size_t g = 0; g < chart.groups.size(); ++g) {
     const double x0 = kLeft + g * group_w + group_w * 0.1;
     for (size_t s = 0; s < chart.series.size() && s < chart.values[g].size(); ++s) {
+      if (!(chart.values[g][s] > 0)) continue;  // not measured in this group
       const double h = plot_h * chart.values[g][s] / y_max;
       svg << "<rect x=\"" << x0 + s * bar_w << "\" y=\"" << kTop + plot_h - h << "\" width=\"" << bar_w * 0.9
-          << "\" height=\"" << h << "\" fill=\"" << kPalette[s % 6] << "\"><title>" << mp::XmlEscape(chart.groups[g]) << ", "
+          << "\" height=\"" << h << "\" fill=\"" << kPalette[s % kColours] << "\"><title>" << mp::XmlEscape(chart.groups[g]) << ", "
           << mp::XmlEscape(chart.series[s]) << ": " << Number(chart.values[g][s]) << "</title></rect>\n";
     }
     svg << "<text x=\"" << x0 + group_w * 0.4 << "\" y=\"" << kTop + plot_h + 16 << "\" text-anchor=\"middle\">"
@@ -143,7 +145,7 @@ std::string RenderSvg(const BarChart& chart) {
   }
   for (size_t s = 0; s < chart.series.size(); ++s) {
     const double x = kWidth - kRight + 16, y = kTop + 10 + 20 * s;
-    svg << "<rect x=\"" << x << "\" y=\"" << y - 6 << "\" width=\"24\" height=\"12\" fill=\"" << kPalette[s % 6]
+    svg << "<rect x=\"" << x << "\" y=\"" << y - 6 << "\" width=\"24\" height=\"12\" fill=\"" << kPalette[s % kColours]
         << "\"/><text x=\"" << x + 30 << "\" y=\"" << y + 4 << "\">" << mp::XmlEscape(chart.series[s]) << "</text>\n";
   }
   svg << "</svg>\n";

@@ -39,7 +39,7 @@ struct LineChart {
 struct BarChart {
   std::string title, y_label;
   std::vector<std::string> groups, series;
-  std::vector<std::vector<double>> values;
+  std::vector<std::vector<double>> values;  // [group][series]; 0: none measured, no bar
 };
 
 std::string RenderSvg(const LineChart& chart);

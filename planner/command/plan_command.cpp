@@ -179,7 +179,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   }
   // Refused before profiling: what no search could plan.
   if (request.chunks > 0 && request.schedule != ScheduleKind::kInterleaved1F1B) {
-    throw InputError("--chunks: only --schedule interleaved-1f1b takes a number of stages per device (zbv runs 2)");
+    throw InputError("--chunks: only --schedule interleaved-1f1b takes a number of stages per device (zbv and dualpipev run 2)");
   }
   if (request.schedule && *request.schedule != ScheduleKind::kForwardOnly &&
       *request.schedule != ScheduleKind::kGPipe && *request.schedule != ScheduleKind::kOneFOneB) {

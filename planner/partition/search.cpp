@@ -32,7 +32,7 @@ struct ScheduleChoice {
 
 std::vector<ScheduleChoice> Schedules(const PlanRequest& request) {
   if (request.chunks > 0 && request.schedule != ScheduleKind::kInterleaved1F1B) {
-    throw InputError("chunks: only the interleaved-1f1b schedule takes a number of stages per device (zbv runs 2)");
+    throw InputError("chunks: only the interleaved-1f1b schedule takes a number of stages per device (zbv and dualpipev run 2)");
   }
   // A layer split fixes the stages, one per device.
   const bool layers = request.method == "layers";
@@ -48,6 +48,7 @@ std::vector<ScheduleChoice> Schedules(const PlanRequest& request) {
     if (layers) return all;
     all.push_back({ScheduleKind::kInterleaved1F1B, ChunksFor(ScheduleKind::kInterleaved1F1B, request.chunks)});
     if (!always) all.push_back({ScheduleKind::kZeroBubbleV, 2});
+    if (!always) all.push_back({ScheduleKind::kDualPipeV, 2});
     return all;
   }
   if (always && SplitsBackward(*request.schedule)) {
@@ -84,7 +85,8 @@ int ScheduleRank(ScheduleKind kind) {
     case ScheduleKind::kInterleaved1F1B: return 2;
     case ScheduleKind::kZeroBubbleH1: return 3;
     case ScheduleKind::kZeroBubbleV: return 4;
-    default: return 5;
+    case ScheduleKind::kDualPipeV: return 5;
+    default: return 6;
   }
 }
 

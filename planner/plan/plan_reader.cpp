@@ -24,7 +24,8 @@ constexpr int64_t kMaxBatch = int64_t(1) << 40;
 
 constexpr ScheduleKind kScheduleKinds[] = {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB,
                                            ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleH1,
-                                           ScheduleKind::kZeroBubbleV, ScheduleKind::kForwardOnly};
+                                           ScheduleKind::kZeroBubbleV, ScheduleKind::kDualPipeV,
+                                           ScheduleKind::kForwardOnly};
 
 ScheduleKind ReadSchedule(const YamlCursor& c) {
   const std::string name = c.String();

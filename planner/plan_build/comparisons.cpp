@@ -67,9 +67,9 @@ std::vector<PlanCandidate> ComparePartitioners(const OpGraph& graph, const Profi
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   // A layer split runs one stage per device: after a plan of several, the
-  // same schedule on one (interleaved-1f1b's is 1f1b, zbv's zb-h1).
+  // same schedule on one (interleaved-1f1b's is 1f1b, zbv's and dualpipev's zb-h1).
   const ScheduleKind schedule = chosen.schedule == ScheduleKind::kInterleaved1F1B ? ScheduleKind::kOneFOneB
-                                : chosen.schedule == ScheduleKind::kZeroBubbleV   ? ScheduleKind::kZeroBubbleH1
+                                : IsV(chosen.schedule)                          ? ScheduleKind::kZeroBubbleH1
                                                                                    : chosen.schedule;
   for (int m : counts) {
     if (chosen.partitioner == "layers" && m == chosen.microbatches && split_stages == K) continue;

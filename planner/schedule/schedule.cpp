@@ -57,6 +57,29 @@
 //            d0   0F0 0F1  .  3F0 3I0 3F1 3I1 0I0 0W0 0I1 3W0 0W1 3W1
 //            d1    .  1F0 2F0 1F1 2F1 2I0 1I0 2I1 1I1 1W0 2W0 1W1 2W1
 //
+// dualpipev (DualPipeV: DeepSeek-V3's DualPipe folded into a V, 2024;
+// torch.distributed.pipelining's ScheduleDualPipeV), K devices with zbv's V
+// placement (chunk 0 of device d is stage d, chunk 1 stage 2K - 1 - d), M
+// >= 2K. Device d runs eight phases, m the next micro-batch of each
+// (action, chunk); I queues its W, and W runs the oldest queued:
+//   1. 2(K - d - 1) x  F0                   fill the V's first arm
+//   2. d + 1        x  F0 F1
+//   3. K - d - 1    x  I1 W F1               zero bubble on the second arm
+//   4. M - 2K + d + 1 x F0 B1 F1 B0          the steady state: each F beside
+//                                            a B of the other chunk, which
+//                                            DualPipe overlaps (here, one
+//                                            after the other)
+//   5. K - d - 1    x  B1 F1 B0
+//   6. d + 1        x  B1 B0                 from the middle on, I for B
+//                                            (before B1 on odd devices)
+//   7. K - d - 1    x  W I0
+//   8. d + 1        x  W                     what the queue holds
+// With overlap its bubble is (K - 1)(F&B + B - 3W) (DualPipe's paper, at
+// PP/2 = K devices); run one after the other here, F&B = F + B. K = 2, M =
+// 4, stage and micro-batch (d0 holds stages 0 and 3, d1 stages 1 and 2):
+//            d0   0F0 0F1 0F2 3F0 3I0 3W0 3F1 0F3 3B1 3F2 0B0 3B2 3F3 0B1 3B3 0I2 0W2 0I3 0W3
+//            d1   1F0 2F0 1F1 2F1 1F2 2B0 2F2 1B0 1F3 2B1 2F3 1B1 2B2 1B2 2I3 1I3 2W3 1W3
+//
 // forward (inference), K = 3, M = 4: every forward, in order.
 #include "planner/schedule/schedule.h"
 
@@ -174,6 +197,35 @@ std::vector<std::vector<Step>> ZeroBubbleVOrder(int devices, int microbatches) {
   return order;
 }
 
+// DualPipeV's eight phases on device d, drawn above.
+void DualPipeV(int devices, int microbatches, int d, const Emit& emit) {
+  const int K = devices, M = microbatches;
+  int next[2][3] = {};  // [chunk][F, B or I] -> its next micro-batch
+  std::deque<std::pair<int, int>> weights;  // (chunk, micro-batch) whose W waits
+  const auto forward = [&](int c) { emit(ActionKind::kForward, c, next[c][0]++); };
+  const auto backward = [&](int c, bool zero_bubble) {
+    const int m = next[c][1]++;
+    emit(zero_bubble ? ActionKind::kBackwardInput : ActionKind::kBackward, c, m);
+    if (zero_bubble) weights.emplace_back(c, m);
+  };
+  const auto weight = [&] {
+    emit(ActionKind::kBackwardWeight, weights.front().first, weights.front().second);
+    weights.pop_front();
+  };
+  for (int i = 0; i < 2 * (K - d - 1); ++i) forward(0);
+  for (int i = 0; i < d + 1; ++i) forward(0), forward(1);
+  for (int i = 0; i < K - d - 1; ++i) backward(1, true), weight(), forward(1);
+  for (int i = 0; i < M - 2 * K + d + 1; ++i) forward(0), backward(1, false), forward(1), backward(0, false);
+  for (int i = 0; i < K - d - 1; ++i) backward(1, false), forward(1), backward(0, false);
+  const int middle = (d + 1) / 2;
+  for (int i = 0; i < d + 1; ++i) {
+    backward(1, i > middle || (i == middle && d % 2 == 1));
+    backward(0, i >= middle);
+  }
+  for (int i = 0; i < K - d - 1; ++i) weight(), backward(0, true);
+  while (!weights.empty()) weight();
+}
+
 }  // namespace
 
 std::string ScheduleName(ScheduleKind kind) {
@@ -184,6 +236,7 @@ std::string ScheduleName(ScheduleKind kind) {
     case ScheduleKind::kInterleaved1F1B: return "interleaved-1f1b";
     case ScheduleKind::kZeroBubbleH1: return "zb-h1";
     case ScheduleKind::kZeroBubbleV: return "zbv";
+    case ScheduleKind::kDualPipeV: return "dualpipev";
   }
   throw InternalError("ScheduleName: unknown ScheduleKind");
 }
@@ -195,26 +248,29 @@ ScheduleKind ParseScheduleKind(const std::string& text) {
   if (text == "interleaved-1f1b" || text == "ScheduleInterleaved1F1B") return ScheduleKind::kInterleaved1F1B;
   if (text == "zb-h1" || text == "ScheduleInterleavedZeroBubble") return ScheduleKind::kZeroBubbleH1;
   if (text == "zbv" || text == "ScheduleZBVZeroBubble") return ScheduleKind::kZeroBubbleV;
+  if (text == "dualpipev" || text == "ScheduleDualPipeV") return ScheduleKind::kDualPipeV;
   throw InputError(Concat("schedule '", text, "': expected ", TrainingScheduleNames(), " or forward"));
 }
 
-std::string TrainingScheduleNames() { return "gpipe, 1f1b, interleaved-1f1b, zb-h1 or zbv"; }
+std::string TrainingScheduleNames() { return "gpipe, 1f1b, interleaved-1f1b, zb-h1, zbv or dualpipev"; }
 
 bool IsTraining(ScheduleKind kind) { return kind != ScheduleKind::kForwardOnly; }
 
 bool SplitsBackward(ScheduleKind kind) {
-  return kind == ScheduleKind::kZeroBubbleH1 || kind == ScheduleKind::kZeroBubbleV;
+  return kind == ScheduleKind::kZeroBubbleH1 || IsV(kind);
 }
+
+bool IsV(ScheduleKind kind) { return kind == ScheduleKind::kZeroBubbleV || kind == ScheduleKind::kDualPipeV; }
 
 int ChunksFor(ScheduleKind kind, int requested) {
   if (kind == ScheduleKind::kInterleaved1F1B) return requested > 0 ? requested : 2;
-  return kind == ScheduleKind::kZeroBubbleV ? 2 : 1;
+  return IsV(kind) ? 2 : 1;
 }
 
 std::vector<int> StagePlacement(ScheduleKind kind, int devices, int chunks) {
   std::vector<int> device(size_t(std::max(devices * chunks, 0)));
   for (int s = 0; s < int(device.size()); ++s) {
-    const bool back = kind == ScheduleKind::kZeroBubbleV && s >= devices;  // the V's second arm
+    const bool back = IsV(kind) && s >= devices;  // the V's second arm
     device[s] = back ? 2 * devices - 1 - s : s % devices;
   }
   return device;
@@ -230,9 +286,13 @@ std::string ScheduleRuledOut(ScheduleKind kind, int devices, int microbatches, i
       return Concat("interleaved-1f1b needs M divisible by K (", microbatches, " micro-batches on ", devices,
                     " devices)");
     }
-  } else if (kind == ScheduleKind::kZeroBubbleV) {
-    if (chunks != 2) return Concat("zbv runs 2 stages per device (a V), not ", chunks);
-    if (devices < 2) return "zbv needs at least 2 devices";
+  } else if (IsV(kind)) {
+    const std::string name = ScheduleName(kind);
+    if (chunks != 2) return Concat(name, " runs 2 stages per device (a V), not ", chunks);
+    if (devices < 2) return Concat(name, " needs at least 2 devices");
+    if (kind == ScheduleKind::kDualPipeV && microbatches < 2 * devices) {
+      return Concat("dualpipev needs M >= 2K (", microbatches, " micro-batches on ", devices, " devices)");
+    }
   } else if (chunks != 1) {
     return Concat(ScheduleName(kind), " runs one stage per device, not ", chunks);
   }
@@ -275,6 +335,7 @@ Schedule BuildSchedule(ScheduleKind kind, int devices, int microbatches, int chu
       case ScheduleKind::kZeroBubbleV:
         for (const Step& step : zbv[d]) emit(step.kind, step.chunk, step.microbatch);
         break;
+      case ScheduleKind::kDualPipeV: DualPipeV(devices, microbatches, d, emit); break;
     }
   }
   return schedule;

@@ -4,8 +4,8 @@
 // gpipe (fill-drain), 1f1b (PipeDream-flush), interleaved-1f1b (Megatron-LM's
 // looped virtual stages), zb-h1 (zero bubble with 1F1B's memory: the
 // backward split into I and W), zbv (zero bubble on two V-placed stages per
-// device) and forward (inference). ValidateSchedule proves a list set can
-// run.
+// device), dualpipev (DeepSeek's DualPipeV on zbv's V) and forward
+// (inference). ValidateSchedule proves a list set can run.
 #pragma once
 
 #include <string>
@@ -15,29 +15,30 @@
 
 namespace mp {
 
-enum class ScheduleKind { kGPipe, kOneFOneB, kForwardOnly, kInterleaved1F1B, kZeroBubbleH1, kZeroBubbleV };
+enum class ScheduleKind { kGPipe, kOneFOneB, kForwardOnly, kInterleaved1F1B, kZeroBubbleH1, kZeroBubbleV, kDualPipeV };
 
-// "gpipe", "1f1b", "forward", "interleaved-1f1b", "zb-h1", "zbv";
+// "gpipe", "1f1b", "forward", "interleaved-1f1b", "zb-h1", "zbv", "dualpipev";
 // ParseScheduleKind also accepts "forward_only" and "infer", and
 // torch.distributed.pipelining's class names (ScheduleGPipe, Schedule1F1B,
 // ScheduleInterleaved1F1B, ScheduleInterleavedZeroBubble as zb-h1 at one
-// stage per device, ScheduleZBVZeroBubble), and throws InputError naming
+// stage per device, ScheduleZBVZeroBubble, ScheduleDualPipeV), and throws InputError naming
 // the text otherwise.
 std::string ScheduleName(ScheduleKind kind);
 ScheduleKind ParseScheduleKind(const std::string& text);
-// The training kinds' names, for messages: "gpipe, 1f1b, ... or zbv".
+// The training kinds' names, for messages: "gpipe, 1f1b, ... or dualpipev".
 std::string TrainingScheduleNames();
 
 bool IsTraining(ScheduleKind kind);  // every kind but forward runs backwards
-bool SplitsBackward(ScheduleKind kind);  // runs I and W instead of B
+bool SplitsBackward(ScheduleKind kind);  // runs I and W instead of B (dualpipev: in part)
+bool IsV(ScheduleKind kind);  // zbv, dualpipev: two stages a device, in a V
 // The stages per device a plan of this kind runs: interleaved-1f1b's
-// `requested` (0: 2), zbv's 2, the others' 1.
+// `requested` (0: 2), zbv's and dualpipev's 2, the others' 1.
 int ChunksFor(ScheduleKind kind, int requested);
 
 // [stage] -> device for K devices of `chunks` stages each: stage s on
 // device s mod K (looped: gpipe, 1f1b, zb-h1, interleaved-1f1b), or for
-// zbv the V (device d holds stages d and 2K - 1 - d, so the middle
-// boundary stays on device K - 1).
+// zbv and dualpipev the V (device d holds stages d and 2K - 1 - d, so the
+// middle boundary stays on device K - 1).
 std::vector<int> StagePlacement(ScheduleKind kind, int devices, int chunks);
 
 struct Schedule {
@@ -68,7 +69,8 @@ Schedule WithWholeBackward(Schedule schedule, const std::vector<bool>& whole);
 // Why `kind` cannot run K devices x v chunks x M micro-batches, or "" when
 // it can (the search's reason for ruling it out): devices or micro-batches
 // below 1; interleaved-1f1b with v < 2, one device or M not a multiple of
-// K; zbv with v other than 2 or one device; v > 1 for the others.
+// K; zbv and dualpipev with v other than 2 or one device, dualpipev with
+// M < 2K; v > 1 for the others.
 std::string ScheduleRuledOut(ScheduleKind kind, int devices, int microbatches, int chunks);
 
 // The compute actions of one list only (F/B/I/W), in schedule order.

@@ -91,28 +91,30 @@ void TrainZooModelsAt(int stages) {
   }
 }
 
-// interleaved-1f1b (2 stages per device, looped), zb-h1 (I and W) and zbv
-// (I and W on 2 stages per device in a V) on `devices` devices: the losses
-// and the state equal one device's, as with gpipe. Each zoo model at 2 or
-// 4 devices (ZooFilesAt) with two of the three schedules, by turns: each
-// schedule meets two thirds of the models at each count.
+// interleaved-1f1b (2 stages per device, looped), zb-h1 (I and W), zbv
+// (I and W on 2 stages per device in a V) and dualpipev (zbv's V, B and
+// I + W mixed) on `devices` devices: the losses and the state equal one
+// device's, as with gpipe. Each zoo model at 2 or 4 devices (ZooFilesAt)
+// with three of the four schedules, by turns: each schedule meets three
+// quarters of the models at each count.
 void TrainZooModelsBeyond1F1BAt(int devices) {
   std::vector<std::string> files;
   for (const std::string& file : mp::test::ZooFiles()) {
     if (file.rfind("inplace.", 0) != 0 && file.rfind("toy.", 0) != 0) files.push_back(file);  // see above
   }
   const std::vector<std::string> at = mp::test::ZooFilesAt(files, {2, 4}, devices, 0);
-  const std::vector<std::string> schedules = {"interleaved-1f1b", "zb-h1", "zbv"};
+  const std::vector<std::string> schedules = {"interleaved-1f1b", "zb-h1", "zbv", "dualpipev"};
   for (size_t index = 0; index < at.size(); ++index) {
     const std::string& file = at[index];
     for (const std::string& schedule : schedules) {
-      if (schedule == schedules[index % 3]) continue;  // two of the three a model, by turns (CI time)
+      if (schedule == schedules[index % 4]) continue;  // three of the four a model, by turns (CI time)
       // 8 stages: more than the LSTM's 5 nodes that compute.
       if (schedule != "zb-h1" && devices > 2 && file.rfind("lstm.", 0) == 0) continue;
       CAPTURE(file);
       CAPTURE(schedule);
-      // interleaved-1f1b needs M divisible by K.
-      const std::string plan = TrainPlan(file, devices, schedule, "", schedule == "interleaved-1f1b" ? devices : 2);
+      // interleaved-1f1b needs M divisible by K, dualpipev M >= 2K.
+      const int microbatches = schedule == "interleaved-1f1b" ? devices : schedule == "dualpipev" ? 2 * devices : 2;
+      const std::string plan = TrainPlan(file, devices, schedule, "", microbatches);
       const auto j = mp::test::VerifiedTraining(plan + " --steps 2 --lr 0.01 --momentum 0.9");
       CHECK(j["schedule"] == schedule);
       CHECK(j["stages"].size() == size_t(schedule == "zb-h1" ? devices : 2 * devices));
@@ -122,11 +124,11 @@ void TrainZooModelsBeyond1F1BAt(int devices) {
 
 }  // namespace
 
-TEST_CASE("interleaved-1f1b, zb-h1 and zbv train half the zoo at 2 devices (the other half at 4) as one device does") {
+TEST_CASE("interleaved-1f1b, zb-h1, zbv and dualpipev train half the zoo at 2 devices (the other half at 4) as one device does") {
   TrainZooModelsBeyond1F1BAt(2);
 }
 
-TEST_CASE("interleaved-1f1b, zb-h1 and zbv train half the zoo at 4 devices (the other half at 2) as one device does") {
+TEST_CASE("interleaved-1f1b, zb-h1, zbv and dualpipev train half the zoo at 4 devices (the other half at 2) as one device does") {
   TrainZooModelsBeyond1F1BAt(4);
 }
 
@@ -173,15 +175,15 @@ TEST_CASE("with every stage recomputing, or every other, by turns, the zoo train
   }
 }
 
-TEST_CASE("interleaved-1f1b, zb-h1, zbv and recomputation over processes: a device's stages stay in one process" *
+TEST_CASE("interleaved-1f1b, zb-h1, zbv, dualpipev and recomputation over processes: a device's stages stay in one process" *
           doctest::skip(!mp::ProcessGroupsAvailable())) {
   const std::map<std::string, nlohmann::json> ranks = {
-      {"interleaved-1f1b", {0, 1, 0, 1}}, {"zb-h1", {0, 1}}, {"zbv", {0, 1, 1, 0}}};
+      {"interleaved-1f1b", {0, 1, 0, 1}}, {"zb-h1", {0, 1}}, {"zbv", {0, 1, 1, 0}}, {"dualpipev", {0, 1, 1, 0}}};
   for (const auto& entry : ranks) {
     const auto& schedule = entry.first;
     const auto& stage_ranks = entry.second;
     CAPTURE(schedule);
-    const std::string plan = TrainPlan("gpt.script.pt", 2, schedule);
+    const std::string plan = TrainPlan("gpt.script.pt", 2, schedule, "", schedule == "dualpipev" ? 4 : 2);
     const auto j = mp::test::VerifiedTraining(plan + " --steps 2 --launch-local 2");
     // Looped: stages 0 and 2 on rank 0, 1 and 3 on rank 1; the V: 0 and 3, 1 and 2.
     CHECK(j["stage_ranks"] == stage_ranks);

@@ -196,7 +196,7 @@ TEST_CASE("the search keeps the previous plan's shape where it ties, says what i
                      [](const mp::PlanCandidate& a) { return a.previous; }));
 }
 
-TEST_CASE("auto tries every training schedule, interleaved-1f1b and zbv cut K·v stages, and where M does not fit is said") {
+TEST_CASE("auto tries every training schedule, interleaved-1f1b, zbv and dualpipev cut K·v stages, and where M does not fit is said") {
   auto b = EvenChain(16, 0);
   mp::PlanRequest request;
   request.stages = 2;
@@ -206,9 +206,17 @@ TEST_CASE("auto tries every training schedule, interleaved-1f1b and zbv cut K·v
   for (const auto& alt : result.alternatives) {
     CAPTURE(alt.microbatches);
     kinds.insert(alt.schedule);
-    const bool chunked = alt.schedule == ScheduleKind::kInterleaved1F1B || alt.schedule == ScheduleKind::kZeroBubbleV;
+    const bool chunked = alt.schedule == ScheduleKind::kInterleaved1F1B || mp::IsV(alt.schedule);
     CHECK(alt.chunks == (chunked ? 2 : 1));
     CHECK(alt.stages == (chunked ? 4 : 2));
+    if (alt.schedule == ScheduleKind::kDualPipeV) {
+      CHECK(alt.feasible == (alt.microbatches >= 4));
+      if (alt.microbatches < 4) {
+        CHECK(alt.why_not == "dualpipev needs M >= 2K (" + std::to_string(alt.microbatches) +
+                                 " micro-batches on 2 devices)");
+      }
+      continue;
+    }
     if (alt.schedule != ScheduleKind::kInterleaved1F1B) {
       CHECK(alt.why_not == "");
       continue;
@@ -223,7 +231,8 @@ TEST_CASE("auto tries every training schedule, interleaved-1f1b and zbv cut K·v
     }
   }
   CHECK(kinds == std::set<ScheduleKind>{ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kZeroBubbleH1,
-                                        ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleV});
+                                        ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleV,
+                                        ScheduleKind::kDualPipeV});
   CHECK(ruled_out > 0);
   // With few micro-batches the bubble is large: both newer schedules
   // shrink it, and the fastest is chosen (a synthetic profile ties only
@@ -232,6 +241,7 @@ TEST_CASE("auto tries every training schedule, interleaved-1f1b and zbv cut K·v
   const auto few = mp::SearchPlan(b.graph, b.profile, mp::UniformCluster(2, {}), request);
   double best_1f1b = 1e300, best_other = 1e300;
   for (const auto& alt : few.alternatives) {
+    if (alt.schedule == ScheduleKind::kDualPipeV) continue;  // M >= 2K
     REQUIRE(alt.feasible);
     const bool classic = alt.schedule == ScheduleKind::kOneFOneB || alt.schedule == ScheduleKind::kGPipe;
     (classic ? best_1f1b : best_other) = std::min(classic ? best_1f1b : best_other, alt.step_ms);
@@ -300,7 +310,8 @@ TEST_CASE("an even chain with free links uses every device and many micro-batche
   for (const auto& alt : result.alternatives) {
     ++rows[alt.schedule];
     if (!alt.feasible) {
-      CHECK(alt.schedule == ScheduleKind::kInterleaved1F1B);  // M not a multiple of K
+      // M not a multiple of K, or under 2K
+      CHECK((alt.schedule == ScheduleKind::kInterleaved1F1B || alt.schedule == ScheduleKind::kDualPipeV));
       continue;
     }
     CHECK(result.predicted.step_ms <= alt.step_ms + 1e-9);
@@ -311,7 +322,8 @@ TEST_CASE("an even chain with free links uses every device and many micro-batche
                                             {ScheduleKind::kOneFOneB, 44},
                                             {ScheduleKind::kZeroBubbleH1, 44},
                                             {ScheduleKind::kInterleaved1F1B, 33},
-                                            {ScheduleKind::kZeroBubbleV, 33}});
+                                            {ScheduleKind::kZeroBubbleV, 33},
+                                            {ScheduleKind::kDualPipeV, 33}});
   mp::ValidateSchedule(result.schedule);
   // An alternative left unsimulated has a bound below its real step time.
   int pruned = 0;
@@ -443,7 +455,9 @@ TEST_CASE("memory limits: the search skips what does not fit, or says why nothin
   auto result = mp::SearchPlan(b.graph, b.profile, cluster, mp::PlanRequest{});
   bool some_infeasible = false;
   for (const auto& alt : result.alternatives) {
-    if (!alt.feasible && alt.why_not.find("divisible") == std::string::npos) {  // not interleaving's M rule
+    // not interleaving's M rule, nor dualpipev's
+    if (!alt.feasible && alt.why_not.find("divisible") == std::string::npos &&
+        alt.why_not.find("M >= 2K") == std::string::npos) {
       some_infeasible = true;
       CHECK(alt.why_not.find("no partition into") != std::string::npos);
     }

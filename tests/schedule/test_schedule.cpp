@@ -22,10 +22,12 @@ constexpr ScheduleKind kTraining[] = {ScheduleKind::kGPipe, ScheduleKind::kOneFO
 
 TEST_CASE("schedule names parse and format") {
   for (auto kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kForwardOnly,
-                    ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleH1, ScheduleKind::kZeroBubbleV}) {
+                    ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleH1, ScheduleKind::kZeroBubbleV,
+                    ScheduleKind::kDualPipeV}) {
     CHECK(mp::ParseScheduleKind(mp::ScheduleName(kind)) == kind);
   }
   CHECK(mp::ParseScheduleKind("ScheduleZBVZeroBubble") == ScheduleKind::kZeroBubbleV);
+  CHECK(mp::ParseScheduleKind("ScheduleDualPipeV") == ScheduleKind::kDualPipeV);
   CHECK(mp::ParseScheduleKind("infer") == ScheduleKind::kForwardOnly);
   // torch.distributed.pipelining's class names.
   CHECK(mp::ParseScheduleKind("ScheduleInterleaved1F1B") == ScheduleKind::kInterleaved1F1B);
@@ -135,6 +137,38 @@ TEST_CASE("zbv: two stages per device in a V, I first, then F (the second chunk'
                        doctest::Contains("zbv needs at least 2 devices"), InputError);
 }
 
+TEST_CASE("dualpipev: zbv's V in DualPipeV's eight phases, each F beside a B of the other chunk in the steady state") {
+  auto s = mp::BuildSchedule(ScheduleKind::kDualPipeV, 2, 4, 2);
+  CHECK(s.stage_device == std::vector<int>{0, 1, 1, 0});
+  // The drawing in schedule.cpp.
+  CHECK(Computes(s, 0) == "0F0 0F1 0F2 3F0 3I0 3W0 3F1 0F3 3B1 3F2 0B0 3B2 3F3 0B1 3B3 0I2 0W2 0I3 0W3");
+  CHECK(Computes(s, 1) == "1F0 2F0 1F1 2F1 1F2 2B0 2F2 1B0 1F3 2B1 2F3 1B1 2B2 1B2 2I3 1I3 2W3 1W3");
+  mp::ValidateSchedule(s);
+  // Every micro-batch once per stage, by B or by I and W, at any K and M.
+  for (int k = 2; k <= 6; ++k) {
+    for (int m : {2 * k, 2 * k + 1, 4 * k, 5 * k + 3}) {
+      CAPTURE(k);
+      CAPTURE(m);
+      const auto v = mp::BuildSchedule(ScheduleKind::kDualPipeV, k, m, 2);
+      CHECK_NOTHROW(mp::ValidateSchedule(v));
+      int i = 0, w = 0, b = 0;
+      for (const auto& list : v.actions) {
+        for (const auto& a : mp::ComputeActions(list)) {
+          i += a.kind == ActionKind::kBackwardInput;
+          w += a.kind == ActionKind::kBackwardWeight;
+          b += a.kind == ActionKind::kBackward;
+        }
+      }
+      CHECK(i == w);
+      CHECK(b + i == 2 * k * m);
+    }
+  }
+  CHECK_THROWS_WITH_AS(mp::BuildSchedule(ScheduleKind::kDualPipeV, 2, 3, 2),
+                       doctest::Contains("dualpipev needs M >= 2K (3 micro-batches on 2 devices)"), InputError);
+  CHECK_THROWS_WITH_AS(mp::BuildSchedule(ScheduleKind::kDualPipeV, 1, 4, 2),
+                       doctest::Contains("dualpipev needs at least 2 devices"), InputError);
+}
+
 TEST_CASE("forward-only has no backward and no gradient transfers") {
   auto s = mp::BuildSchedule(ScheduleKind::kForwardOnly, 2, 3);
   CHECK(mp::FormatActions(s.actions[0]) == "0F0 0SEND_F0 0F1 0SEND_F1 0F2 0SEND_F2");
@@ -144,7 +178,8 @@ TEST_CASE("forward-only has no backward and no gradient transfers") {
 
 TEST_CASE("every generated schedule validates, and sends pair with receives") {
   for (auto kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kForwardOnly,
-                    ScheduleKind::kZeroBubbleH1, ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleV}) {
+                    ScheduleKind::kZeroBubbleH1, ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleV,
+                    ScheduleKind::kDualPipeV}) {
     for (int k = 1; k <= 6; ++k) {
       for (int m = 1; m <= 9; ++m) {
         const int v = kind == ScheduleKind::kInterleaved1F1B ? 2 + m % 2 : mp::ChunksFor(kind, 0);
@@ -154,19 +189,22 @@ TEST_CASE("every generated schedule validates, and sends pair with receives") {
         CAPTURE(m);
         auto s = mp::BuildSchedule(kind, k, m, v);
         CHECK_NOTHROW(mp::ValidateSchedule(s));
-        int sends = 0, recvs = 0, computes = 0;
+        int sends = 0, recvs = 0, computes = 0, weights = 0;
         for (const auto& list : s.actions) {
           for (const auto& a : list) {
             sends += mp::IsSend(a.kind);
             recvs += mp::IsRecv(a.kind);
             computes += mp::IsCompute(a.kind);
+            weights += a.kind == ActionKind::kBackwardWeight;
           }
         }
         const int passes = mp::IsTraining(kind) ? 2 : 1;
-        const int computes_per_mb = !mp::IsTraining(kind) ? 1 : mp::SplitsBackward(kind) ? 3 : 2;
         CHECK(sends == recvs);
         CHECK(sends == passes * (k * v - 1) * m);
-        CHECK(computes == computes_per_mb * k * v * m);
+        // an F and a B or I per stage and micro-batch, and a W per I
+        // (dualpipev runs I and W for some, its own test counts them)
+        CHECK(computes - weights == passes * k * v * m);
+        if (kind != ScheduleKind::kDualPipeV) CHECK(weights == (mp::SplitsBackward(kind) ? k * v * m : 0));
       }
     }
   }

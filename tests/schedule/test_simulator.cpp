@@ -184,6 +184,28 @@ TEST_CASE("zbv: with T_F = T_I = T_W the bubble is the fill's K - 1 chunk slots,
   }
 }
 
+TEST_CASE("dualpipev: with T_F = T_I = T_W its bubble is the fill's K - 1 chunk slots, within its paper's bound") {
+  // DualPipe's paper: (PP/2 - 1)(F&B + B - 3W) at PP/2 = K devices, F&B
+  // the time of an F beside a B; run one after the other, F + B. Here an
+  // F may start while the B beside it waits, and the fill is all there is.
+  mp::StageTimes chunk;
+  chunk.forward_ms = chunk.input_backward_ms = chunk.weight_backward_ms = 1;
+  chunk.backward_ms = 2;
+  const double f = 1, b = 2, w = 1;
+  for (int k = 2; k <= 8; ++k) {
+    for (int m : {2 * k, 2 * k + 1, 3 * k, 8 * k}) {
+      CAPTURE(k);
+      CAPTURE(m);
+      const auto v = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kDualPipeV, k, m, 2),
+                                      std::vector<mp::StageTimes>(2 * k, chunk));
+      const double work = 6.0 * m;
+      for (int d = 0; d < k; ++d) CHECK(v.device_busy_ms[d] == Approx(work));
+      CHECK(v.step_ms <= work + (k - 1) * ((f + b) + b - 3 * w) + 1e-9);
+      CHECK(v.step_ms == Approx(work + k - 1));
+    }
+  }
+}
+
 TEST_CASE("the schedules drawn in schedule.cpp, slot by slot") {
   const std::vector<mp::StageTimes> unit(3, {1, 1});
   auto gpipe = mp::SimulateStep(mp::BuildSchedule(ScheduleKind::kGPipe, 3, 4), unit);
