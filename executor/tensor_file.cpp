@@ -4,8 +4,10 @@
 
 #include <torch/csrc/jit/serialization/pickle.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string_view>
 
 #include "common/atomic_file.h"
@@ -29,7 +31,9 @@ c10::IValue LoadFile(const std::string& path, const std::string& flag) {
   if (!in) throw InputError(Concat(flag, " ", path, ": no such file"));
   const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const auto unreadable = [&](const std::string& why) {
-    return InputError(Concat(flag, " ", path, ": cannot read it as tensors saved with torch.save: a tensor, or a tuple or list of them (",
+    return InputError(Concat(flag, " ", path,
+                             ": cannot read it as tensors saved with torch.save: a tensor, a tuple or list of them, "
+                             "or a dict of them by input name (",
                              why, ")"));
   };
   if (!HasZipEndRecord(std::string_view(bytes.data(), bytes.size()), kPickleZipEndWindow)) {
@@ -38,8 +42,64 @@ c10::IValue LoadFile(const std::string& path, const std::string& flag) {
   try {
     return torch::jit::pickle_load(bytes);
   } catch (const std::exception& e) {
-    throw unreadable(ErrorLine(e.what()));
+    // Python pickles a dict of one item with SETITEM (0x73), which LibTorch
+    // 1.13's unpickler does not know (it reads SETITEMS, a dict of more).
+    const std::string what = ErrorLine(e.what());
+    const bool one_item_dict = what.find("Unknown opcode") != std::string::npos && what.find("0x73") != std::string::npos;
+    throw unreadable(one_item_dict ? what + "; this LibTorch reads no dict of one item: save the tensor itself" : what);
   }
+}
+
+// A dict's values in the plan's input order, by name: `hidden[0]` is
+// element 0 of key `hidden` (a tuple or list) where the dict has no key of
+// its own for it. Every input must be there, and nothing else: a key the
+// plan has no input for (an attention_mask it was planned without) would
+// otherwise be dropped without a word.
+std::vector<c10::IValue> ByName(const c10::impl::GenericDict& dict, const std::string& path,
+                                const std::vector<TensorSpec>& spec) {
+  std::vector<std::string> names, used;
+  for (const TensorSpec& s : spec) names.push_back(s.name);
+  const auto find = [&](const std::string& key) -> std::optional<c10::IValue> {
+    for (const auto& entry : dict) {
+      if (entry.key().isString() && entry.key().toStringRef() == key) return entry.value();
+    }
+    return std::nullopt;
+  };
+  std::vector<c10::IValue> inputs;
+  for (const std::string& name : names) {
+    if (auto value = find(name)) {
+      used.push_back(name);
+      inputs.push_back(*value);
+      continue;
+    }
+    const size_t bracket = name.find('[');
+    const std::string digits = bracket == std::string::npos ? "" : name.substr(bracket + 1, name.size() - bracket - 2);
+    const bool indexed = !digits.empty() && digits.size() < 9 && name.back() == ']' &&
+                         std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (indexed) {
+      const std::string base = name.substr(0, bracket);
+      const size_t element = std::stoul(digits);
+      if (auto value = find(base); value && (value->isTuple() || value->isList())) {
+        const auto elements = value->isTuple() ? value->toTupleRef().elements().vec() : value->toListRef().vec();
+        if (element < elements.size()) {
+          used.push_back(base);
+          inputs.push_back(elements[element]);
+          continue;
+        }
+      }
+    }
+    throw InputError(Concat("--input ", path, ": the dict has no '", name, "' (the plan's inputs: ", JoinNames(names),
+                            ")"));
+  }
+  for (const auto& entry : dict) {
+    const std::string key = entry.key().isString() ? entry.key().toStringRef() : entry.key().tagKind();
+    if (std::find(used.begin(), used.end(), key) == used.end()) {
+      throw InputError(Concat("--input ", path, ": '", key, "' is not one of the plan's inputs (", JoinNames(names),
+                              "); an input the plan was made without is not run: plan the model with it "
+                              "(mpplan --input ", key, "=dtype[...]), or leave it out of the dict"));
+    }
+  }
+  return inputs;
 }
 
 }  // namespace
@@ -53,7 +113,9 @@ at::Tensor LoadTensor(const std::string& path, const std::string& flag) {
 std::vector<c10::IValue> LoadInputs(const std::string& path, const std::vector<TensorSpec>& spec) {
   const c10::IValue loaded = LoadFile(path, "--input");
   std::vector<c10::IValue> inputs;
-  if (loaded.isTuple()) {
+  if (loaded.isGenericDict()) {
+    inputs = ByName(loaded.toGenericDict(), path, spec);
+  } else if (loaded.isTuple()) {
     for (const auto& v : loaded.toTupleRef().elements()) inputs.push_back(v);
   } else if (loaded.isList()) {
     for (const auto& v : loaded.toListRef()) inputs.push_back(v);

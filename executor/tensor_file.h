@@ -1,6 +1,7 @@
 // Tensors in and out of mpexec as files Python reads and writes with
-// torch.save / torch.load: the model's inputs (one tensor, or a tuple or
-// list with one per input), labels, and its outputs.
+// torch.save / torch.load: the model's inputs (one tensor, a tuple or list
+// with one per input, or a dict of them by input name, as a Hugging Face
+// batch is), labels, and its outputs.
 #pragma once
 
 #include <ATen/core/ivalue.h>
@@ -13,7 +14,8 @@
 namespace mp {
 
 // Reads `path` and checks each input against the plan's spec (dtype and
-// shape). Throws InputError naming the file and the input.
+// shape); a dict's keys are the plan's input names, each once, no other.
+// Throws InputError naming the file and the input.
 std::vector<c10::IValue> LoadInputs(const std::string& path, const std::vector<TensorSpec>& spec);
 
 // One tensor saved with torch.save (labels); InputError naming `flag` and

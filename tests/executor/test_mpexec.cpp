@@ -414,6 +414,49 @@ TEST_CASE("--model runs the plan on a checkpoint of the same graph: training goe
   CHECK(mp::Sha256File(model) == mp::Sha256File(ZooPath("mlp.script.pt")));
 }
 
+TEST_CASE("--input takes a dict of tensors by input name, as a Hugging Face batch is, and refuses a key the plan lacks") {
+  // heldout/bert_style planned with input_ids and token_type_ids, its
+  // attention_mask left out (named inputs, bound by name).
+  const std::string plan = Plan(ZooPath("heldout/bert_style.script.pt"), "bert_style.dict",
+                                "--mode infer --gpus 2 --stages 2 --microbatches 2 --input token_type_ids=int64[8,16] "
+                                "--input input_ids=int64[8,16]");
+  const std::string dict = TempPath("bert_style.dict.pt"), tuple = TempPath("bert_style.tuple.pt"),
+                    extra = TempPath("bert_style.extra.pt"), short_of = TempPath("bert_style.short.pt");
+  const auto saved = mp::test::RunTool(
+      MP_PYTHON, "-c \"import torch; torch.manual_seed(2); i = torch.randint(0, 400, (8, 16)); "
+                 "t = torch.randint(0, 2, (8, 16)); m = torch.ones(8, 16, dtype=torch.long); "
+                 "torch.save({'token_type_ids': t, 'input_ids': i}, '" + dict + "'); torch.save((i, t), '" + tuple +
+                 "'); torch.save({'input_ids': i, 'token_type_ids': t, 'attention_mask': m}, '" + extra +
+                 "'); torch.save({'input_ids': i, 'attention_mask': m}, '" + short_of + "')\"");
+  REQUIRE(saved.status == 0);
+  const std::string by_name = TempPath("bert_style.dict.out.pt"), by_place = TempPath("bert_style.tuple.out.pt");
+  std::filesystem::remove(by_name);
+  std::filesystem::remove(by_place);
+  const auto a = Mpexec(plan + " --input " + dict + " --output " + by_name);
+  INFO(a.out);
+  REQUIRE(a.status == 0);
+  const auto b = Mpexec(plan + " --input " + tuple + " --output " + by_place);
+  REQUIRE(b.status == 0);
+  // The dict's order is not the plan's; the outputs are the tuple's, bit
+  // for bit, and the model's own on the same ids and types (the
+  // attention_mask None), to float rounding.
+  const auto compared = mp::test::RunTool(
+      MP_PYTHON, "-c \"import torch; m = torch.jit.load('" + ZooPath("heldout/bert_style.script.pt") +
+                 "'); m.eval(); x = torch.load('" + dict + "'); a = torch.load('" + by_name + "'); b = torch.load('" +
+                 by_place + "'); y = torch.cat([m(x['input_ids'][k:k + 4], None, x['token_type_ids'][k:k + 4]) "
+                 "for k in (0, 4)]); print(torch.equal(a, b), torch.allclose(a, y, atol=1e-6))\"");
+  INFO(compared.out);
+  CHECK(compared.out == "True True\n");
+  // An attention_mask the plan was made without would be dropped: refused.
+  const auto more = Mpexec(plan + " --input " + extra);
+  CHECK(more.status == 1);
+  CHECK(more.out.find("'attention_mask' is not one of the plan's inputs (input_ids, token_type_ids)") !=
+        std::string::npos);
+  const auto fewer = Mpexec(plan + " --input " + short_of);
+  CHECK(fewer.status == 1);
+  CHECK(fewer.out.find("the dict has no 'token_type_ids'") != std::string::npos);
+}
+
 TEST_CASE("--input and --output exchange tensors with Python's torch.save and torch.load") {
   const std::string in = TempPath("lstm.in.pt"), out = TempPath("lstm.out.pt");
   std::filesystem::remove(out);
