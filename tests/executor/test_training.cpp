@@ -325,7 +325,8 @@ TEST_CASE("a model with Hugging Face's signature trains with its optional inputs
       {" --input attention_mask=int64[8,16] --input input_ids=int64[8,16]", {"input_ids", "attention_mask"}},
       {" --input token_type_ids=int64[8,16] --input input_ids=int64[8,16]", {"input_ids", "token_type_ids"}}};
   for (size_t k = 0; k < cases.size(); ++k) {
-    const auto& [inputs, names] = cases[k];
+    const std::string& inputs = cases[k].first;
+    const std::vector<std::string>& names = cases[k].second;
     CAPTURE(inputs);
     const std::string plan = TempPath("bert_style" + std::to_string(k) + ".plan.yaml");
     const auto made = Mpplan(model + inputs + " --quiet --device-profile a100-80gb --gpus 2 --stages 2 "
