@@ -35,6 +35,18 @@ std::string Describe(const Value* v, int version) {
                       : Concat("%", v->debugName(), " (after ", version, " in-place writes)");
 }
 
+// The op of `node`, or of the first node in its blocks, that writes in
+// place (an if's masked_fill_).
+std::string WritingOp(const Node* node) {
+  if (const auto* schema = node->maybeSchema(); schema && schema->is_mutable()) return node->kind().toQualString();
+  for (const auto* block : node->blocks()) {
+    for (const Node* inner : block->nodes()) {
+      if (std::string op = WritingOp(inner); !op.empty()) return op;
+    }
+  }
+  return "";
+}
+
 class StageBuilder {
  public:
   StageBuilder(const CanonicalGraph& canonical, const std::vector<int>& stage_of_node, int stage,
@@ -161,8 +173,17 @@ class StageBuilder {
 
     const int holder = Holder(v, version);
     if (holder == stage_) {
-      throw PlanError(Concat("stage ", stage_, " needs ", Describe(v, version),
-                             " which it wrote through a view; keep the view's base in this stage"));
+      // Name the write: the mutation analysis may see one that cannot
+      // reach the value (AliasDb's wildcards), and this says which.
+      const int writer = canonical_.mutation.WritersOf(v)[version - 1];
+      const Node* node = canonical_.nodes[writer];
+      const std::string op = WritingOp(node);
+      const std::string layer = canonical_.layers[writer];
+      throw PlanError(Concat("stage ", stage_, " needs ", Describe(v, version), " which it wrote through a view (node ",
+                             writer, ", ", node->kind().toQualString(),
+                             op.empty() || op == node->kind().toQualString() ? "" : " writing with " + op,
+                             layer.empty() ? "" : " in layer " + layer,
+                             "); keep the view's base in this stage"));
     }
     if (holder > stage_) {
       throw PlanError(Concat("stage ", stage_, " (node ", reader_id, ") reads ", Describe(v, version),
