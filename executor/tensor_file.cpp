@@ -72,18 +72,13 @@ std::vector<c10::IValue> ByName(const c10::impl::GenericDict& dict, const std::s
       inputs.push_back(*value);
       continue;
     }
-    const size_t bracket = name.find('[');
-    const std::string digits = bracket == std::string::npos ? "" : name.substr(bracket + 1, name.size() - bracket - 2);
-    const bool indexed = !digits.empty() && digits.size() < 9 && name.back() == ']' &&
-                         std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (indexed) {
-      const std::string base = name.substr(0, bracket);
-      const size_t element = std::stoul(digits);
+    if (const auto element = TupleElement(name)) {
+      const auto& [base, index] = *element;
       if (auto value = find(base); value && (value->isTuple() || value->isList())) {
         const auto elements = value->isTuple() ? value->toTupleRef().elements().vec() : value->toListRef().vec();
-        if (element < elements.size()) {
+        if (index < elements.size()) {
           used.push_back(base);
-          inputs.push_back(elements[element]);
+          inputs.push_back(elements[index]);
           continue;
         }
       }

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 #include <map>
@@ -53,21 +54,38 @@ std::vector<int64_t> JsonIntList(const nlohmann::json& value, const std::string&
   return out;
 }
 
+// An identifier: letters, digits and '_', not starting with a digit.
+bool IsWord(const std::string& name) {
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  return !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+         std::all_of(name.begin(), name.end(), word);
+}
+
 // A forward argument's name, or a tuple element's (`hidden[0]`).
 bool IsInputName(const std::string& name) {
-  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-  size_t i = 0;
-  while (i < name.size() && word(name[i])) ++i;
-  if (i == name.size()) return true;
-  if (i == 0 || name[i] != '[' || name.back() != ']' || i + 2 >= name.size()) return false;
-  for (size_t j = i + 1; j + 1 < name.size(); ++j) {
-    if (!std::isdigit(static_cast<unsigned char>(name[j]))) return false;
-  }
-  return true;
+  if (IsWord(name)) return true;
+  const auto element = TupleElement(name);
+  return element && IsWord(element->first);
 }
 
 }  // namespace
+
+std::optional<std::pair<std::string, size_t>> TupleElement(const std::string& name) {
+  const size_t open = name.find('[');
+  if (open == std::string::npos || open == 0 || name.size() < open + 3 || name.back() != ']') return std::nullopt;
+  const std::string digits = name.substr(open + 1, name.size() - open - 2);
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    return std::nullopt;
+  }
+  // An index past any tuple's size reads as the largest.
+  size_t index = 0;
+  for (char c : digits) {
+    const size_t digit = size_t(c - '0');
+    index = index > (std::numeric_limits<size_t>::max() - digit) / 10 ? std::numeric_limits<size_t>::max()
+                                                                     : index * 10 + digit;
+  }
+  return std::make_pair(name.substr(0, open), index);
+}
 
 int64_t DtypeBytes(const std::string& dtype) {
   auto it = DtypeSizes().find(dtype);

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mp {
@@ -23,6 +25,10 @@ struct TensorSpec {
 // `name=dtype[...]` names the input (forward's argument, `hidden[0]` for a
 // tuple's element). Throws InputError naming the text and what was expected.
 TensorSpec ParseTensorSpec(const std::string& text);
+
+// `hidden[0]`, a tuple argument's element by name: the argument's name and
+// the index. nullopt for a name of any other form.
+std::optional<std::pair<std::string, size_t>> TupleElement(const std::string& name);
 
 // Parses the JSON document {"inputs": [{"name", "dtype", "shape",
 // "batch_dim", "range"}]}. `source` names the document in errors.

@@ -2,6 +2,7 @@
 #include "planner/graph/resolve_inputs.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "common/error.h"
 
@@ -50,6 +51,19 @@ const TensorSpec* Named(const std::vector<TensorSpec>& specs, const std::string&
   return it == specs.end() ? nullptr : &*it;
 }
 
+// `specs` in the order of `names`, one each by name; nullopt where one of
+// the names has none.
+std::optional<std::vector<TensorSpec>> OrderedBy(const std::vector<TensorSpec>& specs,
+                                                 const std::vector<std::string>& names) {
+  std::vector<TensorSpec> ordered;
+  for (const std::string& name : names) {
+    const TensorSpec* found = Named(specs, name);
+    if (!found) return std::nullopt;
+    ordered.push_back(*found);
+  }
+  return ordered;
+}
+
 // Named --input flags in forward's order (`names`, the inputs the graph was
 // bound to: BindArguments took the flags' names where all are forward's).
 // Unnamed flags are in that order already; a mix is refused, and so is a
@@ -71,25 +85,10 @@ std::vector<TensorSpec> InForwardOrder(const std::vector<TensorSpec>& specs, con
                               "' is not one of forward's inputs (", JoinNames(forward), ")"));
     }
   }
-  std::vector<TensorSpec> ordered;
   for (const std::string& name : names) {
-    const TensorSpec* found = Named(specs, name);
-    if (!found) throw InputError(Concat("--input: forward's input '", name, "' is not given"));
-    ordered.push_back(*found);
+    if (!Named(specs, name)) throw InputError(Concat("--input: forward's input '", name, "' is not given"));
   }
-  return ordered;
-}
-
-// The embedded spec in forward's order, where its names are the inputs'
-// (BindArguments bound them by name); a spec of other names is positional.
-std::vector<TensorSpec> EmbeddedInOrder(const std::vector<TensorSpec>& spec, const std::vector<std::string>& names) {
-  std::vector<TensorSpec> ordered;
-  for (const std::string& name : names) {
-    const TensorSpec* found = Named(spec, name);
-    if (!found) return spec;
-    ordered.push_back(*found);
-  }
-  return ordered;
+  return *OrderedBy(specs, names);
 }
 
 // The embedded spec's entry for forward's input `name`, the i-th given: by
@@ -131,7 +130,9 @@ std::vector<TensorSpec> ResolveInputs(const ModelFile& model, const CanonicalGra
       throw InputError(Concat(model.path, ": embedded input spec has ", model.input_spec.size(),
                               " inputs, forward takes ", expected));
     }
-    std::vector<TensorSpec> specs = EmbeddedInOrder(model.input_spec, canonical.input_names);
+    // In forward's order where its names are the inputs' (BindArguments
+    // bound them by name); a spec of other names is positional.
+    std::vector<TensorSpec> specs = OrderedBy(model.input_spec, canonical.input_names).value_or(model.input_spec);
     RangeFromEmbeddings(canonical, specs);
     return specs;
   }

@@ -1,6 +1,8 @@
 // Input specs: the --input syntax and the embedded JSON.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "common/error.h"
 #include "planner/graph/input_spec.h"
 
@@ -28,6 +30,19 @@ TEST_CASE("ParseTensorSpec reads a name before '='") {
     CAPTURE(bad);
     CHECK_THROWS_WITH_AS(mp::ParseTensorSpec(bad), doctest::Contains("is not an input's name"), InputError);
   }
+  CHECK(mp::ParseTensorSpec("h[12]=float32[4]").name == "h[12]");
+  CHECK(mp::ParseTensorSpec("h_2=float32[4]").name == "h_2");
+}
+
+TEST_CASE("TupleElement reads a tuple element's name, the argument's and the index") {
+  CHECK(mp::TupleElement("hidden[1]") == std::make_pair(std::string("hidden"), size_t(1)));
+  CHECK(mp::TupleElement("h[12]") == std::make_pair(std::string("h"), size_t(12)));
+  for (const char* other : {"hidden", "hidden[]", "[0]", "hidden[x]", "hidden[0", "hidden[0]x", ""}) {
+    CAPTURE(other);
+    CHECK_FALSE(mp::TupleElement(other).has_value());
+  }
+  // An index no tuple has: the largest, never an overflow.
+  CHECK(mp::TupleElement("h[99999999999999999999999]")->second == std::numeric_limits<size_t>::max());
 }
 
 TEST_CASE("ParseTensorSpec rejects malformed specs and names them") {
