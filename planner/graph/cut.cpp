@@ -35,18 +35,6 @@ std::string Describe(const Value* v, int version) {
                       : Concat("%", v->debugName(), " (after ", version, " in-place writes)");
 }
 
-// The op of `node`, or of the first node in its blocks, that writes in
-// place (an if's masked_fill_).
-std::string WritingOp(const Node* node) {
-  if (const auto* schema = node->maybeSchema(); schema && schema->is_mutable()) return node->kind().toQualString();
-  for (const auto* block : node->blocks()) {
-    for (const Node* inner : block->nodes()) {
-      if (std::string op = WritingOp(inner); !op.empty()) return op;
-    }
-  }
-  return "";
-}
-
 class StageBuilder {
  public:
   StageBuilder(const CanonicalGraph& canonical, const std::vector<int>& stage_of_node, int stage,

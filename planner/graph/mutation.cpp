@@ -18,18 +18,6 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-bool WritesSomething(const Node* node) {
-  if (auto schema = node->maybeSchema()) {
-    if (schema->is_mutable()) return true;
-  }
-  for (const auto* block : node->blocks()) {
-    for (const Node* inner : block->nodes()) {
-      if (WritesSomething(inner)) return true;
-    }
-  }
-  return false;
-}
-
 void CollectNodes(Node* node, std::vector<Node*>& out) {
   out.push_back(node);
   for (auto* block : node->blocks()) {
@@ -38,6 +26,16 @@ void CollectNodes(Node* node, std::vector<Node*>& out) {
 }
 
 }  // namespace
+
+std::string WritingOp(const torch::jit::Node* node) {
+  if (const auto* schema = node->maybeSchema(); schema && schema->is_mutable()) return node->kind().toQualString();
+  for (const auto* block : node->blocks()) {
+    for (const Node* inner : block->nodes()) {
+      if (std::string op = WritingOp(inner); !op.empty()) return op;
+    }
+  }
+  return "";
+}
 
 torch::jit::Value* AliasRoot(torch::jit::Value* v) {
   for (;;) {
@@ -105,7 +103,7 @@ MutationInfo AnalyzeMutation(const CanonicalGraph& canonical) {
   auto& graph = *canonical.graph;
   std::vector<int> writer_ids;
   for (Node* node : graph.nodes()) {
-    if (WritesSomething(node)) writer_ids.push_back(canonical.NodeId(node));
+    if (!WritingOp(node).empty()) writer_ids.push_back(canonical.NodeId(node));
   }
 
   // Candidate values: graph inputs and top-level outputs.

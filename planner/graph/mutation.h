@@ -3,6 +3,7 @@
 
 #include <torch/script.h>
 
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -30,6 +31,11 @@ struct MutationInfo {
 // Follows outputs that alias an input (views, in-place results, the pieces
 // of a chunk or split) back to the value that owns the storage.
 torch::jit::Value* AliasRoot(torch::jit::Value* v);
+
+// The op of `node`, or of the first node in its blocks, whose schema
+// writes in place (an if's masked_fill_); "" where none does: what makes
+// a node one of AnalyzeMutation's writers.
+std::string WritingOp(const torch::jit::Node* node);
 
 // Uses PyTorch's AliasDb, so writes through views count as writes to the
 // viewed value.
