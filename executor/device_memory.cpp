@@ -24,19 +24,18 @@ std::vector<DeviceMemory> CompareDeviceMemory(const LoadedPlan& loaded, const st
   for (int d = 0; d < devices; ++d) out[d].device = d;
 
   // Predicted: the planner's static bytes are parameters (each on the first
-  // stage that reads it, tied weights once), their gradients and the
-  // optimizer state it assumed (optimizer_state_factor tensors each); the
-  // simulated peak adds the activations the schedule holds at once.
+  // stage that reads it, tied weights once), the gradients of those not
+  // frozen (PlanStage::gradient_bytes) and the optimizer state it assumed
+  // for them (optimizer_state_factor tensors each); the simulated peak adds
+  // the activations the schedule holds at once.
   const SimResult sim = SimulatePlan(plan);
-  const double per_parameter = plan.training ? 2 + plan.optimizer_state_factor : 1;
   for (const PlanStage& stage : plan.stages) {
     MemoryCategories& p = out[stage.program].predicted;
-    const auto params = int64_t(std::llround(double(stage.static_bytes) / per_parameter));
-    p.parameters += params;
-    if (plan.training) {
-      p.gradients += params;
-      p.optimizer_state += stage.static_bytes - 2 * params;
-    }
+    const int64_t gradients = plan.training ? stage.gradient_bytes : 0;
+    const auto with_state = int64_t(std::llround(double(gradients) * (1 + plan.optimizer_state_factor)));
+    p.parameters += std::max<int64_t>(0, stage.static_bytes - with_state);
+    p.gradients += gradients;
+    p.optimizer_state += std::max<int64_t>(0, with_state - gradients);
   }
   for (int d = 0; d < devices; ++d) {
     DeviceMemory& m = out[d];

@@ -406,6 +406,21 @@ def squeezenet():
     return make(num_classes=10)
 
 
+def finetune():
+    """Feature extraction as PyTorch's fine-tuning tutorial does it:
+    torchvision's SqueezeNet 1.1 with every parameter frozen
+    (requires_grad_(False)) and its last convolution replaced by a new,
+    trained one for 10 classes: in training no gradient reaches the
+    features, and only the new layer has one (its dropout still draws)."""
+    from torchvision.models import squeezenet1_1 as make
+    model = make(num_classes=1000)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    model.classifier[1] = nn.Conv2d(512, 10, kernel_size=1)
+    model.num_classes = 10
+    return model
+
+
 def vit():
     """torchvision's VisionTransformer at a small size: patches by a strided
     convolution, a learned class token expanded over the batch and
@@ -694,6 +709,74 @@ class VQBottleneck(nn.Module):
         return self.dec(z + (q - z).detach()), (q - z.detach()).pow(2).mean()
 
 
+class LoraLinear(nn.Module):
+    """A linear layer with LoRA's low-rank update, as PEFT adds it: the base
+    weight frozen, x -> base(x) + B(A(dropout(x))) * alpha / r with A and B
+    trained. B starts small rather than at PEFT's zero, as after a few
+    steps, so that A takes a gradient from the first."""
+
+    def __init__(self, d_in: int, d_out: int, r: int = 4, alpha: float = 8.0):
+        super().__init__()
+        self.base = nn.Linear(d_in, d_out)
+        self.base.requires_grad_(False)
+        self.lora_a = nn.Linear(d_in, r, bias=False)
+        self.lora_b = nn.Linear(r, d_out, bias=False)
+        nn.init.normal_(self.lora_b.weight, std=0.02)
+        self.dropout = nn.Dropout(0.1)
+        self.scale = alpha / r
+
+    def forward(self, x):
+        return self.base(x) + self.lora_b(self.lora_a(self.dropout(x))) * self.scale
+
+
+class LoraBlock(nn.Module):
+    """A pre-norm decoder block whose query and value projections carry LoRA
+    (PEFT's default target modules); the rest frozen."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(dim)
+        self.q = LoraLinear(dim, dim)
+        self.k = nn.Linear(dim, dim)
+        self.v = LoraLinear(dim, dim)
+        self.o = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x):
+        b, t, c = x.shape
+        h = self.ln1(x)
+        q = self.q(h).view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        k = self.k(h).view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        v = self.v(h).view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)
+        scores = scores.masked_fill(torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
+        x = x + self.o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, c))
+        return x + self.mlp(self.ln2(x))
+
+
+class LoraGpt(nn.Module):
+    """A GPT fine-tuned with LoRA: every pre-trained weight frozen (the
+    embeddings, the blocks, the head), only the adapters trained."""
+
+    def __init__(self, vocab: int = 256, dim: int = 64, heads: int = 4, layers: int = 4, context: int = 32):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(context, dim)
+        self.blocks = nn.ModuleList([LoraBlock(dim, heads) for _ in range(layers)])
+        self.ln = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+        for name, p in self.named_parameters():
+            p.requires_grad_("lora_" in name)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos(torch.arange(idx.size(1), device=idx.device))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln(x))
+
+
 class ReachAttention(nn.Module):
     """Causal self-attention written out: one qkv projection, one out."""
 
@@ -861,7 +944,8 @@ class WaveNetStack(nn.Module):
 # ALBERT's one layer in a loop (the twenty-ninth's), torchvision's Swin
 # Transformer and video ResNet (the thirtieth's), a GPT whose forward calls
 # its blocks' parts (the thirty-first's), a Conformer, a DLRM and a
-# WaveNet (the thirty-second's), and pytorch/examples' word
+# WaveNet (the thirty-second's), a frozen feature extractor and a GPT
+# fine-tuned with LoRA (the thirty-third's), and pytorch/examples' word
 # language model;
 # nothing was tuned on them. Kept
 # out of the folder the tests sweep, for CI time; one test trains each over
@@ -894,6 +978,8 @@ HELDOUT = {
     "dlrm": (Dlrm, [spec("dense", "float32", [16, 13]), spec("sparse", "int64", [16, 4, 3], value_range=(0, 1000))],
              ("script",)),
     "wavenet": (WaveNetStack, [spec("wav", "float32", [8, 1, 256])], ("script",)),
+    "finetune": (finetune, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
+    "lora_gpt": (LoraGpt, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     "bert_style": (BertStyle, [spec("input_ids", "int64", [8, 16], value_range=(0, 400))], ("script",)),
     "gpt_bf16": (gpt_bf16, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     # bptt 35, batch 20, as the example trains

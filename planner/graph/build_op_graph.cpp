@@ -13,6 +13,8 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "planner/graph/gradient_free.h"
+#include "planner/graph/mutation.h"
 #include "planner/graph/node_program.h"
 #include "planner/graph/run_graph.h"
 #include "planner/graph/saved_values.h"
@@ -80,6 +82,7 @@ OpGraph BuildOpGraph(const CanonicalGraph& canonical) {
     } else {
       op.values[id].name = canonical.params[i - canonical.num_model_inputs].name;
       op.values[id].is_param = true;
+      op.values[id].frozen = !canonical.params[i - canonical.num_model_inputs].tensor.requires_grad();
       op.params.push_back(id);
     }
   }
@@ -97,8 +100,15 @@ OpGraph BuildOpGraph(const CanonicalGraph& canonical) {
     for (int v : op_node.inputs) op.values[v].consumers.push_back(op_node.id);
     op.nodes.push_back(op_node);
   }
+  std::vector<InPlaceWrite> writes;
   for (const auto& [value, writers] : canonical.mutation.writers) {
-    for (int w : writers) op.nodes[w].mutates = true;
+    const auto id = value_ids.find(value);
+    for (int w : writers) {
+      op.nodes[w].mutates = true;
+      if (id == value_ids.end()) continue;  // a value inside a block: its owner's output is what others read
+      const bool statistics = WritingOp(canonical.nodes[w]).find("norm") != std::string::npos;
+      writes.push_back({id->second, w, statistics});
+    }
   }
   for (size_t i = canonical.num_model_inputs; i < graph.inputs().size(); ++i) {
     const Value* param = graph.inputs()[i];
@@ -117,6 +127,7 @@ OpGraph BuildOpGraph(const CanonicalGraph& canonical) {
     op.outputs.push_back(id);
   }
   for (auto& value : op.values) SortUnique(value.consumers);
+  MarkGradientFree(op, writes);
   MarkSavedValues(op);
   return op;
 }

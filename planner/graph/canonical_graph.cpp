@@ -120,7 +120,15 @@ void IndexNodes(CanonicalGraph& canonical, const CallSitePaths& call_sites) {
     canonical.nodes.push_back(node);
     canonical.layers.push_back(LayerName(node, call_sites));
   }
+  // Parameters that take no gradient (a frozen backbone) make training
+  // another job on the same graph: another profile, another plan. Named in
+  // the hash only where there are any, so other fingerprints stay as they were.
+  std::string frozen;
+  for (const LiftedTensor& p : canonical.params) {
+    if (p.is_parameter && !p.tensor.requires_grad()) frozen += " " + p.name;
+  }
   canonical.fingerprint = Fingerprint(*canonical.graph);
+  if (!frozen.empty()) canonical.fingerprint = Fnv1a64Hex(canonical.fingerprint + " frozen:" + frozen);
   canonical.mutation = AnalyzeMutation(canonical);
 }
 

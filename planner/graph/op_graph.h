@@ -21,6 +21,13 @@ struct OpValue {
   int64_t bytes = 0;               // tensors, once shapes are known; 0 otherwise
   int producer = -1;               // node id; -1 for graph inputs
   bool is_param = false;           // a lifted parameter or buffer
+  // A parameter or buffer without a gradient (requires_grad false: a frozen
+  // backbone, LoRA's base weights, batch norm's running statistics): in
+  // training it has no gradient, no optimizer state and no all-reduce.
+  bool frozen = false;
+  // In training no gradient reaches it (gradient_free.h: a frozen
+  // backbone's activations, a model input); false in a graph built by hand.
+  bool gradient_free = false;
   bool is_graph_output = false;
   bool rematerializable = false;   // a constant or a list of them: cloned, never sent
   // In training, whether autograd keeps it until the backward, and whether

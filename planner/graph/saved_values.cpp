@@ -85,6 +85,11 @@ SavedValues FindSavedValues(const OpGraph& graph) {
     if ((view || in_place || kForward.count(kind)) && !node.inputs.empty()) {
       for (int out : node.outputs) s.alias[out] = true;
     }
+    // Autograd records no node where no output takes a gradient (a frozen
+    // backbone's layers, gradient_free.h): it keeps nothing there.
+    bool recorded = node.outputs.empty();
+    for (int out : node.outputs) recorded = recorded || !graph.values[out].gradient_free;
+    if (!recorded) continue;
     if (kKeepIndices.count(kind)) s.extra[node.id] = 2;
     if (kind == "mp::scaled_dot_product_attention") s.extra[node.id] = AttentionWeightsKept(graph, node);
     if (kSaveOutput.count(kind)) {

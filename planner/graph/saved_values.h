@@ -13,7 +13,8 @@
 // their result (relu, tanh, sigmoid, softmax, exp, dropout's scaled mask)
 // save their output; every other op saves its tensor inputs (linear,
 // matmul, convolutions, normalisations, mul, unknown kinds: the safe side).
-// Lists and tuples pass the question on to their readers.
+// Lists and tuples pass the question on to their readers. A node no
+// gradient reaches (OpValue::gradient_free) keeps nothing.
 #pragma once
 
 #include <string>

@@ -26,15 +26,28 @@ void CheckProfileMatches(const OpGraph& graph, const Profile& profile, const std
 }
 
 bool CarriesGradient(const OpGraph& graph, const OpValue& v) {
-  if (v.producer < 0) return false;  // a model input
+  if (v.producer < 0 || v.gradient_free) return false;  // a model input, a frozen layer's output
   return !IsIntegerDtype(v.dtype) && v.dtype != "bool";
 }
 
+// It reads a parameter that takes a gradient (not a frozen one, nor a
+// buffer): its backward has weight gradients to make.
 bool ReadsParameter(const OpGraph& graph, const OpNode& node) {
   for (int in : node.inputs) {
-    if (graph.values[in].is_param) return true;
+    if (graph.values[in].is_param && !graph.values[in].frozen) return true;
   }
   return false;
+}
+
+// It reads parameters, and all of them are frozen (or buffers).
+bool ReadsOnlyFrozen(const OpGraph& graph, const OpNode& node) {
+  bool reads = false;
+  for (int in : node.inputs) {
+    if (!graph.values[in].is_param) continue;
+    if (!graph.values[in].frozen) return false;
+    reads = true;
+  }
+  return reads;
 }
 
 // A node whose W keeps the gradient of its output from I: it reads a
@@ -51,15 +64,15 @@ bool KeepsGradientForW(const OpGraph& graph, const OpNode& node) {
 // first into .grad (the first becomes .grad itself): on average (M - 1) / M
 // of an addition of each parameter per micro-batch, M = ceil(batch / m),
 // in the backward of the node that reads the parameter first (its W where
-// the backward is split). Profile::accumulate_ms_per_mib. Buffers count as
-// parameters here: a batch norm's running statistics are a few bytes.
+// the backward is split). Profile::accumulate_ms_per_mib. A frozen
+// parameter (and a buffer) has no gradient to add.
 void AddAccumulation(const Profile& profile, OrderCosts& c) {
   if (profile.accumulate_ms_per_mib <= 0 || c.microbatch <= 0) return;
   const int64_t m = (profile.batch + c.microbatch - 1) / c.microbatch;
   const double share = double(m - 1) / double(m);
   for (int p = 0; p < c.Positions(); ++p) {
-    if (c.backward_ms[p] <= 0 || c.param_bytes[p] <= 0) continue;
-    const double ms = share * profile.accumulate_ms_per_mib * double(c.param_bytes[p]) / double(1 << 20);
+    if (c.backward_ms[p] <= 0 || c.gradient_bytes[p] <= 0) continue;
+    const double ms = share * profile.accumulate_ms_per_mib * double(c.gradient_bytes[p]) / double(1 << 20);
     c.backward_ms[p] += ms;
     c.weight_backward_ms[p] += ms;
   }
@@ -104,6 +117,7 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
   c.input_backward_ms.assign(n, 0);
   c.weight_backward_ms.assign(n, 0);
   c.param_bytes.assign(n, 0);
+  c.gradient_bytes.assign(n, 0);
   c.output_bytes.assign(n, 0);
   c.kept_bytes.assign(n, 0);
   c.weight_output_bytes.assign(n, 0);
@@ -128,6 +142,7 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
     const int64_t bytes = ValueBytesAt(profile, v.id, microbatch);
     if (v.is_param) {
       if (!v.consumers.empty()) c.param_bytes[c.position[v.consumers.front()]] += bytes;
+      if (!v.consumers.empty() && !v.frozen) c.gradient_bytes[c.position[v.consumers.front()]] += bytes;
       continue;
     }
     if (v.rematerializable) continue;
@@ -202,9 +217,10 @@ OrderCosts ComputeOrderCosts(const OpGraph& graph, const Profile& profile, const
     c.forward_working_bytes[p] = std::max<int64_t>(0, ForwardWorkingBytes(profile, order[p], microbatch));
     if (!training) continue;
     const int64_t measured = BackwardWorkingBytes(profile, order[p], microbatch);
-    c.backward_working_bytes[p] = measured >= 0 ? measured : c.output_bytes[p] + c.param_bytes[p];
-    c.input_backward_working_bytes[p] =
-        std::max<int64_t>(0, c.backward_working_bytes[p] - profile.nodes[order[p]].param_bytes);
+    c.backward_working_bytes[p] = measured >= 0 ? measured : c.output_bytes[p] + c.gradient_bytes[p];
+    // I leaves the weights' gradients to W; a frozen layer makes none.
+    const int64_t weights = ReadsOnlyFrozen(graph, graph.nodes[order[p]]) ? 0 : profile.nodes[order[p]].param_bytes;
+    c.input_backward_working_bytes[p] = std::max<int64_t>(0, c.backward_working_bytes[p] - weights);
   }
   if (training) AddAccumulation(profile, c);
   return c;

@@ -47,6 +47,7 @@ struct OrderCosts {
   std::vector<double> input_backward_ms;   // per position: zb-h1's I and W (InputBackwardMs)
   std::vector<double> weight_backward_ms;
   std::vector<int64_t> param_bytes;        // per position: parameters it reads first
+  std::vector<int64_t> gradient_bytes;     // per position: of those, the ones with a gradient (not frozen)
   std::vector<int64_t> output_bytes;       // per position: what it produces (activations)
   // Per position, training: of what it produces, the storage autograd keeps
   // until the backward (OpValue::kept_for_backward, not an alias).

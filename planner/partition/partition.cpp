@@ -54,13 +54,14 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
       st.input_backward_ms += speed * costs.input_backward_ms[q];
       st.weight_backward_ms += speed * costs.weight_backward_ms[q];
       st.param_bytes += costs.param_bytes[q];
+      if (costs.training) st.gradient_bytes += costs.gradient_bytes[q];
     }
     if (s == 0) {
       st.input_backward_ms = 0;  // its inputs take no gradient: W is its whole backward
       st.weight_backward_ms = st.backward_ms;
     }
     st.transfer_ms = model.InMs(s, a) + model.OutMs(s, e);
-    if (costs.training) st.allreduce_ms = AllReduceMs(st.param_bytes, model.Spec(s).replicas, model.Spec(s).replica_link);
+    if (costs.training) st.allreduce_ms = AllReduceMs(st.gradient_bytes, model.Spec(s).replicas, model.Spec(s).replica_link);
     st.cost_ms = model.StageMs(s, a, e);
     st.static_bytes = model.StaticBytes(a, e);
     st.activation_bytes = model.ActivationBytes(a, e);
@@ -110,7 +111,7 @@ SimResult SimulatePartition(const Partition& p) {
     // A recomputing stage's B runs its forward first, and holds what it rebuilds until B ends.
     times.push_back({st.forward_ms, st.backward_ms + st.recompute_ms, st.input_backward_ms, st.weight_backward_ms});
     memory.push_back({st.static_bytes, st.activation_bytes, st.transient_bytes + st.recomputed_bytes,
-                      st.weight_gradient_bytes, p.training ? st.param_bytes : 0, st.received_bytes,
+                      st.weight_gradient_bytes, st.gradient_bytes, st.received_bytes,
                       st.forward_peak_bytes, st.freed_by_i_bytes, st.weight_transient_bytes,
                       st.sent_gradient_bytes});
     allreduce.push_back(st.allreduce_ms);

@@ -36,6 +36,7 @@ struct Stage {
   double transfer_ms = 0;          // its sends and receives, both directions
   double cost_ms = 0;              // forward + backward + transfer (+ recompute): the DP's objective
   int64_t param_bytes = 0;
+  int64_t gradient_bytes = 0;      // training: of param_bytes, those with a gradient (not frozen, not buffers)
   double allreduce_ms = 0;         // training with replicas: its gradients among them
   int64_t static_bytes = 0;        // parameters (+ gradients, optimizer state in training)
   int64_t activation_bytes = 0;    // per micro-batch held (recomputing: what crosses its boundaries)

@@ -59,13 +59,14 @@ StageCostModel::StageCostModel(const OrderCosts& costs, std::vector<StageSpec> s
                                double optimizer_state_factor)
     : costs_(&costs),
       stages_(std::move(stages)),
-      static_factor_(costs.training ? 2 + optimizer_state_factor : 1),
+      optimizer_state_factor_(optimizer_state_factor),
       n_(costs.Positions()) {
   if (stages_.empty()) throw InternalError("StageCostModel without stages");
   auto sums = std::make_shared<Sums>();
   sums->work.assign(n_ + 1, 0);
   sums->forward.assign(n_ + 1, 0);
   sums->params.assign(n_ + 1, 0);
+  sums->gradients.assign(n_ + 1, 0);
   sums->outputs.assign(n_ + 1, 0);
   sums->kept.assign(n_ + 1, 0);
   sums->weight_outputs.assign(n_ + 1, 0);
@@ -74,6 +75,7 @@ StageCostModel::StageCostModel(const OrderCosts& costs, std::vector<StageSpec> s
     sums->work[p + 1] = sums->work[p] + costs.forward_ms[p] + costs.backward_ms[p];
     sums->forward[p + 1] = sums->forward[p] + costs.forward_ms[p];
     sums->params[p + 1] = sums->params[p] + costs.param_bytes[p];
+    sums->gradients[p + 1] = sums->gradients[p] + costs.gradient_bytes[p];
     sums->outputs[p + 1] = sums->outputs[p] + costs.output_bytes[p];
     sums->kept[p + 1] = sums->kept[p] + costs.kept_bytes[p];
     sums->weight_outputs[p + 1] = sums->weight_outputs[p] + costs.weight_output_bytes[p];
@@ -292,7 +294,9 @@ int64_t StageCostModel::StageTransientBytes(int s, int a, int e) const {
 }
 
 int64_t StageCostModel::StaticBytes(int a, int e) const {
-  return int64_t(static_factor_ * double(sums_->params[e] - sums_->params[a]));
+  const int64_t params = sums_->params[e] - sums_->params[a];
+  if (!costs_->training) return params;
+  return params + int64_t((1 + optimizer_state_factor_) * double(sums_->gradients[e] - sums_->gradients[a]));
 }
 
 int64_t StageCostModel::ActivationBytes(int a, int e) const {

@@ -7,8 +7,10 @@
 //                     gradients, each way                          PipeDream's
 //                                                                  stage time
 //   memory(s, a, e) = static + in_flight_s * activations
-//       training:  static = (2 + optimizer_state_factor) * parameter bytes
-//                  (weights, gradients, optimizer state); activations = the
+//       training:  static = parameter bytes + (1 + optimizer_state_factor) *
+//                  the bytes of those with a gradient (weights; gradients
+//                  and optimizer state, none for a frozen parameter or a
+//                  buffer); activations = the
 //                  stage's outputs plus what it receives, stashed per
 //                  micro-batch until its backward
 //       inference: static = parameter bytes; activations = the most bytes
@@ -170,7 +172,7 @@ class StageCostModel {
   struct Sums {
     std::vector<double> work;               // prefix sums of forward + backward
     std::vector<double> forward;            // prefix sums of forward
-    std::vector<int64_t> params, outputs, kept, weight_outputs;   // prefix sums
+    std::vector<int64_t> params, gradients, outputs, kept, weight_outputs;   // prefix sums
     std::vector<int> useful, first_useful_end;
     std::vector<std::vector<int64_t>> peak; // peak[k][p] = max live over [p, p + 2^k)
     // Training, likewise: of each position's backward working memory and
@@ -201,7 +203,7 @@ class StageCostModel {
 
   const OrderCosts* costs_;
   std::vector<StageSpec> stages_;
-  double static_factor_;
+  double optimizer_state_factor_;  // training: state tensors per parameter with a gradient
   int n_;
   std::shared_ptr<const Sums> sums_;
   std::vector<bool> can_bind_;

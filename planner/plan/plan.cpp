@@ -103,7 +103,7 @@ SimResult SimulatePlan(const Plan& plan) {
     int64_t received = 0, sent_gradients = 0;  // training: StageMemory's received_bytes, sent_gradient_bytes
     for (const PlanTensor& t : stage.receives) received += t.bytes, sent_gradients += t.gradient ? t.bytes : 0;
     memory.push_back({stage.static_bytes, stage.activation_bytes, stage.transient_bytes + stage.recomputed_bytes,
-                      stage.weight_gradient_bytes, plan.training ? stage.param_bytes : 0, plan.training ? received : 0,
+                      stage.weight_gradient_bytes, plan.training ? stage.gradient_bytes : 0, plan.training ? received : 0,
                       stage.forward_peak_bytes, stage.freed_by_i_bytes,
                       stage.weight_transient_bytes >= 0 ? stage.weight_transient_bytes : stage.transient_bytes,
                       plan.training ? sent_gradients : 0});

@@ -77,6 +77,10 @@ struct PlanStage {
   double busy_fraction = 0;       // busy / step time
   double allreduce_ms = 0;        // with replicas, training: its gradients among them, once a step
   int64_t static_bytes = 0;       // parameters (+ gradients and optimizer state in training)
+  // Training: the gradients static_bytes holds, as many optimizer state
+  // tensors each (Plan::optimizer_state_factor): the parameters it holds
+  // that are not frozen (a buffer has none either).
+  int64_t gradient_bytes = 0;
   int64_t activation_bytes = 0;   // held per micro-batch in flight (recomputing: what crosses its boundaries)
   // Recomputation (training; gpipe, 1f1b, interleaved-1f1b): the stage
   // keeps only its boundary values after each forward and runs the forward

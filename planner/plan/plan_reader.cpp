@@ -4,6 +4,7 @@
 #include "planner/plan/plan_reader.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "common/atomic_file.h"
@@ -193,8 +194,8 @@ PlanStage ReadStage(const YamlCursor& c, int index, Plan& plan, int stages) {
   if (c.Has("predicted")) {
     const YamlCursor p = c["predicted"];
     p.ExpectMap({}, {"forward_ms", "backward_ms", "input_backward_ms", "weight_backward_ms", "send_ms",
-                     "send_gradients_ms", "busy_fraction", "allreduce_ms", "static_bytes", "activation_bytes",
-                     "transient_bytes", "weight_transient_bytes", "forward_peak_bytes", "weight_gradient_bytes",
+                     "send_gradients_ms", "busy_fraction", "allreduce_ms", "static_bytes", "gradient_bytes",
+                     "activation_bytes", "transient_bytes", "weight_transient_bytes", "forward_peak_bytes", "weight_gradient_bytes",
                      "freed_by_i_bytes", "recomputed_bytes", "peak_memory_bytes"});
     if (p.Has("allreduce_ms")) {
       s.allreduce_ms = p["allreduce_ms"].Number();
@@ -209,6 +210,16 @@ PlanStage ReadStage(const YamlCursor& c, int index, Plan& plan, int stages) {
     if (p.Has("send_gradients_ms")) s.send_gradients_ms = p["send_gradients_ms"].Number();
     if (p.Has("busy_fraction")) s.busy_fraction = p["busy_fraction"].Number();
     if (p.Has("static_bytes")) s.static_bytes = Bytes(p["static_bytes"]);
+    if (p.Has("gradient_bytes")) {
+      s.gradient_bytes = Bytes(p["gradient_bytes"]);
+      if (!plan.training) p["gradient_bytes"].Fail("only a training plan holds gradients");
+      if (double(s.gradient_bytes) * (1 + plan.optimizer_state_factor) > double(s.static_bytes) + 1) {  // + 1: StaticBytes rounds down
+        p["gradient_bytes"].Fail(Concat("more than static_bytes (", s.static_bytes, ") holds with ",
+                                        plan.optimizer_state_factor, " optimizer tensors each"));
+      }
+    } else if (plan.training) {  // plans before frozen parameters were told apart: every parameter
+      s.gradient_bytes = int64_t(std::llround(double(s.static_bytes) / (2 + plan.optimizer_state_factor)));
+    }
     if (p.Has("activation_bytes")) s.activation_bytes = Bytes(p["activation_bytes"]);
     if (p.Has("transient_bytes")) s.transient_bytes = Bytes(p["transient_bytes"]);
     if (p.Has("weight_transient_bytes")) s.weight_transient_bytes = Bytes(p["weight_transient_bytes"]);

@@ -28,7 +28,7 @@ void WriteTensor(YAML::Emitter& out, const PlanTensor& t, const char* peer_key) 
   out << YAML::EndMap;
 }
 
-void WriteStage(YAML::Emitter& out, const PlanStage& s) {
+void WriteStage(YAML::Emitter& out, const PlanStage& s, bool training) {
   out << YAML::BeginMap;
   KeyValue(out, "id", s.id);
   KeyValue(out, "device", s.device);
@@ -68,6 +68,7 @@ void WriteStage(YAML::Emitter& out, const PlanStage& s) {
   KeyValue(out, "busy_fraction", s.busy_fraction);
   if (s.allreduce_ms > 0) KeyValue(out, "allreduce_ms", s.allreduce_ms);
   KeyValue(out, "static_bytes", s.static_bytes);
+  if (training) KeyValue(out, "gradient_bytes", s.gradient_bytes);
   KeyValue(out, "activation_bytes", s.activation_bytes);
   if (s.transient_bytes > 0) KeyValue(out, "transient_bytes", s.transient_bytes);
   if (s.weight_transient_bytes >= 0) KeyValue(out, "weight_transient_bytes", s.weight_transient_bytes);
@@ -200,7 +201,7 @@ std::string PlanToYaml(const Plan& p) {
   }
   out << YAML::EndSeq;
   out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;
-  for (const PlanStage& s : p.stages) WriteStage(out, s);
+  for (const PlanStage& s : p.stages) WriteStage(out, s, p.training);
   out << YAML::EndSeq;
   out << YAML::Key << "programs" << YAML::Value << YAML::BeginSeq;
   for (const PlanProgram& program : p.programs) WriteProgram(out, program);

@@ -254,6 +254,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
     ps.allreduce_ms = st.allreduce_ms;
     plan.predicted.allreduce_ms = std::max(plan.predicted.allreduce_ms, st.allreduce_ms);
     ps.static_bytes = st.static_bytes;
+    ps.gradient_bytes = st.gradient_bytes;
     ps.activation_bytes = st.activation_bytes;
     ps.transient_bytes = st.transient_bytes;
     if (SplitsBackward(partition.schedule) && !st.whole_backward) ps.weight_transient_bytes = st.weight_transient_bytes;

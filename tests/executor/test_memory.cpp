@@ -203,6 +203,34 @@ TEST_CASE("mpexec reports each device's peak memory, predicted and measured, by 
   }
 }
 
+TEST_CASE("a frozen feature extractor holds no gradients or optimizer state, predicted as measured") {
+  // heldout/finetune: SqueezeNet's features frozen, a new last layer
+  // trained (PyTorch's fine-tuning tutorial). The plans counted a gradient
+  // and the optimizer's state for every parameter: 3x the features' bytes.
+  const std::string plan = TempPath("finetune.memory.plan.yaml");
+  const auto made = mp::test::MpplanInProcess(ZooPath("heldout/finetune.script.pt") +
+                                              " --quiet --device-profile a100-80gb --gpus 2 --stages 2 --replicas 1"
+                                              " --microbatches 2 --batch 8 --schedule 1f1b --optimizer momentum -o " +
+                                              plan);
+  INFO(made.out);
+  REQUIRE(made.status == 0);
+  const auto devices = MemoryDevices(plan + " --steps 2 --momentum 0.9");
+  REQUIRE(devices.size() == 2);
+  int64_t gradients = 0, params = 0;
+  for (const auto& d : devices) {
+    CAPTURE(d.dump());
+    const auto& c = d["categories"];
+    for (const char* name : {"parameters", "gradients", "optimizer_state"}) {
+      CAPTURE(name);
+      CHECK(c[name]["predicted"].get<int64_t>() == c[name]["measured"].get<int64_t>());
+    }
+    gradients += c["gradients"]["measured"].get<int64_t>();
+    params += c["parameters"]["measured"].get<int64_t>();
+  }
+  CHECK(gradients == (512 * 10 + 10) * 4);  // the new layer's weight and bias, float32
+  CHECK(params == ParameterBytes("heldout/finetune.script.pt"));
+}
+
 TEST_CASE("stages that recompute hold less, measured and predicted, for a forward more in the backward") {
   // GPipe holds all 8 micro-batches' activations at once: the case recomputation is for.
   const std::string flags = "--gpus 2 --stages 2 --microbatches 8 --batch 16 --schedule gpipe --optimizer sgd";

@@ -226,12 +226,15 @@ TEST_CASE("held-out models train over 2 stages as they do on one device") {
   // a Conformer (a depthwise Conv1d, GLU, BatchNorm1d between attention
   // and half-step feed-forwards), a DLRM (EmbeddingBag sums, pairwise dot
   // interactions gathered by triu_indices), a WaveNet (causal dilated
-  // convolutions by F.pad, gated units, skips stacked from a list).
-  // The sanitizers take the first.
+  // convolutions by F.pad, gated units, skips stacked from a list), a
+  // frozen feature extractor under a new layer and a GPT fine-tuned with
+  // LoRA (frozen weights: their stages' backwards stop short, their
+  // parameters stay as they were). The sanitizers take the first.
   for (const std::string& name :
        mp::test::ZooKeep({"mobilenet_v2", "resnet18", "shufflenet", "squeezenet", "word_lm", "vit", "convnext",
                           "seq2seq", "gru_tagger", "moe", "vq", "googlenet", "lraspp", "gpt_bf16", "lstm_packed",
-                          "albert", "swin", "r3d", "root_reach", "conformer", "dlrm", "wavenet"})) {
+                          "albert", "swin", "r3d", "root_reach", "conformer", "dlrm", "wavenet", "finetune",
+                          "lora_gpt"})) {
     CAPTURE(name);
     const std::string plan = TrainPlan("heldout/" + name + ".script.pt", 2, "");  // batch 4, 2 micro-batches
     CHECK(mp::test::VerifiedTraining(plan + " --steps 2")["losses"].size() == 2);

@@ -335,6 +335,23 @@ TEST_CASE("fingerprint: stable across loads, different across programs") {
   CHECK(Load("toy.script.pt").fingerprint.size() == 16);
 }
 
+TEST_CASE("fingerprint: freezing parameters makes another job of the same graph, and none frozen the same fingerprint") {
+  // A profile and a plan made before the user froze a backbone measured
+  // backwards it no longer runs: they must read as made for another graph.
+  auto model = mp::LoadModelFile(ZooPath("heldout/finetune.script.pt"));
+  mp::CanonicalOptions options;
+  options.training = true;
+  const std::string frozen = mp::Canonicalize(model.module, options).fingerprint;
+  std::vector<at::Tensor> params;
+  for (const auto& p : model.module.parameters()) params.push_back(p);
+  for (auto& p : params) p.requires_grad_(true);
+  const std::string thawed = mp::Canonicalize(model.module, options).fingerprint;
+  CHECK(thawed != frozen);
+  CHECK(thawed == mp::Fingerprint(*mp::Canonicalize(model.module, options).graph));  // as before frozen ones counted
+  params.back().requires_grad_(false);
+  CHECK(mp::Canonicalize(model.module, options).fingerprint != thawed);
+}
+
 TEST_CASE("fingerprint: torchvision's Swin canonicalised again and again in one process is one graph") {
   // One ConstantPropagation pass left a different few foldable nodes (the
   // aten::neg of a constant window size in the shifted-window mask) in

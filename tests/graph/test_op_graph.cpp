@@ -103,6 +103,71 @@ TEST_CASE("Boost.Graph: topological order and reachability agree with the edges"
   CHECK_FALSE(reach[head][first_conv]);
 }
 
+TEST_CASE("frozen parameters: no gradient reaches what only they and the inputs make, and nothing is kept there") {
+  SUBCASE("a frozen feature extractor, a new classifier") {  // PyTorch's fine-tuning tutorial
+    auto l = Load("heldout/finetune.script.pt");
+    const auto& g = l.graph;
+    std::vector<std::string> trained;
+    for (int p : g.params) {
+      if (!g.values[p].frozen) trained.push_back(g.values[p].name);
+    }
+    CHECK((trained == std::vector<std::string>{"classifier.1.weight", "classifier.1.bias"}));
+    int features = 0;
+    for (const auto& node : g.nodes) {
+      CAPTURE(node.layer);
+      CAPTURE(node.kind);
+      const bool in_features = node.layer.rfind("features", 0) == 0;
+      features += in_features ? 1 : 0;
+      for (int out : node.outputs) {
+        if (in_features) {
+          CHECK(g.values[out].gradient_free);
+          CHECK_FALSE(g.values[out].kept_for_backward);  // autograd records nothing there
+        }
+        if (node.layer == "classifier.0" && node.kind == "aten::dropout") {  // before the new layer
+          CHECK(g.values[out].gradient_free);
+          CHECK(g.values[out].kept_for_backward);  // the new convolution's input, for its weight's gradient
+        }
+        if (node.layer == "classifier.1" && node.kind == "aten::conv2d") CHECK_FALSE(g.values[out].gradient_free);
+      }
+    }
+    CHECK(features > 30);
+  }
+  SUBCASE("LoRA: frozen weights, trained adapters inside every block") {
+    auto l = Load("heldout/lora_gpt.script.pt");
+    const auto& g = l.graph;
+    int trained = 0;
+    for (int p : g.params) {
+      const bool lora = g.values[p].name.find("lora_") != std::string::npos;
+      CHECK(g.values[p].frozen != lora);
+      trained += lora ? 1 : 0;
+    }
+    CHECK(trained == 16);  // A and B of q and v in 4 blocks
+    for (const auto& node : g.nodes) {
+      CAPTURE(node.layer);
+      CAPTURE(node.kind);
+      for (int out : node.outputs) {
+        // The embeddings and the first block's norm read frozen weights and the ids only.
+        if (node.layer == "tok" || node.layer == "pos" || node.layer == "blocks.0.ln1") {
+          CHECK(g.values[out].gradient_free);
+        }
+        // The first adapter makes gradients flow; so does all that follows the first block.
+        if (node.layer == "blocks.0.q.lora_b" || node.layer == "head") CHECK_FALSE(g.values[out].gradient_free);
+      }
+    }
+  }
+  SUBCASE("a model with no frozen parameter: every layer's output takes a gradient") {
+    auto l = Load("mlp.script.pt");
+    for (int p : l.graph.params) CHECK_FALSE(l.graph.values[p].frozen);
+    int layers = 0;
+    for (const auto& node : l.graph.nodes) {
+      if (node.kind != "aten::linear" && node.kind != "aten::relu") continue;
+      ++layers;
+      for (int out : node.outputs) CHECK_FALSE(l.graph.values[out].gradient_free);
+    }
+    CHECK(layers == 32);
+  }
+}
+
 TEST_CASE("mutating nodes are marked") {
   auto l = Load("inplace.script.pt");
   int mutating = 0;

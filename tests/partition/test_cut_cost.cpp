@@ -8,6 +8,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "planner/graph/gradient_free.h"
 #include "planner/graph/saved_values.h"
 #include "planner/partition/cut_cost.h"
 #include "planner/partition/order.h"
@@ -193,6 +194,35 @@ TEST_CASE("each micro-batch after a step's first pays for adding its parameter g
   b.profile.batch = 8;
   const auto one = mp::ComputeOrderCosts(b.graph, b.profile, Identity(3), 8, true);
   CHECK(one.backward_ms[0] == plain.backward_ms[0]);
+}
+
+TEST_CASE("frozen layers: no gradient crosses their cuts, and their weights hold no gradient or optimizer state") {
+  // Four layers of 1 MiB weights, the first two frozen (a fine-tuned
+  // backbone): what they make takes no gradient until the third.
+  auto b = mp::testing::Chain({1, 1, 1, 1}, 100, 1 << 20);
+  b.profile.batch = 32;
+  b.profile.accumulate_ms_per_mib = 0.25;
+  for (int p : {b.graph.params[0], b.graph.params[1]}) b.graph.values[p].frozen = true;
+  mp::MarkGradientFree(b.graph, {});
+  const auto costs = mp::ComputeOrderCosts(b.graph, b.profile, Identity(4), 8, true);
+  CHECK(costs.param_bytes == std::vector<int64_t>(4, 1 << 20));
+  CHECK(costs.gradient_bytes == std::vector<int64_t>{0, 0, 1 << 20, 1 << 20});
+  CHECK(costs.cut_grad_bytes == std::vector<int64_t>{0, 0, 0, 800, 0});  // only after the third layer
+  CHECK(costs.backward_ms[0] == doctest::Approx(2));                     // no .grad to add into
+  CHECK(costs.backward_ms[2] == doctest::Approx(2 + 0.1875));
+  const mp::StageCostModel model(costs, mp::StageSpecs(mp::UniformCluster(2, {}), mp::ScheduleKind::kOneFOneB, 2, 4), 2.0);
+  CHECK(model.StaticBytes(0, 2) == 2 << 20);                // the frozen weights alone
+  CHECK(model.StaticBytes(2, 4) == 2 * (1 << 20) * (1 + 1 + 2));  // weights, gradients, 2 optimizer tensors
+  // A write into a frozen layer's output from a layer that takes a
+  // gradient makes it take one (`buf[:, 0] = linear(x)`); a batch norm's
+  // running statistics written from its input do not.
+  auto w = mp::testing::Chain({1, 1, 1}, 100, 1 << 20);
+  w.graph.values[w.graph.params[0]].frozen = true;
+  const int first = w.graph.nodes[0].outputs[0];
+  mp::MarkGradientFree(w.graph, {{first, 2, true}});
+  CHECK(w.graph.values[first].gradient_free);
+  mp::MarkGradientFree(w.graph, {{first, 2, false}});
+  CHECK_FALSE(w.graph.values[first].gradient_free);
 }
 
 TEST_CASE("cut costs scale with the micro-batch size and need a profiled size") {

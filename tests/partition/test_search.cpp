@@ -587,7 +587,7 @@ TEST_CASE("replicas: each pipeline runs batch / R, and a slow all-reduce favours
   cluster.replica_link = {1e6, 0};
   const auto slow = mp::SearchPlan(b.graph, b.profile, cluster, request);
   CHECK(slow.partition.stages.size() >= 4);
-  for (const auto& st : slow.partition.stages) CHECK(st.allreduce_ms == doctest::Approx(mp::AllReduceMs(st.param_bytes, 2, cluster.replica_link)));
+  for (const auto& st : slow.partition.stages) CHECK(st.allreduce_ms == doctest::Approx(mp::AllReduceMs(st.gradient_bytes, 2, cluster.replica_link)));
   request.batch = 33;
   CHECK_THROWS_AS(mp::SearchPlan(b.graph, b.profile, cluster, request), mp::InputError);
 }

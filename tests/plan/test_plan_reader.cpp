@@ -123,6 +123,7 @@ TEST_CASE("a plan round-trips through the reader exactly") {
     CHECK(back.stages[1].weight_transient_bytes == -1);
     CHECK(back.stages[0].recompute == training);
     CHECK(back.stages[0].recomputed_bytes == (training ? 8192 : 0));
+    for (size_t s = 0; s < back.stages.size(); ++s) CHECK(back.stages[s].gradient_bytes == f.plan.stages[s].gradient_bytes);
     CHECK_FALSE(back.stages[1].recompute);
     CHECK(mp::SimulatePlan(back).step_ms ==
           doctest::Approx(mp::SimulatePlan(f.plan).step_ms).epsilon(1e-9));
@@ -235,6 +236,21 @@ TEST_CASE("validation errors name the key path") {
                "stages[1].predicted.static_bytes: expected bytes of 0 or more, found -8");
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["optimizer_state_factor"] = -2; }),
                "optimizer_state_factor: expected a tensor count >= 0, found -2");
+  }
+  SUBCASE("gradients: no more than static_bytes holds with their optimizer state, none in inference") {
+    const int64_t held = f.plan.stages[1].static_bytes;
+    CheckError(Mutated(yaml, [&](YAML::Node& r) { r["stages"][1]["predicted"]["gradient_bytes"] = held; }),
+               "stages[1].predicted.gradient_bytes: more than static_bytes (" + std::to_string(held) +
+                   ") holds with 2 optimizer tensors each");
+    const PlanFixture infer(3, false);
+    CheckError(Mutated(mp::PlanToYaml(infer.plan),
+                       [](YAML::Node& r) { r["stages"][0]["predicted"]["gradient_bytes"] = 0; }),
+               "stages[0].predicted.gradient_bytes: only a training plan holds gradients");
+    // A plan written before frozen parameters were told apart: every parameter has one.
+    const mp::Plan old = mp::ParsePlan(
+        Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["predicted"].remove("gradient_bytes"); }), "old.yaml");
+    CHECK(old.stages[1].gradient_bytes > 0);
+    CHECK(old.stages[1].gradient_bytes == f.plan.stages[1].gradient_bytes);
   }
   SUBCASE("recomputation: only in training, never with zb-h1 or zbv") {
     const PlanFixture infer(3, false);
