@@ -185,9 +185,24 @@ TimedSteps Summarise(std::vector<PipelineRun> all, int warmup) {
   return t;
 }
 
+// Training on output 0 where the model also returns a floating-point
+// scalar: most likely its own loss (nanoGPT's `logits, loss`), which
+// --loss output would train on; mse on the logits trains another model.
+std::string LossNote(const OutputLayout& layout, LossKind loss) {
+  if (loss == LossKind::kOutput) return "";
+  size_t t = 0;
+  try {
+    t = LossTensor(layout, LossKind::kOutput);
+  } catch (const InputError&) {
+    return "";  // no scalar output
+  }
+  return Concat(layout.Name(t), " is a floating-point scalar: if it is the model's own loss, --loss output trains on it "
+                "(this run: ", LossName(loss), " on output 0)");
+}
+
 // What the figures are for: other devices' predictions, the machine's
 // drift, and in training the losses and optimizer.
-void AddContext(nlohmann::json& out, const ExecCommandRequest& request, const Plan& plan,
+void AddContext(nlohmann::json& out, const ExecCommandRequest& request, const Plan& plan, const OutputLayout& layout,
                 const PlannedDevices& planned, const Drift& drift, const std::vector<double>& losses) {
   if (!planned.here) {
     out["predicted_for"] = planned.what;
@@ -215,6 +230,7 @@ void AddContext(nlohmann::json& out, const ExecCommandRequest& request, const Pl
     out["loss_function"] = LossName(request.options.training.loss);
     out["lr"] = request.options.training.lr;
     out["momentum"] = request.options.training.momentum;
+    if (std::string note = LossNote(layout, request.options.training.loss); !note.empty()) out["loss_note"] = note;
   }
 }
 
@@ -397,7 +413,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
     out["predicted_band_ms"] = {low, high};
     out["in_band"] = low <= median && median <= high;
   }
-  AddContext(out, request, plan, planned, drift, losses);
+  AddContext(out, request, plan, loaded.output_layout, planned, drift, losses);
 
   if (request.verify) {
     const Verdict verdict = training ? VerifyTraining(exec, start, inputs, labels, losses)

@@ -149,6 +149,7 @@ std::string FormatExecReport(const nlohmann::json& r) {
     out.precision(6);
     out << "loss        " << r["loss"].get<double>() << " (" << r["loss_function"].get<std::string>() << ", lr "
         << r["lr"].get<double>() << ", momentum " << r["momentum"].get<double>() << ")\n";
+    if (r.contains("loss_note")) out << "            " << r["loss_note"].get<std::string>() << "\n";
   }
   if (r.contains("verify")) {
     const auto& d = r["verify_detail"];

@@ -36,9 +36,11 @@ PipelineRun Executor::TrainStep(const std::vector<c10::IValue>& inputs, const at
   }
   CheckLabels(labels);
   TrainingStep step;
-  step.labels = SplitTensor(loaded_.plan, labels, loaded_.output_layout.batch_dims.at(0), "labels");
+  const LossKind loss = options_.training.loss;
+  step.labels = SplitTensor(loaded_.plan, labels, LabelsBatchDim(loaded_.output_layout, loss), "labels");
   step.batch_elements = labels.numel();
-  step.loss = options_.training.loss;
+  step.loss = loss;
+  step.loss_tensor = LossTensor(loaded_.output_layout, loss);
   step.sgd = &sgd_;
   return RunPipeline(loaded_, inputs, &step, options_.pipeline, *workers_, steps_++);
 }

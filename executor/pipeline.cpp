@@ -47,8 +47,12 @@ void CheckRequest(const LoadedPlan& loaded, const TrainingStep* training, const 
                             " x 1 to ", plan.replicas, " x ", K, " processes (--launch-local ", plan.replicas * K,
                             ", or under torchrun)"));
   }
-  if (training && loaded.layout.loss_stage < 0) {
-    throw InputError("training needs the model's first output to be computed, not passed through");
+  if (training) {
+    const size_t k = size_t(loaded.output_layout.output_of.at(training->loss_tensor));
+    if (k >= loaded.layout.output_stage.size() || loaded.layout.output_stage[k] < 0) {
+      throw InputError(Concat("training needs the model's output ", k,
+                              ", its loss, to be computed, not passed through"));
+    }
   }
 }
 

@@ -65,6 +65,7 @@ struct TrainingStep {
   std::vector<at::Tensor> labels;  // one per micro-batch (SplitTensor of the batch's labels)
   int64_t batch_elements = 1;      // element count of the whole batch's labels
   LossKind loss = LossKind::kMse;
+  size_t loss_tensor = 0;          // the output tensor it is taken on (LossTensor)
   Sgd* sgd = nullptr;              // steps every parameter once all stages are done
 };
 

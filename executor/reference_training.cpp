@@ -46,8 +46,10 @@ double ReferenceTrainer::Step(const std::vector<c10::IValue>& inputs, const at::
   } else {
     parts.push_back(CloneTensors(inputs));  // the full batch in one go, on copies too (SplitMicrobatches says why)
   }
-  const auto label_parts = microbatched_ ? SplitTensor(plan, labels, loaded_.output_layout.batch_dims.at(0), "labels")
-                                         : std::vector<at::Tensor>{labels};
+  const auto label_parts =
+      microbatched_ ? SplitTensor(plan, labels, LabelsBatchDim(loaded_.output_layout, options_.loss), "labels")
+                    : std::vector<at::Tensor>{labels};
+  const size_t loss_tensor = LossTensor(loaded_.output_layout, options_.loss);
   for (auto& t : state_) t.mutable_grad() = at::Tensor();
   const size_t per_replica = microbatched_ && plan.replicas > 1 ? size_t(plan.microbatches) : parts.size();
   std::vector<at::Tensor> replicas_sum(state_.size());
@@ -60,9 +62,12 @@ double ReferenceTrainer::Step(const std::vector<c10::IValue>& inputs, const at::
       const RngScope rng({seed_, steps_, int64_t(i)});
       outputs = runner_.Run(std::move(stack));
     }
-    const auto tensors = outputs.empty() ? std::vector<at::Tensor>{} : FlattenTensors(outputs.front());
-    if (tensors.empty()) throw InputError("training needs a tensor as the model's first output");
-    at::Tensor l = MicrobatchLoss(tensors.front(), label_parts[i], options_.loss, labels.numel());
+    std::vector<at::Tensor> tensors;
+    for (const c10::IValue& output : outputs) {
+      for (at::Tensor& t : FlattenTensors(output)) tensors.push_back(std::move(t));
+    }
+    if (tensors.size() <= loss_tensor) throw InputError("training needs a tensor as the model's first output");
+    at::Tensor l = MicrobatchLoss(tensors[loss_tensor], label_parts[i], options_.loss, labels.numel());
     l.backward();
     loss += l.item<double>();
     if (per_replica == parts.size() || (i + 1) % per_replica != 0) continue;

@@ -10,10 +10,19 @@
 namespace mp {
 namespace {
 
+bool IsLoss(const OutputLayout& layout, size_t t) {
+  return layout.shapes[t].empty() && layout.batch_dims[t] < 0 && c10::isFloatingType(layout.dtypes[t]);
+}
+
 // Output 0's shape for the batch, and its class count (last dimension).
+// kOutput: one per sample, the shares MicrobatchLoss scales by.
 std::vector<int64_t> TargetShape(const OutputLayout& layout, int64_t batch, LossKind loss) {
   if (!layout.error.empty()) throw InputError(Concat("training: ", layout.error));
   if (layout.shapes.empty()) throw InputError("training needs a tensor output; the model returns none");
+  if (loss == LossKind::kOutput) {
+    LossTensor(layout, loss);  // that there is one
+    return {batch};
+  }
   if (!c10::isFloatingType(layout.dtypes[0])) {
     throw InputError(Concat("training needs a floating-point output 0, the model's is ", DtypeName(layout.dtypes[0])));
   }
@@ -35,13 +44,44 @@ std::vector<int64_t> TargetShape(const OutputLayout& layout, int64_t batch, Loss
 LossKind ParseLoss(const std::string& name) {
   if (name == "mse") return LossKind::kMse;
   if (name == "cross_entropy") return LossKind::kCrossEntropy;
-  throw InputError(Concat("--loss: unknown loss '", name, "' (expected mse or cross_entropy)"));
+  if (name == "output") return LossKind::kOutput;
+  throw InputError(Concat("--loss: unknown loss '", name, "' (expected mse, cross_entropy or output)"));
 }
 
-const char* LossName(LossKind kind) { return kind == LossKind::kMse ? "mse" : "cross_entropy"; }
+const char* LossName(LossKind kind) {
+  switch (kind) {
+    case LossKind::kMse: return "mse";
+    case LossKind::kCrossEntropy: return "cross_entropy";
+    case LossKind::kOutput: return "output";
+  }
+  return "mse";
+}
+
+size_t LossTensor(const OutputLayout& layout, LossKind loss) {
+  if (!layout.error.empty()) throw InputError(Concat("training: ", layout.error));
+  if (loss != LossKind::kOutput) {
+    if (layout.output_of.empty() || layout.output_of[0] != 0) {
+      throw InputError("training needs a tensor as the model's first output");
+    }
+    return 0;
+  }
+  for (size_t t = 0; t < layout.shapes.size(); ++t) {
+    if (IsLoss(layout, t)) return t;
+  }
+  std::vector<std::string> names;
+  for (size_t t = 0; t < layout.shapes.size(); ++t) names.push_back(layout.Name(t));
+  throw InputError(Concat("--loss output: no output of the model is a floating-point scalar, a loss it computes (it "
+                          "returns ",
+                          names.empty() ? std::string("no tensor") : JoinNames(names), ")"));
+}
+
+int LabelsBatchDim(const OutputLayout& layout, LossKind loss) {
+  return loss == LossKind::kOutput ? 0 : layout.batch_dims.at(0);
+}
 
 at::Tensor SyntheticLabels(const OutputLayout& layout, int64_t batch, LossKind loss, uint64_t seed) {
   std::vector<int64_t> shape = TargetShape(layout, batch, loss);
+  if (loss == LossKind::kOutput) return at::ones(shape, at::kFloat);
   at::Generator gen = at::detail::createCPUGenerator(seed + 7919);
   const bool one_hot = shape.size() >= 2 && layout.batch_dims[0] != int(shape.size()) - 1;
   if (!one_hot) return at::randn(shape, gen, at::TensorOptions().dtype(layout.dtypes[0]));
@@ -55,6 +95,13 @@ at::Tensor SyntheticLabels(const OutputLayout& layout, int64_t batch, LossKind l
 void CheckLabels(const at::Tensor& labels, const OutputLayout& layout, int64_t batch, LossKind loss,
                  const std::string& what) {
   std::vector<int64_t> shape = TargetShape(layout, batch, loss);
+  if (loss == LossKind::kOutput) {
+    if (labels.sizes().vec() != shape || !labels.is_floating_point() || !labels.eq(1).all().item<bool>()) {
+      throw InputError(Concat(what, ": --loss output trains on the model's own loss, which takes no labels (give "
+                              "the model its targets as an input)"));
+    }
+    return;
+  }
   if (loss == LossKind::kCrossEntropy) shape.pop_back();
   if (labels.sizes().vec() != shape) {
     throw InputError(Concat(what, ": labels of shape ", labels.sizes(), ", --loss ", LossName(loss), " needs ",
@@ -74,6 +121,10 @@ at::Tensor MicrobatchLoss(const at::Tensor& given, const at::Tensor& labels, Los
   // implemented for 'BFloat16', a bfloat16 MLP's first step).
   const bool reduced = given.scalar_type() == at::kHalf || given.scalar_type() == at::kBFloat16;
   const at::Tensor output = reduced ? given.to(at::kFloat) : given;
+  if (loss == LossKind::kOutput) {
+    if (output.numel() != 1) throw InputError(Concat("--loss output: the model's loss has shape ", output.sizes()));
+    return output.reshape({}) * (double(labels.numel()) / double(batch_elements));
+  }
   at::Tensor sum;
   if (loss == LossKind::kMse) {
     sum = at::mse_loss(output, labels.to(output.scalar_type()), at::Reduction::Sum);

@@ -1,5 +1,7 @@
 // What a training step adds to a forward pass: the loss on the model's first
-// output tensor, the labels it is measured against, and the SGD update.
+// output tensor, the labels it is measured against, and the SGD update; or
+// the loss the model computes itself (--loss output: nanoGPT's
+// `logits, loss = model(idx, targets)`, a Hugging Face model given labels).
 // The pipeline and the single-device reference both use these, so a
 // difference between them can only come from the pipelining.
 #pragma once
@@ -14,9 +16,9 @@
 
 namespace mp {
 
-enum class LossKind { kMse, kCrossEntropy };
+enum class LossKind { kMse, kCrossEntropy, kOutput };
 
-// "mse" | "cross_entropy"; InputError otherwise.
+// "mse" | "cross_entropy" | "output"; InputError otherwise.
 LossKind ParseLoss(const std::string& name);
 const char* LossName(LossKind kind);
 
@@ -25,6 +27,18 @@ struct TrainingOptions {
   double lr = 0.001;      // the tutorial's
   double momentum = 0;
 };
+
+// The output tensor (FlattenTensors order over the outputs) the loss is
+// taken on: tensor 0, which must be output 0's; with kOutput the first
+// floating-point scalar, a loss the model computed (a mean over its
+// micro-batch, as F.cross_entropy's default reduction gives). InputError
+// naming the outputs when there is none.
+size_t LossTensor(const OutputLayout& layout, LossKind loss);
+
+// The dimension the batch's labels split into micro-batches along: output
+// 0's batch dimension; kOutput's "labels" are a [batch] tensor of ones
+// (see MicrobatchLoss), split along 0.
+int LabelsBatchDim(const OutputLayout& layout, LossKind loss);
 
 // Labels for the whole batch, deterministic in `seed`. The loss is taken on
 // output tensor 0 (FlattenTensors order) with its classes along the last
@@ -43,7 +57,11 @@ void CheckLabels(const at::Tensor& labels, const OutputLayout& layout, int64_t b
 // `batch_elements` (the element count of the whole batch's labels). So
 // their gradients accumulate to the full-batch gradient. A half or bfloat16
 // output's loss is taken in float32 (its gradient flows back in the
-// output's own dtype).
+// output's own dtype). kOutput: `output` is the model's loss of the
+// micro-batch, a mean over its samples, and `labels` a tensor of ones, one
+// per sample (SyntheticLabels): the loss times the micro-batch's share of
+// the batch's `batch_elements` samples, so the micro-batches add up to the
+// batch's mean as well.
 at::Tensor MicrobatchLoss(const at::Tensor& output, const at::Tensor& labels, LossKind loss, int64_t batch_elements);
 
 // SGD as torch.optim.SGD computes it (no dampening, no Nesterov, no weight

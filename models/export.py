@@ -777,6 +777,35 @@ class LoraGpt(nn.Module):
         return self.head(self.ln(x))
 
 
+class NanoGpt(nn.Module):
+    """A GPT in nanoGPT's style: forward(idx, targets=None) returns the
+    logits and, given targets, the loss it computes itself (cross-entropy
+    over every position, a mean), else None; the head tied to the token
+    embedding. mpexec --loss output trains on that loss."""
+
+    def __init__(self, vocab: int = 256, dim: int = 64, heads: int = 4, layers: int = 4, context: int = 32):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(context, dim)
+        self.blocks = nn.ModuleList([Block(dim, heads) for _ in range(layers)])
+        self.ln = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+        self.head.weight = self.tok.weight
+        for module in self.modules():  # nanoGPT's initialisation: an untrained loss of about ln(vocab)
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, std=0.02)
+
+    def forward(self, idx, targets: Optional[torch.Tensor] = None):
+        x = self.tok(idx) + self.pos(torch.arange(idx.size(1), device=idx.device))
+        for block in self.blocks:
+            x = block(x)
+        logits = self.head(self.ln(x))
+        loss: Optional[torch.Tensor] = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+        return logits, loss
+
+
 class ReachAttention(nn.Module):
     """Causal self-attention written out: one qkv projection, one out."""
 
@@ -944,8 +973,9 @@ class WaveNetStack(nn.Module):
 # ALBERT's one layer in a loop (the twenty-ninth's), torchvision's Swin
 # Transformer and video ResNet (the thirtieth's), a GPT whose forward calls
 # its blocks' parts (the thirty-first's), a Conformer, a DLRM and a
-# WaveNet (the thirty-second's), a frozen feature extractor and a GPT
-# fine-tuned with LoRA (the thirty-third's), and pytorch/examples' word
+# WaveNet (the thirty-second's), a frozen feature extractor, a GPT
+# fine-tuned with LoRA and a nanoGPT that returns its own loss (the
+# thirty-third's), and pytorch/examples' word
 # language model;
 # nothing was tuned on them. Kept
 # out of the folder the tests sweep, for CI time; one test trains each over
@@ -980,6 +1010,8 @@ HELDOUT = {
     "wavenet": (WaveNetStack, [spec("wav", "float32", [8, 1, 256])], ("script",)),
     "finetune": (finetune, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
     "lora_gpt": (LoraGpt, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
+    "nanogpt": (NanoGpt, [spec("idx", "int64", [8, 32], value_range=(0, 256)),
+                          spec("targets", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     "bert_style": (BertStyle, [spec("input_ids", "int64", [8, 16], value_range=(0, 400))], ("script",)),
     "gpt_bf16": (gpt_bf16, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     # bptt 35, batch 20, as the example trains

@@ -84,7 +84,8 @@ int RunMpexec(const std::vector<std::string>& args, std::ostream& out, std::ostr
                  "input (default: synthetic inputs from the plan's spec)");
   app.add_option("--output", request.output, "inference: write the model's outputs in torch.save format");
   app.add_option("--loss", loss, "training loss on output 0, classes along its last dimension: mse (against one-hot "
-                 "labels) or cross_entropy")->default_str("mse");
+                 "labels) or cross_entropy; or output: the loss the model computes and returns, its first "
+                 "floating-point scalar output (nanoGPT's logits, loss = model(idx, targets))")->default_str("mse");
   app.add_option("--labels", request.labels, "training labels saved with torch.save (default: synthetic)");
   app.add_option("--seed", request.options.pipeline.seed,
                  "what random ops (dropout) draw: a function of the seed, step, micro-batch and op, "
@@ -107,6 +108,10 @@ int RunMpexec(const std::vector<std::string>& args, std::ostream& out, std::ostr
   const auto report = [&err](const std::string& line) { Report(line, err); };
   return RunTool([&] {
     request.options.training.loss = ParseLoss(loss);
+    if (request.options.training.loss == LossKind::kOutput && !request.labels.empty()) {
+      throw InputError("--labels: --loss output trains on the model's own loss, which takes no labels (give the "
+                       "model its targets as an input)");
+    }
     for (const char* flag : {"--lr", "--momentum", "--loss"}) {
       if (app.count(flag) > 0) request.training_flags.push_back(flag);
     }

@@ -212,19 +212,26 @@ void DeviceWorker::Restore(Buffers& buffers) {
   for (auto& [buffer, saved] : buffers) buffer.copy_(saved);
 }
 
-// The model outputs this forward made: output 0's loss where it is made
-// (training), or every output for the results (inference).
+// The model outputs this forward made: the loss where its output is made
+// (training: output 0's, or the model's own), or every output for the
+// results (inference).
 void DeviceWorker::TakeOutputs(const Action& a, InFlight& mb, bool record) {
   const StageLayout& layout = context_.loaded.layout;
+  const std::vector<int>& output_of = context_.loaded.output_layout.output_of;
   for (size_t k = 0; k < layout.output_keys.size(); ++k) {
     auto it = mb.values.find(layout.output_keys[k]);
     if (it == mb.values.end()) continue;
-    if (Training() && k == 0 && a.stage == layout.loss_stage) {
+    const TrainingStep* training = context_.training;
+    if (Training() && int(k) == output_of.at(training->loss_tensor) && a.stage == layout.output_stage[k]) {
+      // The loss tensor's place among output k's tensors.
+      const size_t first = size_t(std::find(output_of.begin(), output_of.end(), int(k)) - output_of.begin());
       const auto tensors = FlattenTensors(it->second);
-      if (tensors.empty()) throw InputError("training needs a tensor as the model's first output");
-      const TrainingStep& training = *context_.training;
-      mb.loss = MicrobatchLoss(tensors.front(), training.labels[context_.first + a.microbatch], training.loss,
-                               training.batch_elements);
+      if (tensors.size() <= training->loss_tensor - first) {
+        throw InputError(Concat("training needs a tensor as the model's output ", k));
+      }
+      mb.loss = MicrobatchLoss(tensors[training->loss_tensor - first],
+                               training->labels[context_.first + a.microbatch], training->loss,
+                               training->batch_elements);
       if (record) results_.losses[a.stage].push_back(mb.loss.detach());
     } else if (!Training()) {
       results_.made[a.stage][a.microbatch].emplace(k, it->second);

@@ -55,10 +55,13 @@ StageLayout BuildStageLayout(const CanonicalGraph& canonical, const std::vector<
   for (const torch::jit::Value* out : canonical.graph->outputs()) {
     layout.output_keys.push_back({out, canonical.mutation.FinalVersion(out)});
   }
-  // The loss is taken where output 0 is made (it may be relayed further).
-  for (int s = 0; s < K && layout.loss_stage < 0 && !layout.output_keys.empty(); ++s) {
-    const auto& outs = stages[s].outputs;
-    if (std::find(outs.begin(), outs.end(), layout.output_keys.front()) != outs.end()) layout.loss_stage = s;
+  // A loss is taken where its output is made (it may be relayed further).
+  for (const BoundaryValue& key : layout.output_keys) {
+    int made = -1;
+    for (int s = 0; s < K && made < 0; ++s) {
+      if (std::find(stages[s].outputs.begin(), stages[s].outputs.end(), key) != stages[s].outputs.end()) made = s;
+    }
+    layout.output_stage.push_back(made);
   }
   // Model outputs are not relayed: the stage that makes one hands it to the
   // results directly.

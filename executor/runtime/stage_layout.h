@@ -27,7 +27,7 @@ struct StageLayout {
   std::vector<std::pair<size_t, at::Tensor>> aliases;  // (param, alias) of tied parameters, in training
   std::vector<int> first_user;                     // per parameter: the first of them; -1: none
   std::vector<BoundaryValue> output_keys;          // the model's outputs, their final versions
-  int loss_stage = -1;                             // the stage that makes output 0; -1: none does
+  std::vector<int> output_stage;                   // per output: the stage that makes it; -1: none does (an input)
   std::vector<std::set<BoundaryValue>> needed_after;  // per stage: what any later stage reads
   std::vector<std::vector<BoundaryValue>> boundary;   // s -> s + 1: the keys a message carries, in graph order
 };

@@ -403,6 +403,33 @@ TEST_CASE("dropout: the same --seed trains bit for bit the same model, another s
   CHECK(run.out.find("random op(s) draw per micro-batch") != std::string::npos);
 }
 
+TEST_CASE("a model that computes its own loss trains on it with --loss output, as on one device") {
+  // heldout/nanogpt: forward(idx, targets) returns (logits, loss), a mean
+  // cross-entropy. mpexec trained mse on the logits and said nothing.
+  const std::string plan = TrainPlan("heldout/nanogpt.script.pt", 2, "1f1b", "", 4);  // 4 micro-batches of 2
+  const auto mse = Mpexec(plan + " --steps 1");
+  INFO(mse.out);
+  CHECK(mse.out.find("output 0's tensor 1 (shape []) is a floating-point scalar: if it is the model's own loss, "
+                     "--loss output trains on it (this run: mse on output 0)") != std::string::npos);
+  for (const std::string& extra : {"", " --threads-per-stage 2"}) {
+    const auto j = mp::test::VerifiedTraining(plan + " --loss output --steps 2" + extra);
+    CHECK(j["loss_function"] == "output");
+    CHECK_FALSE(j.contains("loss_note"));
+    // The model's cross-entropy over 256 tokens, about ln(256) = 5.5 untrained, summed
+    // from 4 micro-batches' means; the whole batch's own mean in one go is the same.
+    CHECK(j["loss"].get<double>() == doctest::Approx(std::log(256.0)).epsilon(0.1));
+    CHECK(j["verify_detail"]["full_batch_max_loss_relative_diff"].get<double>() < 1e-5);
+  }
+  const auto labels = Mpexec(plan + " --loss output --labels " + TempPath("none.pt"));
+  CHECK(labels.status == 1);
+  CHECK(labels.out == "mpexec: --labels: --loss output trains on the model's own loss, which takes no labels (give "
+                      "the model its targets as an input)\n");
+  const auto none = Mpexec(TrainPlan("toy.script.pt", 2, "1f1b") + " --loss output");
+  CHECK(none.status == 1);
+  CHECK(none.out == "mpexec: --loss output: no output of the model is a floating-point scalar, a loss it computes (it "
+                    "returns output 0 (shape [1, 5]))\n");
+}
+
 TEST_CASE("labels come from torch.save files, checked against the loss") {
   const std::string plan = TrainPlan("gpt.script.pt", 2, "1f1b");
   const std::string good = TempPath("gpt.labels.pt"), bad = TempPath("gpt.badlabels.pt");
@@ -424,7 +451,7 @@ TEST_CASE("labels come from torch.save files, checked against the loss") {
   const auto shape = Mpexec(plan + " --labels " + good);
   CHECK(shape.out == "mpexec: --labels " + good + ": labels of shape [4, 64], --loss mse needs [4, 64, 1024]\n");
   const auto loss = Mpexec(plan + " --loss hinge");
-  CHECK(loss.out == "mpexec: --loss: unknown loss 'hinge' (expected mse or cross_entropy)\n");
+  CHECK(loss.out == "mpexec: --loss: unknown loss 'hinge' (expected mse, cross_entropy or output)\n");
   const auto infer = Mpexec(TrainPlan("gpt.script.pt", 2, "", "--mode infer") + " --labels " + good);
   CHECK(infer.out == "mpexec: --labels: this is an inference plan; it takes no labels\n");
 }
