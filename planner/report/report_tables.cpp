@@ -281,6 +281,24 @@ std::string MemoryText(const Plan& plan) {
   return text;
 }
 
+// Training a model with frozen parameters (fine-tuning: a frozen
+// backbone, LoRA's base weights): how much of what the stages hold trains,
+// where it is less than 90% (batch norm's running statistics alone are
+// far less than a tenth). "" otherwise.
+std::string TrainedText(const Plan& plan) {
+  if (!plan.training) return "";
+  int64_t params = 0, trained = 0;  // each parameter on the first stage that reads it, as static_bytes holds them
+  for (const PlanStage& s : plan.stages) {
+    trained += s.gradient_bytes;
+    params += s.static_bytes - int64_t(std::llround(double(s.gradient_bytes) * (1 + plan.optimizer_state_factor)));
+  }
+  if (params <= 0 || double(trained) >= 0.9 * double(params)) return "";
+  return FormatBytes(trained) + " of the parameters' " + FormatBytes(params) + " (" +
+         FormatPercent(double(trained) / double(params)) +
+         "); the rest, frozen (requires_grad false) or buffers, holds no gradient or optimizer state and is not "
+         "all-reduced";
+}
+
 }  // namespace
 
 ReportTable StageTable(const Plan& plan) {
@@ -416,6 +434,7 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
   lines.push_back({"partitioner", partitioner});
   if (std::string text = RecomputeText(plan); !text.empty()) lines.push_back({"recompute", text});
   if (std::string text = MemoryText(plan); !text.empty()) lines.push_back({"memory", text});
+  if (std::string text = TrainedText(plan); !text.empty()) lines.push_back({"trained", text});
 
   const PlanCandidate* other = chosen ? RunnerUp(plan, chosen) : nullptr;
   // Under throughput per device, how much more device time a step of the

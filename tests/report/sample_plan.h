@@ -111,6 +111,7 @@ inline Plan SamplePlan(int stages = 3, int microbatches = 4, ScheduleKind kind =
     st.forward_ms = 10.0 + 2.5 * s;
     st.backward_ms = training ? 2 * st.forward_ms : 0;
     st.static_bytes = (training ? 4 : 1) * st.param_bytes;
+    st.gradient_bytes = training ? st.param_bytes : 0;
     st.activation_bytes = 3 * 4 * 64 * 56 * 56 * 4;
     st.program = s;
     plan.stages.push_back(st);

@@ -93,6 +93,23 @@ TEST_CASE("the summary names the step, speedup, bubble, K, M, schedule, partitio
   CHECK(Contains(mp::FormatPlanReport(between, false), "at micro-batch sizes 1, 8 (the plan's 4 interpolated), coverage"));
 }
 
+TEST_CASE("a fine-tuned model's report says how much of it trains, and only then") {
+  mp::Plan plan = SamplePlan(2, 4);
+  for (const std::string& l : Lines(mp::FormatPlanReport(plan, false))) CHECK_FALSE(StartsWith(l, "trained  "));
+  // Stage 0 frozen, stage 1 a tenth trained: weights, then gradients and
+  // Adam's two moments for the trained part only.
+  const int64_t p0 = plan.stages[0].param_bytes, p1 = plan.stages[1].param_bytes;
+  plan.stages[0].gradient_bytes = 0;
+  plan.stages[0].static_bytes = p0;
+  plan.stages[1].gradient_bytes = p1 / 10;
+  plan.stages[1].static_bytes = p1 + 3 * (p1 / 10);
+  const std::string report = mp::FormatPlanReport(plan, false);
+  CHECK(Contains(report, "trained            " + mp::FormatBytes(p1 / 10) + " of the parameters' " +
+                             mp::FormatBytes(p0 + p1) + " (" + mp::FormatPercent(double(p1 / 10) / double(p0 + p1)) +
+                             "); the rest, frozen (requires_grad false) or buffers, holds no gradient or optimizer "
+                             "state and is not all-reduced"));
+}
+
 TEST_CASE("the schedule line: each other schedule's best, its lower bound where every plan of it was pruned, or why not") {
   mp::Plan plan = SamplePlan(4, 8);
   const double step = plan.alternatives[0].step_ms;
