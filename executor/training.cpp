@@ -28,7 +28,8 @@ std::vector<int64_t> TargetShape(const OutputLayout& layout, int64_t batch, Loss
   }
   std::vector<int64_t> shape = layout.ShapeAt(0, batch);
   if (layout.batch_dims[0] < 0) {
-    throw InputError(Concat("training: output 0 (shape ", c10::IntArrayRef(shape), ") has no batch dimension"));
+    throw InputError(Concat("training: output 0 (shape ", c10::IntArrayRef(shape), ") has no batch dimension",
+                            IsLoss(layout, 0) ? "; if it is the model's own loss, --loss output trains on it" : ""));
   }
   if (loss == LossKind::kCrossEntropy &&
       (shape.size() < 2 || layout.batch_dims[0] == int(shape.size()) - 1)) {

@@ -806,6 +806,31 @@ class NanoGpt(nn.Module):
         return logits, loss
 
 
+class HfClassifier(nn.Module):
+    """A sequence classifier in Hugging Face's style: forward(input_ids,
+    labels=None) returns a dict whose "loss" comes first when labels are
+    given, then "logits" (return_dict=True as a Dict[str, Tensor])."""
+
+    def __init__(self, vocab: int = 100, dim: int = 32, classes: int = 5):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.dense = nn.Linear(dim, dim)
+        self.hidden = nn.Linear(dim, dim)
+        self.classifier = nn.Linear(dim, classes)
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, std=0.02)
+
+    def forward(self, input_ids, labels: Optional[torch.Tensor] = None) -> Dict[str, torch.Tensor]:
+        h = torch.tanh(self.dense(self.embed(input_ids).mean(1)))
+        logits = self.classifier(torch.tanh(self.hidden(h)))
+        out: Dict[str, torch.Tensor] = {}
+        if labels is not None:
+            out["loss"] = F.cross_entropy(logits, labels)
+        out["logits"] = logits
+        return out
+
+
 class ReachAttention(nn.Module):
     """Causal self-attention written out: one qkv projection, one out."""
 
@@ -974,8 +999,8 @@ class WaveNetStack(nn.Module):
 # Transformer and video ResNet (the thirtieth's), a GPT whose forward calls
 # its blocks' parts (the thirty-first's), a Conformer, a DLRM and a
 # WaveNet (the thirty-second's), a frozen feature extractor, a GPT
-# fine-tuned with LoRA and a nanoGPT that returns its own loss (the
-# thirty-third's), and pytorch/examples' word
+# fine-tuned with LoRA, a nanoGPT and a Hugging Face style classifier that
+# return their own losses (the thirty-third's), and pytorch/examples' word
 # language model;
 # nothing was tuned on them. Kept
 # out of the folder the tests sweep, for CI time; one test trains each over
@@ -1012,6 +1037,8 @@ HELDOUT = {
     "lora_gpt": (LoraGpt, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     "nanogpt": (NanoGpt, [spec("idx", "int64", [8, 32], value_range=(0, 256)),
                           spec("targets", "int64", [8, 32], value_range=(0, 256))], ("script",)),
+    "hf_classifier": (HfClassifier, [spec("input_ids", "int64", [8, 12], value_range=(0, 100)),
+                                     spec("labels", "int64", [8], value_range=(0, 5))], ("script",)),
     "bert_style": (BertStyle, [spec("input_ids", "int64", [8, 16], value_range=(0, 400))], ("script",)),
     "gpt_bf16": (gpt_bf16, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     # bptt 35, batch 20, as the example trains

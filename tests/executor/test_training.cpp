@@ -406,6 +406,7 @@ TEST_CASE("dropout: the same --seed trains bit for bit the same model, another s
 TEST_CASE("a model that computes its own loss trains on it with --loss output, as on one device") {
   // heldout/nanogpt: forward(idx, targets) returns (logits, loss), a mean
   // cross-entropy. mpexec trained mse on the logits and said nothing.
+  // heldout/hf_classifier returns {"loss": ..., "logits": ...}.
   const std::string plan = TrainPlan("heldout/nanogpt.script.pt", 2, "1f1b", "", 4);  // 4 micro-batches of 2
   const auto mse = Mpexec(plan + " --steps 1");
   INFO(mse.out);
@@ -420,6 +421,14 @@ TEST_CASE("a model that computes its own loss trains on it with --loss output, a
     CHECK(j["loss"].get<double>() == doctest::Approx(std::log(256.0)).epsilon(0.1));
     CHECK(j["verify_detail"]["full_batch_max_loss_relative_diff"].get<double>() < 1e-5);
   }
+  // Hugging Face's style: a dict, its "loss" first. Output 0 has no batch
+  // dimension to take mse on; the refusal says what trains on it.
+  const std::string hf = TrainPlan("heldout/hf_classifier.script.pt", 2, "1f1b", "", 4);
+  const auto refused = Mpexec(hf + " --steps 1");
+  CHECK(refused.out == "mpexec: training: output 0 (shape []) has no batch dimension; if it is the model's own loss, "
+                       "--loss output trains on it\n");
+  const auto j = mp::test::VerifiedTraining(hf + " --loss output --steps 2");
+  CHECK(j["loss"].get<double>() == doctest::Approx(std::log(5.0)).epsilon(0.1));  // 5 classes, untrained
   const auto labels = Mpexec(plan + " --loss output --labels " + TempPath("none.pt"));
   CHECK(labels.status == 1);
   CHECK(labels.out == "mpexec: --labels: --loss output trains on the model's own loss, which takes no labels (give "
