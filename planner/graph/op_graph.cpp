@@ -47,4 +47,14 @@ std::vector<std::vector<bool>> Reachability(const OpGraph& graph) {
   return reach;
 }
 
+bool ReadsOnlyFrozen(const OpGraph& graph, const OpNode& node) {
+  bool reads = false;
+  for (int v : node.inputs) {
+    if (!graph.values[v].is_param) continue;
+    if (!graph.values[v].frozen) return false;
+    reads = true;
+  }
+  return reads;
+}
+
 }  // namespace mp

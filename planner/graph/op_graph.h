@@ -77,6 +77,11 @@ using OpDag = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirection
 
 OpDag MakeDag(const OpGraph& graph);
 
+// The node reads parameters (or buffers), and every one of them is frozen
+// (LoRA's base linear, a frozen layer a gradient still passes through):
+// its backward makes its input's gradient only, and no weight's.
+bool ReadsOnlyFrozen(const OpGraph& graph, const OpNode& node);
+
 // A topological order of the nodes computed by Boost.Graph (not merely
 // the canonical order, which is one too).
 std::vector<int> TopologicalOrder(const OpGraph& graph);

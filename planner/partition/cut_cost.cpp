@@ -39,17 +39,6 @@ bool ReadsParameter(const OpGraph& graph, const OpNode& node) {
   return false;
 }
 
-// It reads parameters, and all of them are frozen (or buffers).
-bool ReadsOnlyFrozen(const OpGraph& graph, const OpNode& node) {
-  bool reads = false;
-  for (int in : node.inputs) {
-    if (!graph.values[in].is_param) continue;
-    if (!graph.values[in].frozen) return false;
-    reads = true;
-  }
-  return reads;
-}
-
 // A node whose W keeps the gradient of its output from I: it reads a
 // parameter and is not a normalisation, whose weight gradients I computes
 // with its input's (planner/graph/split_backward.h).

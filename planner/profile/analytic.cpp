@@ -3,8 +3,9 @@
 // with achievable rather than peak rates (the efficiencies) and a fixed
 // per-op launch cost, which dominates small micro-batches on GPUs. The
 // backward of conv/matmul costs two forward-sized products (grad input,
-// grad weight), hence 2x; elementwise backwards read and write about twice
-// the forward's bytes.
+// grad weight), hence 2x, and one where its weights are frozen (grad input
+// only); elementwise backwards read and write about twice the forward's
+// bytes; a node no gradient reaches has none.
 #include "planner/profile/analytic.h"
 
 #include <algorithm>
@@ -24,19 +25,24 @@ std::string NodeDtype(const OpGraph& graph, int node) {
 }
 
 // Nodes whose backward runs in training: floating outputs reachable from
-// a floating parameter (every parameter counts; buffers only feed ops that
-// also read weights, so the over-count is small).
+// a floating parameter that is not frozen (a frozen backbone's layers run
+// no backward: their estimate charged one until the thirty-third
+// session), and not gradient-free by the graph's own analysis (what a
+// torch.no_grad() body or an aten::detach makes, gradient_free.h).
 std::vector<bool> OnGradientPath(const OpGraph& graph) {
   std::vector<bool> needs_grad(graph.values.size(), false);
   auto floating = [&](const OpValue& v) {
     if (!v.dtype.empty()) return v.dtype.rfind("float", 0) == 0 || v.dtype == "bfloat16";
     return v.type.find("Tensor") != std::string::npos;  // lists and tuples of tensors
   };
-  for (int p : graph.params) needs_grad[p] = floating(graph.values[p]);
+  for (int p : graph.params) needs_grad[p] = floating(graph.values[p]) && !graph.values[p].frozen;
   std::vector<bool> on_path(graph.nodes.size(), false);
   for (const auto& node : graph.nodes) {
     const bool any = std::any_of(node.inputs.begin(), node.inputs.end(), [&](int v) { return needs_grad[v]; });
-    if (!any) continue;
+    const bool reached = node.outputs.empty() || std::any_of(node.outputs.begin(), node.outputs.end(), [&](int v) {
+      return !graph.values[v].gradient_free;
+    });
+    if (!any || !reached) continue;
     on_path[node.id] = true;
     for (int v : node.outputs) needs_grad[v] = floating(graph.values[v]);
   }
@@ -77,10 +83,17 @@ Profile AnalyticProfile(const Profile& shapes, const OpGraph& graph, const Devic
     node.backward_ms.assign(profile.training ? profile.microbatch_sizes.size() : 0, 0);
     node.input_backward_ms.clear();  // estimated from backward_ms (InputBackwardMs)
     node.weight_backward_ms.clear();
+    const bool input_only = ReadsOnlyFrozen(graph, graph.nodes[node.id]);  // one product back, no W
     for (size_t i = 0; i < profile.microbatch_sizes.size(); ++i) {
       node.forward_ms[i] = RooflineMs(node.flops[i], node.bytes_moved[i], peak, device);
-      if (profile.training && on_path[node.id])
-        node.backward_ms[i] = RooflineMs(2 * node.flops[i], 2 * node.bytes_moved[i], peak, device);
+      if (profile.training && on_path[node.id]) {
+        const double times = input_only ? 1 : 2;
+        node.backward_ms[i] = RooflineMs(times * node.flops[i], times * node.bytes_moved[i], peak, device);
+      }
+    }
+    if (profile.training && input_only) {  // I is all of it
+      node.input_backward_ms = node.backward_ms;
+      node.weight_backward_ms.assign(node.backward_ms.size(), 0);
     }
   }
   return profile;

@@ -121,6 +121,43 @@ TEST_CASE("the roofline: max of compute and memory time plus launch") {
   CHECK(p.nodes[1].forward_ms[0] == doctest::Approx(launch_ms + 1000 * 4e11 / (2039e9 * 0.8)));
 }
 
+TEST_CASE("frozen weights: the input's gradient only where one passes, no backward where none reaches") {
+  const auto a100 = mp::LoadDeviceProfile("a100-80gb");
+  const double launch_ms = a100.launch_overhead_us / 1000;
+  // A frozen backbone: the linear's weight frozen, its input a model input.
+  Tiny t = MakeTiny();
+  t.graph.values[t.graph.params[0]].frozen = true;
+  const mp::Profile frozen = mp::AnalyticProfile(t.shapes, t.graph, a100);
+  CHECK(frozen.nodes[0].backward_ms[0] == 0);
+  CHECK(frozen.nodes[1].backward_ms[0] == 0);
+  // LoRA: a trained adapter (x times a trained parameter a), then the
+  // frozen linear on what it made: a gradient passes through the linear to
+  // the adapter, one product back, the input's, and no W.
+  mp::OpGraph g;
+  for (int id = 0; id < 5; ++id) {
+    mp::OpValue v;
+    v.id = id;
+    v.dtype = "float32";
+    v.type = "Tensor";
+    v.producer = id == 3 ? 0 : id == 4 ? 1 : -1;
+    v.is_param = id == 1 || id == 2;
+    v.frozen = id == 1;
+    g.values.push_back(v);
+  }
+  g.inputs = {0};
+  g.params = {1, 2};
+  g.nodes.push_back({0, "aten::mul", "adapter", {0, 2}, {3}, false, false});
+  g.nodes.push_back({1, "aten::linear", "base", {1, 3}, {4}, false, false});
+  mp::Profile shapes = t.shapes;
+  std::swap(shapes.nodes[0], shapes.nodes[1]);  // the adapter costs the relu's, the linear its own
+  for (int i = 0; i < 2; ++i) shapes.nodes[i].id = i, shapes.nodes[i].kind = g.nodes[i].kind;
+  const mp::Profile lora = mp::AnalyticProfile(shapes, g, a100);
+  CHECK(lora.nodes[1].backward_ms[0] == doctest::Approx(launch_ms + 1000 * 2e12 / (19.5e12 * 0.7)));
+  CHECK(lora.nodes[1].input_backward_ms == lora.nodes[1].backward_ms);
+  CHECK(lora.nodes[1].weight_backward_ms == std::vector<double>{0});
+  CHECK(lora.nodes[0].backward_ms[0] == doctest::Approx(launch_ms + 1000 * 8e11 / (2039e9 * 0.8)));
+}
+
 TEST_CASE("calibration recovers the efficiencies a measurement shows") {
   Tiny t = MakeTiny();
   auto cpu = mp::LoadDeviceProfile("generic-cpu");
