@@ -31,11 +31,11 @@ std::vector<DeviceMemory> CompareDeviceMemory(const LoadedPlan& loaded, const st
   const SimResult sim = SimulatePlan(plan);
   for (const PlanStage& stage : plan.stages) {
     MemoryCategories& p = out[stage.program].predicted;
+    const int64_t params = StageParameterBytes(plan, stage);
     const int64_t gradients = plan.training ? stage.gradient_bytes : 0;
-    const auto with_state = int64_t(std::llround(double(gradients) * (1 + plan.optimizer_state_factor)));
-    p.parameters += std::max<int64_t>(0, stage.static_bytes - with_state);
+    p.parameters += params;
     p.gradients += gradients;
-    p.optimizer_state += std::max<int64_t>(0, with_state - gradients);
+    p.optimizer_state += std::max<int64_t>(0, stage.static_bytes - params - gradients);
   }
   for (int d = 0; d < devices; ++d) {
     DeviceMemory& m = out[d];

@@ -3,6 +3,7 @@
 #include "planner/plan/plan.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.h"
 
@@ -70,6 +71,12 @@ PlanCandidate Ranked(const PlanCandidate& a, Objective objective) {
 
 int StagesPerDevice(const Plan& plan) {
   return int(plan.stages.size()) / std::max(int(plan.programs.size()), 1);
+}
+
+int64_t StageParameterBytes(const Plan& plan, const PlanStage& stage) {
+  if (!plan.training) return stage.static_bytes;
+  const double with_state = double(stage.gradient_bytes) * (1 + plan.optimizer_state_factor);
+  return std::max<int64_t>(0, stage.static_bytes - int64_t(std::llround(with_state)));
 }
 
 std::string ProgramStages(const Plan& plan, int program) {

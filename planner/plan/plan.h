@@ -242,6 +242,11 @@ int64_t ReplicaBatch(const Plan& plan);
 // Stages each device runs: 1, interleaved-1f1b's v or zbv's 2 (stages / programs).
 int StagesPerDevice(const Plan& plan);
 
+// The parameters' own bytes in a stage's static_bytes (each parameter on
+// the first stage that reads it): the rest is, in training, the gradients
+// (gradient_bytes) and their optimizer_state_factor state tensors each.
+int64_t StageParameterBytes(const Plan& plan, const PlanStage& stage);
+
 // The devices an alternative uses: its replicas times its stages over its
 // stages per device.
 int Devices(const PlanCandidate& a);

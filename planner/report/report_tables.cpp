@@ -287,10 +287,10 @@ std::string MemoryText(const Plan& plan) {
 // far less than a tenth). "" otherwise.
 std::string TrainedText(const Plan& plan) {
   if (!plan.training) return "";
-  int64_t params = 0, trained = 0;  // each parameter on the first stage that reads it, as static_bytes holds them
+  int64_t params = 0, trained = 0;
   for (const PlanStage& s : plan.stages) {
     trained += s.gradient_bytes;
-    params += s.static_bytes - int64_t(std::llround(double(s.gradient_bytes) * (1 + plan.optimizer_state_factor)));
+    params += StageParameterBytes(plan, s);
   }
   if (params <= 0 || double(trained) >= 0.9 * double(params)) return "";
   return FormatBytes(trained) + " of the parameters' " + FormatBytes(params) + " (" +
