@@ -125,9 +125,12 @@ TEST_CASE("the calling thread's minor faults count its first touches of fresh pa
   const int64_t before = mp::ThreadMinorFaults();
   for (size_t p = 0; p < pages; ++p) bytes[p * page] = 1;
   const int64_t touched = mp::ThreadMinorFaults();
-  CHECK(touched - before >= int64_t(pages));
   for (size_t p = 0; p < pages; ++p) bytes[p * page] = 2;
-  CHECK(mp::ThreadMinorFaults() == touched);
+  const int64_t again = mp::ThreadMinorFaults();
+  // Checked after both readings: doctest's own first CHECK touched a fresh
+  // page between them once (229 against 228, in a fresh clone's tests).
+  CHECK(touched - before >= int64_t(pages));
+  CHECK(again == touched);
   munmap(block, page * pages);
 }
 #endif
