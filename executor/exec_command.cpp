@@ -189,14 +189,9 @@ TimedSteps Summarise(std::vector<PipelineRun> all, int warmup) {
 // scalar: most likely its own loss (nanoGPT's `logits, loss`), which
 // --loss output would train on; mse on the logits trains another model.
 std::string LossNote(const OutputLayout& layout, LossKind loss) {
-  if (loss == LossKind::kOutput) return "";
-  size_t t = 0;
-  try {
-    t = LossTensor(layout, LossKind::kOutput);
-  } catch (const InputError&) {
-    return "";  // no scalar output
-  }
-  return Concat(layout.Name(t), " is a floating-point scalar: if it is the model's own loss, --loss output trains on it "
+  const std::optional<size_t> t = ScalarLossTensor(layout);
+  if (loss == LossKind::kOutput || !t) return "";
+  return Concat(layout.Name(*t), " is a floating-point scalar: if it is the model's own loss, --loss output trains on it "
                 "(this run: ", LossName(loss), " on output 0)");
 }
 

@@ -66,14 +66,19 @@ size_t LossTensor(const OutputLayout& layout, LossKind loss) {
     }
     return 0;
   }
-  for (size_t t = 0; t < layout.shapes.size(); ++t) {
-    if (IsLoss(layout, t)) return t;
-  }
+  if (const auto t = ScalarLossTensor(layout)) return *t;
   std::vector<std::string> names;
   for (size_t t = 0; t < layout.shapes.size(); ++t) names.push_back(layout.Name(t));
   throw InputError(Concat("--loss output: no output of the model is a floating-point scalar, a loss it computes (it "
                           "returns ",
                           names.empty() ? std::string("no tensor") : JoinNames(names), ")"));
+}
+
+std::optional<size_t> ScalarLossTensor(const OutputLayout& layout) {
+  for (size_t t = 0; t < layout.shapes.size(); ++t) {
+    if (IsLoss(layout, t)) return t;
+  }
+  return std::nullopt;
 }
 
 int LabelsBatchDim(const OutputLayout& layout, LossKind loss) {

@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ struct TrainingOptions {
 // micro-batch, as F.cross_entropy's default reduction gives). InputError
 // naming the outputs when there is none.
 size_t LossTensor(const OutputLayout& layout, LossKind loss);
+
+// The first output tensor that is a floating-point scalar, a loss the
+// model computes (what LossTensor takes with kOutput); nullopt where none is.
+std::optional<size_t> ScalarLossTensor(const OutputLayout& layout);
 
 // The dimension the batch's labels split into micro-batches along: output
 // 0's batch dimension; kOutput's "labels" are a [batch] tensor of ones
