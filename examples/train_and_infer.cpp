@@ -17,8 +17,8 @@ int main(int argc, char** argv) {
   }
   try {
     mp::ExecutorOptions options;
-    options.training.lr = 0.01;
-    options.training.momentum = 0.9;
+    options.training.optimizer.name = "adamw";  // default: the plan's (mpplan --optimizer)
+    options.training.optimizer.lr = 0.01;
     mp::Executor exec(argv[1], options);
     const mp::Plan& plan = exec.plan();
     std::cout << plan.stages.size() << " stages, " << plan.microbatches << " micro-batches of "

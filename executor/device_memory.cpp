@@ -16,7 +16,7 @@ const void* StorageKey(const at::Tensor& t) { return t.storage().data(); }
 }  // namespace
 
 std::vector<DeviceMemory> CompareDeviceMemory(const LoadedPlan& loaded, const std::vector<int64_t>& step_peak_bytes,
-                                              const Sgd* sgd) {
+                                              const Optimizer* optimizer) {
   const Plan& plan = loaded.plan;
   const StageLayout& layout = loaded.layout;
   const int devices = int(plan.programs.size());
@@ -55,7 +55,7 @@ std::vector<DeviceMemory> CompareDeviceMemory(const LoadedPlan& loaded, const st
       if (!counted.insert(StorageKey(tensor)).second) continue;
       m.parameters += Bytes(tensor);
       auto index = layout.param_index.find(key);
-      if (sgd && index != layout.param_index.end()) m.optimizer_state += sgd->StateBytes(index->second);
+      if (optimizer && index != layout.param_index.end()) m.optimizer_state += optimizer->StateBytes(index->second);
     }
   }
   for (int d = 0; d < devices; ++d) {

@@ -36,9 +36,9 @@ struct DeviceMemory {
 
 // One entry per program of the plan. `step_peak_bytes` per program: the
 // most its worker added in a step that counted (-1 or missing: none did);
-// `sgd` the optimizer after the steps (training; nullptr in inference).
+// `optimizer` the optimizer after the steps (training; nullptr in inference).
 std::vector<DeviceMemory> CompareDeviceMemory(const LoadedPlan& loaded, const std::vector<int64_t>& step_peak_bytes,
-                                              const Sgd* sgd);
+                                              const Optimizer* optimizer);
 
 // [{device, predicted_peak_bytes, measured_peak_bytes, categories: {name: {predicted, measured}}}]
 nlohmann::json DeviceMemoryJson(const std::vector<DeviceMemory>& devices);

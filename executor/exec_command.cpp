@@ -65,17 +65,19 @@ ReferenceResult TrainReference(const Executor& exec, const std::vector<at::Tenso
   }
   std::vector<at::Tensor> got = exec.State(), want = reference.State();
   std::vector<std::string> names = exec.StateNames();
+  std::vector<at::Tensor> compared;  // Adam(W): rounding's elements left out (GradientAboveRounding)
+  for (size_t i = 0; i < want.size(); ++i) compared.push_back(reference.optimizer().GradientAboveRounding(i));
   if (exec.plan().replicas > 1) {  // buffers are replica 0's, which saw only its share: parameters only
     const auto& params = exec.loaded().canonical.params;
     size_t kept = 0;
     for (size_t i = 0; i < params.size(); ++i) {
       if (!params[i].is_parameter) continue;
-      got[kept] = got[i], want[kept] = want[i], names[kept] = names[i];
+      got[kept] = got[i], want[kept] = want[i], names[kept] = names[i], compared[kept] = compared[i];
       ++kept;
     }
-    got.resize(kept), want.resize(kept), names.resize(kept);
+    got.resize(kept), want.resize(kept), names.resize(kept), compared.resize(kept);
   }
-  result.state = CompareState(got, want, names, 1e-5);
+  result.state = CompareState(got, want, names, 1e-5, compared);
   return result;
 }
 
@@ -146,11 +148,13 @@ struct TimedSteps {
   std::vector<PipelineRun> runs;    // the timed steps, in order
   std::vector<double> steps_ms;     // their times
   std::vector<double> losses;       // every step's, warm-up included
+  std::vector<double> grad_norms;   // likewise: the gradients' norm before clipping (--clip-grad-norm)
   size_t median = 0;                // into runs: the median step by wall time
   // Per stage: the median of its all-reduce over the timed steps. The
   // median step's own was noisy: the ConvNet's small one read 0.6 to 6.1 ms
   // over 20 steps, and the bench took 2.6 for it one time.
   std::vector<double> allreduce_ms;
+  double optimizer_ms = 0;          // the median over the timed steps (this rank's)
   int64_t peak_heap_bytes = -1;     // of the steps that sampled it (RunExecCommand)
   std::vector<int64_t> device_step_peak_bytes;  // per device, likewise (PipelineRun's)
 
@@ -162,6 +166,7 @@ TimedSteps Summarise(std::vector<PipelineRun> all, int warmup) {
   t.first_step_ms = all.front().step_ms;
   for (size_t i = 0; i < all.size(); ++i) {
     t.losses.push_back(all[i].loss);
+    t.grad_norms.push_back(all[i].grad_norm);
     t.peak_heap_bytes = std::max(t.peak_heap_bytes, all[i].peak_heap_bytes);
     const std::vector<int64_t>& peaks = all[i].device_step_peak_bytes;
     t.device_step_peak_bytes.resize(std::max(t.device_step_peak_bytes.size(), peaks.size()), -1);
@@ -176,6 +181,10 @@ TimedSteps Summarise(std::vector<PipelineRun> all, int warmup) {
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.runs[a].step_ms < t.runs[b].step_ms; });
   t.median = order[order.size() / 2];
+  std::vector<double> optimizer;
+  for (const PipelineRun& run : t.runs) optimizer.push_back(run.optimizer_ms);
+  std::nth_element(optimizer.begin(), optimizer.begin() + std::ptrdiff_t(optimizer.size() / 2), optimizer.end());
+  t.optimizer_ms = optimizer[optimizer.size() / 2];
   for (size_t s = 0; s < t.runs[t.median].allreduce_ms.size(); ++s) {
     std::vector<double> each;
     for (const PipelineRun& run : t.runs) each.push_back(s < run.allreduce_ms.size() ? run.allreduce_ms[s] : 0.0);
@@ -198,7 +207,8 @@ std::string LossNote(const OutputLayout& layout, LossKind loss) {
 // What the figures are for: other devices' predictions, the machine's
 // drift, and in training the losses and optimizer.
 void AddContext(nlohmann::json& out, const ExecCommandRequest& request, const Plan& plan, const OutputLayout& layout,
-                const PlannedDevices& planned, const Drift& drift, const std::vector<double>& losses) {
+                const PlannedDevices& planned, const Drift& drift, const OptimizerSettings& optimizer,
+                const TimedSteps& timed) {
   if (!planned.here) {
     out["predicted_for"] = planned.what;
     out["predicted_from"] = planned.estimate;
@@ -220,11 +230,25 @@ void AddContext(nlohmann::json& out, const ExecCommandRequest& request, const Pl
   // (MP_PIN_CPUS=1, common/cpu_affinity.h).
   out["workers_pinned"] = !WorkerCpus(0, PlanWorkers(plan), ThreadsPerStage(plan, request.options.pipeline)).empty();
   if (plan.training) {
-    out["loss"] = losses.back();
-    out["losses"] = losses;
+    out["loss"] = timed.losses.back();
+    out["losses"] = timed.losses;
     out["loss_function"] = LossName(request.options.training.loss);
-    out["lr"] = request.options.training.lr;
-    out["momentum"] = request.options.training.momentum;
+    const bool adam = optimizer.kind != OptimizerKind::kSgd;
+    out["optimizer_ms"] = timed.optimizer_ms;
+    out["optimizer"] = {{"name", optimizer.Name()},
+                        {"described", optimizer.Describe()},
+                        {"lr", optimizer.lr},
+                        {"weight_decay", optimizer.weight_decay}};
+    if (adam) {
+      out["optimizer"]["betas"] = {optimizer.beta1, optimizer.beta2};
+      out["optimizer"]["eps"] = optimizer.eps;
+    } else {
+      out["optimizer"]["momentum"] = optimizer.momentum;
+    }
+    if (optimizer.clip_grad_norm > 0) {
+      out["optimizer"]["clip_grad_norm"] = optimizer.clip_grad_norm;
+      out["grad_norms"] = timed.grad_norms;
+    }
     if (std::string note = LossNote(layout, request.options.training.loss); !note.empty()) out["loss_note"] = note;
   }
 }
@@ -274,6 +298,14 @@ Verdict VerifyTraining(const Executor& exec, const std::vector<at::Tensor>& star
     detail["random_note"] = Concat("the model's ", loaded.canonical.random_ops,
                                    " random op(s) draw per micro-batch, so the full batch in one go draws other "
                                    "numbers (dropout masks); expected");
+  }
+  if (same.state.skipped > 0) {
+    detail["rounding_elements"] = same.state.skipped;
+    detail["rounding_note"] =
+        Concat("state compared where the gradient stood out of rounding: ", same.state.skipped,
+               " element(s) whose gradient stayed under 1e-4 of their tensor's largest (values the loss does not "
+               "depend on, such as attention's key bias) left out; ", exec.optimizer().settings().Name(),
+               " moves each by up to lr whichever way its rounding points");
   }
   if (HasBatchNorm(loaded.canonical) && plan.replicas > 1) {
     detail["buffers_note"] = Concat("the BatchNorm running statistics kept are replica 0's, which saw 1/",
@@ -397,18 +429,19 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                           {"before_steps_bytes", heap_before},
                           {"predicted_peak_bytes", predicted_peak},
                           {"devices", DeviceMemoryJson(device_memory)}}}};
-  const double kept_states = request.options.training.momentum != 0 ? 1 : 0;
+  const OptimizerSettings& optimizer = exec.optimizer().settings();
+  const int kept_states = OptimizerStateTensors(optimizer.Name());
   if (training && plan.optimizer_state_factor != kept_states) {
     out["memory"]["optimizer_note"] =
-        Concat("the plan holds ", plan.optimizer_state_factor,
-               " optimizer tensor(s) per parameter (mpplan --optimizer), mpexec's SGD keeps ", kept_states,
-               " (--momentum ", request.options.training.momentum, ")");
+        Concat("the plan's memory holds ", plan.optimizer_state_factor, " optimizer tensor(s) per parameter (mpplan "
+               "--optimizer", plan.optimizer.empty() ? "" : " " + plan.optimizer, "); this run's ", optimizer.Name(),
+               " keeps ", kept_states);
   }
   if (high > 0) {
     out["predicted_band_ms"] = {low, high};
     out["in_band"] = low <= median && median <= high;
   }
-  AddContext(out, request, plan, loaded.output_layout, planned, drift, losses);
+  AddContext(out, request, plan, loaded.output_layout, planned, drift, exec.optimizer().settings(), timed);
 
   if (request.verify) {
     const Verdict verdict = training ? VerifyTraining(exec, start, inputs, labels, losses)

@@ -36,7 +36,7 @@ struct ExecCommandRequest {
   std::string save;     // --save FILE.pt (training)
   std::string trace;    // --trace FILE.json
   int timeout_s = 300;  // --timeout: the longest wait for another rank (stages over processes)
-  // The training-only flags given (--lr, --momentum, --loss): refused with
+  // The training-only flags given (--optimizer, --lr, --loss, ...): refused with
   // an inference plan, which would ignore them.
   std::vector<std::string> training_flags;
 };

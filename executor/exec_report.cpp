@@ -147,8 +147,19 @@ std::string FormatExecReport(const nlohmann::json& r) {
   if (memory.contains("optimizer_note")) out << "            " << memory["optimizer_note"].get<std::string>() << "\n";
   if (r.contains("loss")) {
     out.precision(6);
-    out << "loss        " << r["loss"].get<double>() << " (" << r["loss_function"].get<std::string>() << ", lr "
-        << r["lr"].get<double>() << ", momentum " << r["momentum"].get<double>() << ")\n";
+    out << "loss        " << r["loss"].get<double>() << " (" << r["loss_function"].get<std::string>() << "; "
+        << r["optimizer"]["described"].get<std::string>() << ")\n";
+    out.precision(2);
+    out << "optimizer   " << r["optimizer_ms"].get<double>()
+        << " ms a step after the step's time, not in it nor in the prediction (the median; "
+        << (r["ranks"].get<int>() > 1 ? "rank 0's stages" : "every stage") << ")\n";
+    out.precision(6);
+    if (r.contains("grad_norms")) {
+      std::ostringstream norm;  // as the optimizer line writes its settings
+      norm << "grad norm   " << r["grad_norms"].back().get<double>() << " before clipping to "
+           << r["optimizer"]["clip_grad_norm"].get<double>() << " (the last step's)\n";
+      out << norm.str();
+    }
     if (r.contains("loss_note")) out << "            " << r["loss_note"].get<std::string>() << "\n";
   }
   if (r.contains("verify")) {
@@ -174,6 +185,7 @@ std::string FormatExecReport(const nlohmann::json& r) {
       if (d.contains("note")) out << "            " << d["note"].get<std::string>() << "\n";
       if (d.contains("random_note")) out << "            " << d["random_note"].get<std::string>() << "\n";
       if (d.contains("buffers_note")) out << "            " << d["buffers_note"].get<std::string>() << "\n";
+      if (d.contains("rounding_note")) out << "            " << d["rounding_note"].get<std::string>() << "\n";
     }
   }
   return out.str();

@@ -12,7 +12,7 @@ namespace mp {
 Executor::Executor(const std::string& plan_path, const ExecutorOptions& options)
     : loaded_(LoadPlanForRun(plan_path, options.model)),
       options_(options),
-      sgd_(loaded_.canonical.params.size(), options.training.lr, options.training.momentum) {}
+      optimizer_(loaded_.canonical.params.size(), ResolveOptimizer(options.training.optimizer, loaded_.plan)) {}
 
 std::vector<c10::IValue> Executor::SyntheticInputs(uint64_t seed) const {
   return mp::SyntheticInputs(loaded_.plan.inputs, seed);
@@ -41,7 +41,7 @@ PipelineRun Executor::TrainStep(const std::vector<c10::IValue>& inputs, const at
   step.batch_elements = labels.numel();
   step.loss = loss;
   step.loss_tensor = LossTensor(loaded_.output_layout, loss);
-  step.sgd = &sgd_;
+  step.optimizer = &optimizer_;
   return RunPipeline(loaded_, inputs, &step, options_.pipeline, *workers_, steps_++);
 }
 

@@ -27,7 +27,7 @@ struct ExecutorOptions {
   // canonical graph, other weights; "" runs the plan's own.
   std::string model;
   PipelineOptions pipeline;
-  TrainingOptions training;  // loss, lr, momentum (training plans)
+  TrainingOptions training;  // loss and optimizer (training plans)
 };
 
 class Executor {
@@ -51,14 +51,16 @@ class Executor {
   // scoped_threads.h: setting it back every step cost every step).
   // Inference plans: the whole batch's outputs, pipelined (run.outputs).
   PipelineRun Infer(const std::vector<c10::IValue>& inputs) const;
-  // Training plans: forward, backward and an SGD step on the whole batch
-  // (run.loss); the model's state changes in place.
+  // Training plans: forward, backward and an optimizer step on the whole
+  // batch (run.loss); the model's state changes in place.
   PipelineRun TrainStep(const std::vector<c10::IValue>& inputs, const at::Tensor& labels);
   // Whether the next steps sample the heap's peak (PipelineOptions::sample_heap).
   void SampleHeap(bool on) { options_.pipeline.sample_heap = on; }
 
   // The optimizer (training plans): its state after the steps so far.
-  const Sgd& optimizer() const { return sgd_; }
+  // InputError from the constructor where the flags do not fit it
+  // (ResolveOptimizer).
+  const Optimizer& optimizer() const { return optimizer_; }
 
   // The parameters and buffers (canonical order, names alike), cloned.
   std::vector<at::Tensor> State() const;
@@ -71,7 +73,7 @@ class Executor {
  private:
   LoadedPlan loaded_;
   ExecutorOptions options_;
-  Sgd sgd_;
+  Optimizer optimizer_;
   mutable int64_t steps_ = 0;  // Infer and TrainStep calls so far: the step of the random ops' key
   std::unique_ptr<WorkerPool> workers_ = std::make_unique<WorkerPool>();  // the stages' threads
 };

@@ -189,7 +189,11 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
     run.allreduce_ms[s] = double(spans[s].end_ns - spans[s].ready_ns) / 1e6;
   }
   if (dist && dist->replicas > 1) run.step_ms = MsSince(start);  // the plan's step ends after it too
-  if (training->sgd) StepOptimizer(loaded, dist, *training->sgd);
+  if (training->optimizer) {
+    const Clock::time_point optimizer_start = Clock::now();
+    run.grad_norm = StepOptimizer(loaded, dist, *training->optimizer);
+    run.optimizer_ms = MsSince(optimizer_start);
+  }
   for (const auto& stage_losses : results.losses) {
     for (const at::Tensor& loss : stage_losses) run.loss += loss.item<double>();
   }

@@ -66,7 +66,7 @@ struct TrainingStep {
   int64_t batch_elements = 1;      // element count of the whole batch's labels
   LossKind loss = LossKind::kMse;
   size_t loss_tensor = 0;          // the output tensor it is taken on (LossTensor)
-  Sgd* sgd = nullptr;              // steps every parameter once all stages are done
+  Optimizer* optimizer = nullptr;  // steps every parameter once all stages are done
 };
 
 // Under a Distribution each rank fills in what its own stages did: busy_ms
@@ -76,6 +76,8 @@ struct PipelineRun {
   int64_t step = 0;                  // the step index it ran as (its random ops' key)
   std::vector<c10::IValue> outputs;  // inference: the model's outputs for the whole batch
   double loss = 0;                   // training: the batch's loss (sum of the micro-batches')
+  double grad_norm = 0;              // training with --clip-grad-norm: the gradients' total norm before it
+  double optimizer_ms = 0;           // training: the optimizer's step (clipping included), after step_ms
   double step_ms = 0;                // wall time of the step
   int64_t start_ns = 0;              // when it started: steady clock, common to a host's processes
   std::vector<double> busy_ms;       // per stage: time in its forwards and backwards

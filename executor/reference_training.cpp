@@ -1,5 +1,6 @@
 // ReferenceTrainer: per micro-batch forward, loss, backward into .grad, then
-// one SGD step, with the loss and optimizer the pipeline uses. With
+// one optimizer step (clipping first where asked), with the loss and
+// optimizer the pipeline uses. With
 // replicas, each replica's micro-batches accumulate apart and the replicas'
 // sums are added in replica order, as their all-reduce adds them (for two
 // replicas that is the same float sum; the order matters where a
@@ -8,6 +9,8 @@
 #include "executor/reference_training.h"
 
 #include <ATen/ATen.h>
+
+#include <cmath>
 
 #include "common/error.h"
 #include "planner/graph/rng_scope.h"
@@ -34,7 +37,7 @@ ReferenceTrainer::ReferenceTrainer(const LoadedPlan& loaded, const std::vector<a
       microbatched_(microbatched),
       seed_(seed),
       runner_(loaded.canonical.graph, microbatched ? "reference" : "reference_full_batch"),
-      sgd_(state.size(), options.lr, options.momentum) {
+      optimizer_(state.size(), ResolveOptimizer(options.optimizer, loaded.plan)) {
   for (const at::Tensor& t : state) state_.push_back(Copy(t));  // trained in place: never the caller's tensors
 }
 
@@ -81,7 +84,16 @@ double ReferenceTrainer::Step(const std::vector<c10::IValue>& inputs, const at::
   if (per_replica != parts.size()) {
     for (size_t j = 0; j < state_.size(); ++j) state_[j].mutable_grad() = replicas_sum[j];
   }
-  for (size_t i = 0; i < state_.size(); ++i) sgd_.Step(i, state_[i]);
+  if (const double max_norm = optimizer_.settings().clip_grad_norm; max_norm > 0) {
+    double squares = 0;
+    for (const at::Tensor& t : state_) squares += SquaredGradNorm(t);
+    const double factor = ClipFactor(std::sqrt(squares), max_norm);
+    at::NoGradGuard no_grad;
+    for (at::Tensor& t : state_) {
+      if (factor < 1 && t.grad().defined()) t.mutable_grad().mul_(factor);
+    }
+  }
+  for (size_t i = 0; i < state_.size(); ++i) optimizer_.Step(i, state_[i]);
   ++steps_;
   return loss;
 }

@@ -26,6 +26,7 @@ class ReferenceTrainer {
   // One step on the whole batch's inputs and labels; returns its loss.
   double Step(const std::vector<c10::IValue>& inputs, const at::Tensor& labels);
   const std::vector<at::Tensor>& State() const { return state_; }
+  const Optimizer& optimizer() const { return optimizer_; }
 
  private:
   const LoadedPlan& loaded_;
@@ -35,7 +36,7 @@ class ReferenceTrainer {
   uint64_t seed_;
   int64_t steps_ = 0;
   GraphRunner runner_;
-  Sgd sgd_;
+  Optimizer optimizer_;
 };
 
 // Detached copies of the model's parameters and buffers (canonical order),

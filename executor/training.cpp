@@ -141,26 +141,4 @@ at::Tensor MicrobatchLoss(const at::Tensor& given, const at::Tensor& labels, Los
   return sum / double(batch_elements);
 }
 
-int64_t Sgd::StateBytes(size_t index) const {
-  const at::Tensor& buf = buffers_.at(index);
-  return buf.defined() ? int64_t(buf.nbytes()) : 0;
-}
-
-void Sgd::Step(size_t index, const at::Tensor& param) {
-  const at::Tensor& grad = param.grad();
-  if (!grad.defined()) return;
-  at::NoGradGuard no_grad;
-  at::Tensor& buf = buffers_.at(index);
-  if (momentum_ == 0) {
-    param.add_(grad, -lr_);
-    return;
-  }
-  if (!buf.defined()) {
-    buf = grad.detach().clone();
-  } else {
-    buf.mul_(momentum_).add_(grad);
-  }
-  param.add_(buf, -lr_);
-}
-
 }  // namespace mp

@@ -1,5 +1,6 @@
 // What a training step adds to a forward pass: the loss on the model's first
-// output tensor, the labels it is measured against, and the SGD update; or
+// output tensor and the labels it is measured against (the optimizer step:
+// optimizer.h); or
 // the loss the model computes itself (--loss output: nanoGPT's
 // `logits, loss = model(idx, targets)`, a Hugging Face model given labels).
 // The pipeline and the single-device reference both use these, so a
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "executor/microbatches.h"
+#include "executor/optimizer.h"
 
 namespace mp {
 
@@ -25,8 +27,7 @@ const char* LossName(LossKind kind);
 
 struct TrainingOptions {
   LossKind loss = LossKind::kMse;
-  double lr = 0.001;      // the tutorial's
-  double momentum = 0;
+  OptimizerOptions optimizer;  // default: the plan's optimizer, lr 0.001 (the tutorial's and Adam's)
 };
 
 // The output tensor (FlattenTensors order over the outputs) the loss is
@@ -68,22 +69,5 @@ void CheckLabels(const at::Tensor& labels, const OutputLayout& layout, int64_t b
 // the batch's `batch_elements` samples, so the micro-batches add up to the
 // batch's mean as well.
 at::Tensor MicrobatchLoss(const at::Tensor& output, const at::Tensor& labels, LossKind loss, int64_t batch_elements);
-
-// SGD as torch.optim.SGD computes it (no dampening, no Nesterov, no weight
-// decay): buf = momentum * buf + grad (buf = grad at first), p -= lr * buf.
-// One momentum buffer per parameter index; workers touch disjoint indices.
-class Sgd {
- public:
-  Sgd(size_t params, double lr, double momentum) : lr_(lr), momentum_(momentum), buffers_(params) {}
-  // Steps parameter `index` by its .grad; nothing when it has none.
-  void Step(size_t index, const at::Tensor& param);
-  // Bytes of parameter `index`'s momentum buffer (0 before its first step,
-  // or without momentum).
-  int64_t StateBytes(size_t index) const;
-
- private:
-  double lr_, momentum_;
-  std::vector<at::Tensor> buffers_;
-};
 
 }  // namespace mp

@@ -52,7 +52,8 @@ Verification Verify(const std::vector<c10::IValue>& got, const std::vector<c10::
 }
 
 StateComparison CompareState(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want,
-                             const std::vector<std::string>& names, double rtol) {
+                             const std::vector<std::string>& names, double rtol,
+                             const std::vector<at::Tensor>& compared) {
   StateComparison result;
   result.ok = got.size() == want.size();
   for (size_t i = 0; result.ok && i < got.size(); ++i) {
@@ -65,7 +66,12 @@ StateComparison CompareState(const std::vector<at::Tensor>& got, const std::vect
     if (got[i].numel() == 0) continue;
     const at::Tensor a = got[i].detach().to(at::kDouble), b = want[i].detach().to(at::kDouble);
     const double scale = std::max(b.abs().max().item<double>(), 1e-30);
-    const double diff = (a - b).abs().max().item<double>() / scale;
+    at::Tensor gap = (a - b).abs();
+    if (i < compared.size() && compared[i].defined()) {
+      result.skipped += int64_t(compared[i].numel()) - compared[i].sum().item<int64_t>();
+      gap = gap.masked_fill(compared[i].logical_not(), 0);
+    }
+    const double diff = gap.max().item<double>() / scale;
     if (diff > result.max_relative_diff || std::isnan(diff)) {
       result.max_relative_diff = std::isnan(diff) ? INFINITY : diff;
       result.worst = i < names.size() ? names[i] : "";

@@ -35,14 +35,18 @@ Verification Verify(const std::vector<c10::IValue>& got, const std::vector<c10::
                     double atol = 0);
 
 // A trained state against a reference state, tensor by tensor: the largest
-// difference relative to the reference tensor's largest magnitude.
+// difference relative to the reference tensor's largest magnitude. Where
+// `compared[i]` is defined (a bool tensor of tensor i's shape), only its
+// true elements count.
 struct StateComparison {
   bool ok = false;
   double max_relative_diff = 0;
   std::string worst;         // the name of the tensor with that difference
   int tensors = 0;
+  int64_t skipped = 0;       // elements `compared` left out
 };
 StateComparison CompareState(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want,
-                             const std::vector<std::string>& names, double rtol);
+                             const std::vector<std::string>& names, double rtol,
+                             const std::vector<at::Tensor>& compared = {});
 
 }  // namespace mp

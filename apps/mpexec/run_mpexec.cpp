@@ -90,8 +90,23 @@ int RunMpexec(const std::vector<std::string>& args, std::ostream& out, std::ostr
   app.add_option("--seed", request.options.pipeline.seed,
                  "what random ops (dropout) draw: a function of the seed, step, micro-batch and op, "
                  "not of the plan")->default_str("0");
-  app.add_option("--lr", request.options.training.lr, "SGD learning rate")->default_str("0.001");
-  app.add_option("--momentum", request.options.training.momentum, "SGD momentum")->default_str("0");
+  OptimizerOptions& optimizer = request.options.training.optimizer;
+  double momentum = 0, eps = 0, weight_decay = 0;
+  std::vector<double> betas;
+  app.add_option("--optimizer", optimizer.name, "training: sgd, momentum (SGD with momentum), adam or adamw, as "
+                 "torch.optim computes them (default: the plan's, mpplan --optimizer, whose state its memory holds)")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}));
+  app.add_option("--lr", optimizer.lr, "learning rate")->default_str("0.001");
+  app.add_option("--momentum", momentum, "SGD's momentum (default 0.9 with --optimizer momentum, else 0); given "
+                 "without --optimizer, SGD runs");
+  app.add_option("--betas", betas, "Adam's and AdamW's: the decay rates of the gradient's moments")
+      ->expected(2)->delimiter(',')->default_str("0.9,0.999");
+  app.add_option("--eps", eps, "Adam's and AdamW's: added to the denominator")->default_str("1e-08");
+  app.add_option("--weight-decay", weight_decay, "L2 penalty (SGD, Adam) or decoupled weight decay (AdamW) "
+                 "(default 0, AdamW 0.01)");
+  app.add_option("--clip-grad-norm", optimizer.clip_grad_norm, "scale the gradients so that their total L2 norm "
+                 "over every stage is at most this, before the optimizer's step, as "
+                 "torch.nn.utils.clip_grad_norm_ (default: no clipping)");
   app.add_option("--save", request.save, "training: write the trained model as TorchScript (torch.jit.load reads it)");
   app.add_option("--trace", request.trace, "write the median step as a Chrome trace (Perfetto), with the plan's "
                  "predicted timeline beside it");
@@ -112,7 +127,12 @@ int RunMpexec(const std::vector<std::string>& args, std::ostream& out, std::ostr
       throw InputError("--labels: --loss output trains on the model's own loss, which takes no labels (give the "
                        "model its targets as an input)");
     }
-    for (const char* flag : {"--lr", "--momentum", "--loss"}) {
+    if (app.count("--momentum") > 0) optimizer.momentum = momentum;
+    if (app.count("--betas") > 0) optimizer.betas = std::make_pair(betas.at(0), betas.at(1));
+    if (app.count("--eps") > 0) optimizer.eps = eps;
+    if (app.count("--weight-decay") > 0) optimizer.weight_decay = weight_decay;
+    for (const char* flag : {"--optimizer", "--lr", "--momentum", "--betas", "--eps", "--weight-decay",
+                             "--clip-grad-norm", "--loss"}) {
       if (app.count(flag) > 0) request.training_flags.push_back(flag);
     }
     request.cpu_workers = device == "cpu";

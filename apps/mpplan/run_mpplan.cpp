@@ -108,9 +108,9 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
       ->check(CLI::Range(2, 64));
   std::string optimizer = "adam";
   app.add_option("--optimizer", optimizer,
-                 "the optimizer whose state the memory plan holds, one or two tensors per parameter: adam (2), "
-                 "momentum (1: mpexec --momentum > 0) or sgd (0: mpexec's default)")
-      ->check(CLI::IsMember({"adam", "momentum", "sgd"}))
+                 "training: the optimizer the plan is for, whose state its memory holds and which mpexec runs: "
+                 "adam or adamw (2 tensors per parameter), momentum (SGD with momentum: 1) or sgd (0)")
+      ->check(CLI::IsMember({"adam", "adamw", "momentum", "sgd"}))
       ->default_str("adam");
   std::string recompute = "auto";
   app.add_option("--recompute", recompute,
@@ -200,7 +200,7 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
     if (!profile.training && app.count("--optimizer") > 0) {
       throw InputError("--optimizer " + optimizer + ": inference keeps no optimizer state");
     }
-    request.optimizer_states = optimizer == "adam" ? 2 : optimizer == "momentum" ? 1 : 0;
+    request.optimizer = optimizer;
     request.recompute = ParseRecompute(recompute);
     request.device_tolerance = device_percent / 100;
     if (objective != "step") request.objective = Objective::kThroughputPerDevice;

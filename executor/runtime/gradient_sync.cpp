@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <set>
 
 #include "common/error.h"
@@ -87,15 +88,42 @@ std::vector<AllReduceSpan> SyncGradients(const LoadedPlan& loaded, const Distrib
   return spans;
 }
 
-void StepOptimizer(const LoadedPlan& loaded, const Distribution* dist, Sgd& sgd) {
+double StepOptimizer(const LoadedPlan& loaded, const Distribution* dist, Optimizer& optimizer) {
   const StageLayout& layout = loaded.layout;
+  const std::vector<LiftedTensor>& params = loaded.canonical.params;
   const int rank = dist ? dist->group->rank() : 0;
   std::set<size_t> mine;  // read by this rank's stages; each stepped once, in index order
   for (size_t s = 0; s < layout.stage_params.size(); ++s) {
     if (dist && dist->owner.at(s) != rank) continue;
     for (const auto& [key, tensor] : layout.stage_params[s]) mine.insert(layout.param_index.at(key));
   }
-  for (size_t i : mine) sgd.Step(i, loaded.canonical.params[i].tensor);
+  double norm = 0;
+  if (const double max_norm = optimizer.settings().clip_grad_norm; max_norm > 0) {
+    // A parameter several ranks read (tied) counts on the lowest of them;
+    // each replica adds the same sum (its gradients are the replicas' sum).
+    const auto ranks_using = RanksUsing(loaded, dist);
+    double squares = 0;
+    for (size_t i : mine) {
+      if (*ranks_using[i].begin() == rank) squares += SquaredGradNorm(params[i].tensor);
+    }
+    if (dist) {
+      at::Tensor sum = at::full({1}, squares, at::kDouble);
+      try {
+        dist->group->AllReduceSum(sum);
+      } catch (const std::exception& e) {
+        throw Error(Concat("adding up the gradients' norm over the ranks (--clip-grad-norm): ", ErrorLine(e.what())));
+      }
+      squares = sum.item<double>() / dist->replicas;
+    }
+    norm = std::sqrt(squares);
+    const double factor = ClipFactor(norm, max_norm);
+    at::NoGradGuard no_grad;
+    for (size_t i : mine) {
+      if (factor < 1 && params[i].tensor.grad().defined()) params[i].tensor.mutable_grad().mul_(factor);
+    }
+  }
+  for (size_t i : mine) optimizer.Step(i, params[i].tensor);
+  return norm;
 }
 
 }  // namespace mp

@@ -25,7 +25,11 @@ struct AllReduceSpan {
 };
 std::vector<AllReduceSpan> SyncGradients(const LoadedPlan& loaded, const Distribution* dist);
 
-// SGD on every parameter this rank's stages read, once.
-void StepOptimizer(const LoadedPlan& loaded, const Distribution* dist, Sgd& sgd);
+// The optimizer's step on every parameter this rank's stages read, once;
+// with clip_grad_norm set, after scaling the gradients as
+// torch.nn.utils.clip_grad_norm_ does over the whole model's (each
+// parameter counted once over the ranks, summed over every rank). Returns
+// that total norm (0 without clipping).
+double StepOptimizer(const LoadedPlan& loaded, const Distribution* dist, Optimizer& optimizer);
 
 }  // namespace mp

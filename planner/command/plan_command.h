@@ -34,7 +34,7 @@ struct PlanCommandRequest {
   std::string split;                   // --split: compared with, or used by partitioner layers
   int64_t memory_bytes = 0;            // per device; 0: the device's own
   double memory_headroom = kDefaultMemoryHeadroom;  // --memory-headroom, as a fraction
-  double optimizer_states = 2;         // --optimizer: state tensors per parameter (adam 2, momentum 1, sgd 0)
+  std::string optimizer = "adam";      // --optimizer: sgd | momentum | adam | adamw (OptimizerStateTensors)
   Recompute recompute = Recompute::kAuto;  // --recompute: never | auto | always
   double tie_tolerance = kDefaultTieTolerance;  // --tie-tolerance, as a fraction
   double device_tolerance = kDefaultDeviceTolerance;  // --device-tolerance, as a fraction

@@ -73,6 +73,13 @@ int StagesPerDevice(const Plan& plan) {
   return int(plan.stages.size()) / std::max(int(plan.programs.size()), 1);
 }
 
+int OptimizerStateTensors(const std::string& optimizer) {
+  if (optimizer == "sgd") return 0;
+  if (optimizer == "momentum") return 1;
+  if (optimizer == "adam" || optimizer == "adamw") return 2;
+  return -1;
+}
+
 int64_t StageParameterBytes(const Plan& plan, const PlanStage& stage) {
   if (!plan.training) return stage.static_bytes;
   const double with_state = double(stage.gradient_bytes) * (1 + plan.optimizer_state_factor);

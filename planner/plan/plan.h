@@ -210,6 +210,11 @@ struct Plan {
   // (block+neighbour: of that baseline's cut); "" otherwise.
   std::string cut;
   Objective objective = Objective::kStep;  // written when not the step
+  // Training: the optimizer the memory plan holds the state of (mpplan
+  // --optimizer: sgd, momentum, adam or adamw), which mpexec runs unless
+  // told otherwise; "" in a plan older than the key. optimizer_state_factor
+  // is its state tensors per parameter with a gradient.
+  std::string optimizer;
   double optimizer_state_factor = 2;
   std::vector<PlanDevice> devices;
   std::vector<PlanLink> links;     // one per boundary (stages - 1)
@@ -241,6 +246,10 @@ int64_t ReplicaBatch(const Plan& plan);
 
 // Stages each device runs: 1, interleaved-1f1b's v or zbv's 2 (stages / programs).
 int StagesPerDevice(const Plan& plan);
+
+// The state tensors `optimizer` keeps per parameter with a gradient: sgd
+// 0, momentum (SGD with momentum) 1, adam and adamw 2; -1 for another name.
+int OptimizerStateTensors(const std::string& optimizer);
 
 // The parameters' own bytes in a stage's static_bytes (each parameter on
 // the first stage that reads it): the rest is, in training, the gradients

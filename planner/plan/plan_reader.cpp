@@ -418,6 +418,17 @@ void ReadHeader(const YamlCursor& root, Plan& plan) {
   if (root.Has("optimizer_state_factor")) {
     plan.optimizer_state_factor = root["optimizer_state_factor"].NumberIn(0, YamlCursor::kNoLimit, "a tensor count");
   }
+  if (root.Has("optimizer")) {
+    plan.optimizer = root["optimizer"].String();
+    const int states = OptimizerStateTensors(plan.optimizer);
+    if (states < 0) {
+      root["optimizer"].Fail(Concat("unknown optimizer '", plan.optimizer, "' (expected sgd, momentum, adam or adamw)"));
+    }
+    if (double(states) != plan.optimizer_state_factor) {
+      root["optimizer"].Fail(Concat(plan.optimizer, " keeps ", states, " state tensor(s) per parameter, but "
+                                    "optimizer_state_factor is ", plan.optimizer_state_factor));
+    }
+  }
 
   const YamlCursor inputs = root["inputs"];
   const int n = inputs.ExpectList();
@@ -617,7 +628,7 @@ Plan ParsePlan(const std::string& yaml, const std::string& source) {
   std::vector<std::string> required = {"format", "model", "inputs", "mode", "batch", "microbatches", "schedule",
                                        "devices", "stages"};
   if (!IsV1(plan)) required.push_back("programs");
-  root.ExpectMap(required, {"replicas", "replica_link", "microbatch_size", "partitioner", "split", "cut", "objective",
+  root.ExpectMap(required, {"replicas", "replica_link", "microbatch_size", "partitioner", "split", "cut", "objective", "optimizer",
                             "optimizer_state_factor", "links", "predicted", "profile", "alternatives", "comparisons",
                             "warnings"});
   ReadHeader(root, plan);

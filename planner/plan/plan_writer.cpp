@@ -174,6 +174,7 @@ std::string PlanToYaml(const Plan& p) {
   if (!p.split.empty()) KeyValue(out, "split", p.split);
   if (!p.cut.empty()) KeyValue(out, "cut", p.cut);
   if (p.objective != Objective::kStep) KeyValue(out, "objective", ObjectiveName(p.objective));
+  if (p.training && !p.optimizer.empty()) KeyValue(out, "optimizer", p.optimizer);
   KeyValue(out, "optimizer_state_factor", p.optimizer_state_factor);
   out << YAML::Key << "devices" << YAML::Value << YAML::BeginSeq;
   for (const PlanDevice& d : p.devices) {

@@ -212,6 +212,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
   plan.cut = partition.cut;
   plan.objective = request.objective;
   if (partition.method == "layers") plan.split = request.layer_split;
+  if (plan.training) plan.optimizer = request.optimizer;
   plan.optimizer_state_factor = request.optimizer_state_factor;
   plan.devices = source.devices;
   for (PlanDevice& d : plan.devices) {

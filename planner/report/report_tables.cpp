@@ -278,6 +278,12 @@ std::string MemoryText(const Plan& plan) {
     text += " (planned to at most " + FormatPercent(1 - d.memory_headroom) + ": --memory-headroom " +
             FormatPercent(d.memory_headroom) + ")";
   }
+  if (plan.training && !plan.optimizer.empty()) {  // which mpexec runs, too
+    const int states = OptimizerStateTensors(plan.optimizer);
+    text += "; for " + plan.optimizer + " (--optimizer), " +
+            (states == 0 ? std::string("no state") : std::to_string(states) + " state tensor(s)") +
+            " a trained parameter";
+  }
   return text;
 }
 

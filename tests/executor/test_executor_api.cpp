@@ -33,8 +33,8 @@ std::string MakePlan(const std::string& name, const std::string& file, const std
 TEST_CASE("Executor trains in place, matches the one-device reference, and saves what it trained") {
   const std::string plan = MakePlan("branchy.train", "branchy.script.pt", "--gpus 3 --stages 3 --microbatches 3 --batch 6 --schedule 1f1b");
   mp::ExecutorOptions options;
-  options.training.lr = 0.05;
-  options.training.momentum = 0.5;
+  options.training.optimizer.lr = 0.05;
+  options.training.optimizer.momentum = 0.5;
   mp::Executor exec(plan, options);
   const auto inputs = exec.SyntheticInputs(3);
   const at::Tensor labels = exec.SyntheticLabels(3);

@@ -180,17 +180,23 @@ TEST_CASE("mpexec reports each device's peak memory, predicted and measured, by 
   }
   SUBCASE("inference holds no gradients or optimizer state") {
     const std::string plan = Plan(file, "infer", "--mode infer --gpus 2 --stages 2 --microbatches 2 --batch 8");
-    // Adam's two moments per parameter, by default: the plan says so.
+    // Adam's two moments per parameter, by default: the plan says so, and
+    // mpexec runs the plan's optimizer unless told another.
     const std::string adam = Plan(file, "adam", "--gpus 2 --stages 2 --microbatches 2 --batch 8");
     const auto trained = nlohmann::json::parse(mp::test::MpexecCpuInProcess(adam + " --json --steps 1").out);
-    CHECK(trained["memory"]["optimizer_note"] ==
-          "the plan holds 2 optimizer tensor(s) per parameter (mpplan --optimizer), mpexec's SGD keeps 0 "
-          "(--momentum 0)");
+    CHECK(trained["optimizer"]["name"] == "adam");
+    CHECK_FALSE(trained["memory"].contains("optimizer_note"));
     for (const auto& d : trained["memory"]["devices"]) {
       const auto& c = d["categories"];
       CHECK(c["optimizer_state"]["predicted"].get<int64_t>() == 2 * c["parameters"]["predicted"].get<int64_t>());
-      CHECK(c["optimizer_state"]["measured"] == 0);  // mpexec's plain SGD holds none
+      CHECK(c["optimizer_state"]["measured"] == c["optimizer_state"]["predicted"]);  // exp_avg and exp_avg_sq
     }
+    const auto sgd =
+        nlohmann::json::parse(mp::test::MpexecCpuInProcess(adam + " --json --steps 1 --optimizer sgd").out);
+    CHECK(sgd["memory"]["optimizer_note"] ==
+          "the plan's memory holds 2 optimizer tensor(s) per parameter (mpplan --optimizer adam); this run's sgd "
+          "keeps 0");
+    for (const auto& d : sgd["memory"]["devices"]) CHECK(d["categories"]["optimizer_state"]["measured"] == 0);
     const auto devices = MemoryDevices(plan + " --steps 1");
     REQUIRE(devices.size() == 2);
     for (const auto& d : devices) {

@@ -439,6 +439,49 @@ TEST_CASE("a model that computes its own loss trains on it with --loss output, a
                     "returns output 0 (shape [1, 5]))\n");
 }
 
+TEST_CASE("mpexec runs the plan's optimizer: AdamW with clipped gradients trains as one device does, threads or processes") {
+  // nanoGPT's recipe: AdamW and the gradients' norm clipped, on its GPT
+  // whose head is tied to the embedding, a parameter both devices read.
+  // mpexec ran SGD whatever the plan held (Adam's memory by default).
+  const std::string plan = TrainPlan("heldout/nanogpt.script.pt", 2, "zbv", "--optimizer adamw", 4);
+  CHECK(mp::ReadPlan(plan).optimizer == "adamw");
+  const std::string flags = " --loss output --steps 2 --lr 0.01 --clip-grad-norm 0.1";
+  const auto threads = mp::test::VerifiedTraining(plan + flags);
+  CHECK(threads["optimizer"]["name"] == "adamw");
+  CHECK(threads["optimizer"]["weight_decay"] == 0.01);  // torch.optim.AdamW's default
+  CHECK_FALSE(threads["memory"].contains("optimizer_note"));  // the state the plan holds
+  REQUIRE(threads["grad_norms"].size() == threads["losses"].size());
+  for (const auto& norm : threads["grad_norms"]) CHECK(norm.get<double>() > 0.1);  // every step clipped
+  const auto processes = mp::test::VerifiedTraining(plan + flags + " --launch-local 2");
+  for (size_t i = 0; i < threads["losses"].size(); ++i) {
+    CHECK(processes["losses"][i].get<double>() == doctest::Approx(threads["losses"][i].get<double>()).epsilon(1e-5));
+    // the tied weight counted once over the two ranks
+    CHECK(processes["grad_norms"][i].get<double>() ==
+          doctest::Approx(threads["grad_norms"][i].get<double>()).epsilon(1e-5));
+  }
+  // SGD's step is in proportion to the clipped gradient, so a norm counted
+  // wrong would show in the state; unclipped, it trains another model.
+  const std::string sgd = " --loss output --steps 2 --optimizer sgd --lr 0.5 --launch-local 2";
+  const auto clipped = mp::test::VerifiedTraining(plan + sgd + " --clip-grad-norm 0.1");
+  const auto unclipped = mp::test::VerifiedTraining(plan + sgd);
+  CHECK(clipped["losses"].back().get<double>() != doctest::Approx(unclipped["losses"].back().get<double>()).epsilon(1e-3));
+  CHECK(clipped["memory"]["optimizer_note"] ==
+        "the plan's memory holds 2 optimizer tensor(s) per parameter (mpplan --optimizer adamw); this run's sgd "
+        "keeps 0");
+  const auto text = Mpexec(plan + " --loss output --steps 1 --clip-grad-norm 0.1");
+  INFO(text.out);
+  CHECK(text.out.find("(output; adamw (lr 0.001, betas 0.9 0.999, eps 1e-08, weight decay 0.01, gradients clipped "
+                      "to norm 0.1))") != std::string::npos);
+  CHECK(text.out.find("grad norm   ") != std::string::npos);
+  // Flags for another optimizer than the one that runs: one line each.
+  CHECK(Mpexec(plan + " --momentum 0.9 --optimizer adam").out ==
+        "mpexec: --momentum: adam takes none (--optimizer adam); its moments decay by --betas\n");
+  CHECK(Mpexec(plan + " --optimizer sgd --betas 0.9,0.95").out ==
+        "mpexec: --betas: sgd takes none (--optimizer sgd); adam and adamw do\n");
+  const std::string infer = TrainPlan("mlp.script.pt", 2, "", "--mode infer");
+  CHECK(Mpexec(infer + " --optimizer adam").out == "mpexec: --optimizer: this is an inference plan; it trains nothing\n");
+}
+
 TEST_CASE("labels come from torch.save files, checked against the loss") {
   const std::string plan = TrainPlan("gpt.script.pt", 2, "1f1b");
   const std::string good = TempPath("gpt.labels.pt"), bad = TempPath("gpt.badlabels.pt");

@@ -123,6 +123,7 @@ TEST_CASE("a plan round-trips through the reader exactly") {
     CHECK(back.stages[1].weight_transient_bytes == -1);
     CHECK(back.stages[0].recompute == training);
     CHECK(back.stages[0].recomputed_bytes == (training ? 8192 : 0));
+    CHECK(back.optimizer == (training ? "adam" : ""));  // what mpexec runs: mpplan --optimizer's default
     for (size_t s = 0; s < back.stages.size(); ++s) CHECK(back.stages[s].gradient_bytes == f.plan.stages[s].gradient_bytes);
     CHECK_FALSE(back.stages[1].recompute);
     CHECK(mp::SimulatePlan(back).step_ms ==
@@ -236,6 +237,16 @@ TEST_CASE("validation errors name the key path") {
                "stages[1].predicted.static_bytes: expected bytes of 0 or more, found -8");
     CheckError(Mutated(yaml, [](YAML::Node& r) { r["optimizer_state_factor"] = -2; }),
                "optimizer_state_factor: expected a tensor count >= 0, found -2");
+  }
+  SUBCASE("optimizer: one mpexec runs, holding the state the plan's memory counts") {
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["optimizer"] = "lamb"; }),
+               "optimizer: unknown optimizer 'lamb' (expected sgd, momentum, adam or adamw)");
+    CheckError(Mutated(yaml, [](YAML::Node& r) { r["optimizer"] = "momentum"; }),
+               "optimizer: momentum keeps 1 state tensor(s) per parameter, but optimizer_state_factor is 2");
+    const mp::Plan adamw = mp::ParsePlan(Mutated(yaml, [](YAML::Node& r) { r["optimizer"] = "adamw"; }), "a.yaml");
+    CHECK(adamw.optimizer == "adamw");
+    const mp::Plan old = mp::ParsePlan(Mutated(yaml, [](YAML::Node& r) { r.remove("optimizer"); }), "old.yaml");
+    CHECK(old.optimizer.empty());  // mpexec goes by optimizer_state_factor (optimizer.h)
   }
   SUBCASE("gradients: no more than static_bytes holds with their optimizer state, none in inference") {
     const int64_t held = f.plan.stages[1].static_bytes;
