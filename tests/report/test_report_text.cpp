@@ -87,6 +87,10 @@ TEST_CASE("the summary names the step, speedup, bubble, K, M, schedule, partitio
                  "2 stages x 16 micro-batches, 1f1b at " + mp::FormatMs(plan.alternatives[1].step_ms) + " ms (+3.1%)"));
   CHECK(Contains(line("profile"),
                  "measured on cuda:0, 8 threads, at micro-batch sizes 1, 2, 4, 8, coverage 97.2% (backward 95.1%)"));
+  // The optimizer whose state the memory holds, which mpexec runs.
+  mp::Plan adamw = plan;
+  adamw.optimizer = "adamw";
+  CHECK(Contains(mp::FormatPlanReport(adamw, false), "; for adamw (--optimizer), 2 state tensor(s) a trained parameter\n"));
   // A plan at a size the profile did not time says so.
   mp::Plan between = plan;
   between.profile.microbatch_sizes = {1, 8};
