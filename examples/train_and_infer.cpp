@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   try {
     mp::ExecutorOptions options;
     options.training.optimizer.name = "adamw";  // default: the plan's (mpplan --optimizer)
-    options.training.optimizer.lr = 0.01;
+    options.training.optimizer.clip_grad_norm = 1.0;
     mp::Executor exec(argv[1], options);
     const mp::Plan& plan = exec.plan();
     std::cout << plan.stages.size() << " stages, " << plan.microbatches << " micro-batches of "
@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
     }
     const at::Tensor labels = exec.SyntheticLabels();
     for (int step = 0; step < 3; ++step) {
+      exec.SetLearningRate(0.01 * (step + 1) / 3);  // a linear warm-up, as a schedule would set it
       const mp::PipelineRun run = exec.TrainStep(inputs, labels);
       std::cout << "step " << step << ": loss " << run.loss << " in " << run.step_ms << " ms\n";
     }

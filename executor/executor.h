@@ -61,6 +61,9 @@ class Executor {
   // InputError from the constructor where the flags do not fit it
   // (ResolveOptimizer).
   const Optimizer& optimizer() const { return optimizer_; }
+  // The learning rate of the next steps, for a schedule the caller runs
+  // (warm-up, cosine decay), as one sets param_group["lr"] in PyTorch.
+  void SetLearningRate(double lr) { optimizer_.SetLearningRate(lr); }
 
   // The parameters and buffers (canonical order, names alike), cloned.
   std::vector<at::Tensor> State() const;

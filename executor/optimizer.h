@@ -60,6 +60,8 @@ class Optimizer {
   // plain SGD).
   int64_t StateBytes(size_t index) const;
   const OptimizerSettings& settings() const { return settings_; }
+  // A schedule's learning rate for the steps after (param_group["lr"]).
+  void SetLearningRate(double lr) { settings_.lr = lr; }
   // Adam(W): the elements of parameter `index` whose gradient stayed
   // distinguishable from rounding over the steps so far: the square root
   // of exp_avg_sq above 1e-4 of its largest, or 0 (no gradient at all). Adam scales each element's

@@ -69,6 +69,22 @@ TEST_CASE("Executor trains in place, matches the one-device reference, and saves
   CHECK_THROWS_WITH_AS(exec.SaveModel(plan), doctest::Contains("refusing to overwrite"), mp::InputError);
 }
 
+TEST_CASE("Executor steps with the plan's optimizer at the learning rate a schedule sets") {
+  const std::string plan = MakePlan("mlp.lr", "mlp.script.pt", "--gpus 2 --stages 2 --microbatches 2 --batch 8 --optimizer adamw");
+  mp::Executor exec(plan);
+  CHECK(exec.optimizer().settings().Name() == "adamw");
+  const auto inputs = exec.SyntheticInputs();
+  const at::Tensor labels = exec.SyntheticLabels();
+  const auto before = exec.State();
+  exec.SetLearningRate(0);  // a warm-up's first step: nothing moves, weight decay included
+  exec.TrainStep(inputs, labels);
+  const mp::StateComparison still = mp::CompareState(exec.State(), before, exec.StateNames(), 0);
+  CHECK_MESSAGE(still.ok, still.worst << " moved by " << still.max_relative_diff);
+  exec.SetLearningRate(0.01);
+  exec.TrainStep(inputs, labels);
+  CHECK_FALSE(mp::CompareState(exec.State(), before, exec.StateNames(), 1e-3).ok);
+}
+
 TEST_CASE("Executor refuses to train an inference plan and infers on tensors") {
   mp::Executor exec(MakePlan("mlp.infer", "mlp.script.pt", "--gpus 2 --mode infer --microbatches 2"));
   const auto inputs = exec.SyntheticInputs();
