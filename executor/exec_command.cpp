@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iomanip>
 #include <memory>
+#include <sstream>
 
 #include "common/allocator.h"
 #include "common/atomic_file.h"
@@ -299,13 +301,16 @@ Verdict VerifyTraining(const Executor& exec, const std::vector<at::Tensor>& star
                                    " random op(s) draw per micro-batch, so the full batch in one go draws other "
                                    "numbers (dropout masks); expected");
   }
-  if (same.state.skipped > 0) {
-    detail["rounding_elements"] = same.state.skipped;
+  if (same.state.left_out > 0) {
+    detail["rounding_elements"] = same.state.left_out;
+    detail["rounding_relative_diff"] = same.state.left_out_relative_diff;
+    std::ostringstream most;
+    most << std::setprecision(3) << same.state.left_out_relative_diff;
     detail["rounding_note"] =
-        Concat("state compared where the gradient stood out of rounding: ", same.state.skipped,
-               " element(s) whose gradient stayed under 1e-4 of their tensor's largest (values the loss does not "
-               "depend on, such as attention's key bias) left out; ", exec.optimizer().settings().Name(),
-               " moves each by up to lr whichever way its rounding points");
+        Concat("left out: ", same.state.left_out, " element(s) differing by up to ", most.str(),
+               " whose gradient stayed under 1e-4 of their tensor's largest, so near rounding (all rounding where "
+               "the loss does not depend on them, as on attention's key bias); ", exec.optimizer().settings().Name(),
+               " steps each by up to lr whichever way its rounding points");
   }
   if (HasBatchNorm(loaded.canonical) && plan.replicas > 1) {
     detail["buffers_note"] = Concat("the BatchNorm running statistics kept are replica 0's, which saw 1/",

@@ -66,12 +66,14 @@ StateComparison CompareState(const std::vector<at::Tensor>& got, const std::vect
     if (got[i].numel() == 0) continue;
     const at::Tensor a = got[i].detach().to(at::kDouble), b = want[i].detach().to(at::kDouble);
     const double scale = std::max(b.abs().max().item<double>(), 1e-30);
-    at::Tensor gap = (a - b).abs();
+    at::Tensor gap = (a - b).abs() / scale;
     if (i < compared.size() && compared[i].defined()) {
-      result.skipped += int64_t(compared[i].numel()) - compared[i].sum().item<int64_t>();
+      const at::Tensor out = gap.masked_fill(compared[i], 0);
+      result.left_out += (out > rtol).sum().item<int64_t>();
+      result.left_out_relative_diff = std::max(result.left_out_relative_diff, out.max().item<double>());
       gap = gap.masked_fill(compared[i].logical_not(), 0);
     }
-    const double diff = gap.max().item<double>() / scale;
+    const double diff = gap.max().item<double>();
     if (diff > result.max_relative_diff || std::isnan(diff)) {
       result.max_relative_diff = std::isnan(diff) ? INFINITY : diff;
       result.worst = i < names.size() ? names[i] : "";

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "executor/optimizer.h"
+#include "executor/verify.h"
 
 namespace {
 
@@ -174,4 +175,37 @@ TEST_CASE("the optimizer that runs is the plan's unless mpexec's flags say anoth
   options.weight_decay = 0.1;
   CHECK(mp::ResolveOptimizer(options, plan).Describe() ==
         "sgd (lr 0.001, weight decay 0.1, gradients clipped to norm 1)");
+}
+
+TEST_CASE("Adam's elements whose gradient is rounding are left out of --verify's state comparison, and counted") {
+  mp::OptimizerSettings s;
+  s.kind = mp::OptimizerKind::kAdam;
+  mp::Optimizer optimizer(1, s);
+  at::Tensor p = at::ones({4}).requires_grad_();
+  CHECK_FALSE(optimizer.GradientAboveRounding(0).defined());  // no step yet
+  for (int step = 0; step < 2; ++step) {
+    p.mutable_grad() = at::tensor({1.0f, 1e-9f, 0.0f, -0.5f});  // a key bias's rounding is the second
+    optimizer.Step(0, p);
+  }
+  const at::Tensor compared = optimizer.GradientAboveRounding(0);
+  REQUIRE(compared.defined());
+  CHECK(at::equal(compared.to(at::kInt), at::tensor({1, 0, 1, 1}, at::kInt)));  // none at all: compared, it must not move
+  // The rounding element took a whole step of lr, as the others did.
+  CHECK(p[1].item<double>() == doctest::Approx(1 - 2 * s.lr).epsilon(1e-3));
+  CHECK(p[2].item<double>() == 1);
+
+  const at::Tensor want = at::ones({4});
+  const at::Tensor got = at::tensor({1.0f, 0.998f, 1.0f, 1.0000001f});
+  const mp::StateComparison loose = mp::CompareState({got}, {want}, {"w"}, 1e-5, {compared});
+  CHECK(loose.ok);
+  CHECK(loose.left_out == 1);
+  CHECK(loose.left_out_relative_diff == doctest::Approx(0.002).epsilon(1e-3));
+  CHECK(loose.max_relative_diff < 1e-6);
+  CHECK_FALSE(mp::CompareState({got}, {want}, {"w"}, 1e-5).ok);  // SGD: every element
+  const at::Tensor moved = at::tensor({1.0f, 1.0f, 1.001f, 1.0f});  // an element with no gradient moved
+  CHECK_FALSE(mp::CompareState({moved}, {want}, {"w"}, 1e-5, {compared}).ok);
+
+  mp::Optimizer sgd(1, mp::OptimizerSettings{});
+  sgd.Step(0, p);
+  CHECK_FALSE(sgd.GradientAboveRounding(0).defined());  // SGD's step is in proportion: every element compared
 }
