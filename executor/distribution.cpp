@@ -165,7 +165,7 @@ void GatherRuns(ProcessGroup& group, const Distribution& dist, std::vector<Pipel
   }
 }
 
-void GatherState(ProcessGroup& group, const Distribution& dist, const LoadedPlan& loaded) {
+void GatherState(ProcessGroup& group, const Distribution& dist, const LoadedPlan& loaded, Optimizer* optimizer) {
   const CanonicalGraph& canonical = loaded.canonical;
   std::vector<int> keeper;  // the rank of the first stage reading it (replica 0)
   for (int s : loaded.layout.first_user) keeper.push_back(s < 0 ? -1 : dist.owner.at(s));
@@ -175,7 +175,8 @@ void GatherState(ProcessGroup& group, const Distribution& dist, const LoadedPlan
       WireMessage message;
       for (size_t i = 0; i < keeper.size(); ++i) {
         if (keeper[i] == group.rank()) {
-          message.values.push_back(c10::ivalue::Tuple::create({int64_t(i), canonical.params[i].tensor.detach()}));
+          message.values.push_back(c10::ivalue::Tuple::create(
+              {int64_t(i), canonical.params[i].tensor.detach(), optimizer ? optimizer->StateOf(i) : c10::IValue()}));
         }
       }
       SendMessage(group, 0, kStateTag, message);
@@ -185,7 +186,9 @@ void GatherState(ProcessGroup& group, const Distribution& dist, const LoadedPlan
     for (int r = 1; r < dist.ranks_per_replica; ++r) {
       for (const c10::IValue& item : ReceiveMessage(group, r, kStateTag).values) {
         const auto& t = item.toTupleRef().elements();
-        canonical.params.at(size_t(t[0].toInt())).tensor.copy_(t[1].toTensor());
+        const size_t i = size_t(t[0].toInt());
+        canonical.params.at(i).tensor.copy_(t[1].toTensor());
+        if (optimizer) optimizer->SetState(i, t[2], canonical.params[i].tensor, Concat("rank ", r, "'s optimizer state"));
       }
     }
   } catch (const std::exception& e) {

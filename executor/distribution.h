@@ -37,6 +37,9 @@ void GatherRuns(ProcessGroup& group, const Distribution& dist, std::vector<Pipel
 // the first stage reading it in replica 0 (the others' copies are stale
 // after training; replicas hold the same parameters, and replica 0's
 // BatchNorm statistics are kept, as DDP's broadcast of rank 0's buffers).
-void GatherState(ProcessGroup& group, const Distribution& dist, const LoadedPlan& loaded);
+// With `optimizer`, its state for each parameter comes along from that rank
+// too (--save-optimizer).
+void GatherState(ProcessGroup& group, const Distribution& dist, const LoadedPlan& loaded,
+                 Optimizer* optimizer = nullptr);
 
 }  // namespace mp

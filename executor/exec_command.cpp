@@ -109,8 +109,10 @@ void CheckOutputFiles(const ExecCommandRequest& request, bool training, const st
   if (!training && !request.training_flags.empty()) {
     throw InputError(request.training_flags.front() + ": this is an inference plan; it trains nothing");
   }
-  const std::vector<std::pair<const char*, const std::string*>> outputs = {
-      {"--output", &request.output}, {"--save", &request.save}, {"--trace", &request.trace}};
+  const std::vector<std::pair<const char*, const std::string*>> outputs = {{"--output", &request.output},
+                                                                            {"--save", &request.save},
+                                                                            {"--save-optimizer", &request.save_optimizer},
+                                                                            {"--trace", &request.trace}};
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (outputs[i].second->empty()) continue;
     CheckWritable(*outputs[i].second, inputs_read);
@@ -334,8 +336,8 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   if (!planned.here && !request.cpu_workers) throw InputError(NotHereMessage(request.plan, planned, plan));
   const LoadedPlan& loaded = exec.loaded();
   const bool training = plan.training;
-  const std::vector<std::string> inputs_read = {request.plan, loaded.model_path, loaded.planned_model_path,
-                                                request.input, request.labels};
+  const std::vector<std::string> inputs_read = {request.plan,  loaded.model_path, loaded.planned_model_path,
+                                                request.input, request.labels,     request.load_optimizer};
   CheckOutputFiles(request, training, inputs_read);
   const std::vector<c10::IValue> inputs =
       request.input.empty() ? exec.SyntheticInputs() : LoadInputs(request.input, plan.inputs);
@@ -358,6 +360,9 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
     dist.streams = std::make_shared<WireStreams>(*group);
     if (training) stage_groups = MakeStageGroups(dist);  // inference all-reduces nothing
   }
+  // Every rank reads the whole file (so all refuse a bad one alike) and
+  // keeps the state of the parameters it steps.
+  if (!request.load_optimizer.empty()) exec.LoadOptimizerState(request.load_optimizer);
 
   // Over processes rank 0 reports, so it alone samples the reference, the
   // others waiting for it: its samples are pinned to each worker's cores in
@@ -382,7 +387,9 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   const Drift drift = probe.Result();
   if (group) {
     GatherRuns(*group, dist, all);
-    if (training && (request.verify || !request.save.empty())) GatherState(*group, dist, loaded);
+    if (training && (request.verify || !request.save.empty() || !request.save_optimizer.empty())) {
+      GatherState(*group, dist, loaded, request.save_optimizer.empty() ? nullptr : &exec.optimizer());
+    }
     if (group->rank() != 0) return nullptr;  // rank 0 reports for every rank
   }
   const TimedSteps timed = Summarise(std::move(all), request.warmup);
@@ -458,6 +465,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   const std::vector<std::string> protect = inputs_read;
   if (!request.output.empty()) SaveOutputs(request.output, run.outputs, protect);
   if (!request.save.empty()) exec.SaveModel(request.save, protect);
+  if (!request.save_optimizer.empty()) exec.SaveOptimizerState(request.save_optimizer, protect);
   if (!request.trace.empty()) WriteFileAtomically(request.trace, ChromeTrace(plan, run), protect);
   return out;
 }

@@ -34,6 +34,8 @@ struct ExecCommandRequest {
   std::string labels;   // --labels FILE.pt; "": synthetic (training)
   std::string output;   // --output FILE.pt (inference)
   std::string save;     // --save FILE.pt (training)
+  std::string save_optimizer;  // --save-optimizer FILE.pt (training): the optimizer's state
+  std::string load_optimizer;  // --load-optimizer FILE.pt (training): a state --save-optimizer wrote
   std::string trace;    // --trace FILE.json
   int timeout_s = 300;  // --timeout: the longest wait for another rank (stages over processes)
   // The training-only flags given (--optimizer, --lr, --loss, ...): refused with

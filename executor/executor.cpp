@@ -2,7 +2,9 @@
 // and thin calls into RunPipeline.
 #include "executor/executor.h"
 
+#include "executor/optimizer_file.h"
 #include "executor/reference_training.h"
+#include "executor/runtime/gradient_sync.h"
 #include "executor/save_model.h"
 #include "common/error.h"
 #include "planner/graph/run_graph.h"
@@ -53,11 +55,23 @@ std::vector<std::string> Executor::StateNames() const {
   return names;
 }
 
+std::vector<std::string> Executor::Protected(std::vector<std::string> paths) const {
+  paths.push_back(loaded_.plan_path);
+  paths.push_back(loaded_.model_path);
+  paths.push_back(loaded_.planned_model_path);
+  return paths;
+}
+
+void Executor::SaveOptimizerState(const std::string& path, std::vector<std::string> protected_paths) const {
+  mp::SaveOptimizerState(path, optimizer_, loaded_.canonical, Protected(std::move(protected_paths)));
+}
+
+void Executor::LoadOptimizerState(const std::string& path) {
+  mp::LoadOptimizerState(path, optimizer_, loaded_.canonical, SteppedHere(loaded_, options_.pipeline.distribution));
+}
+
 void Executor::SaveModel(const std::string& path, std::vector<std::string> protected_paths) const {
-  protected_paths.push_back(loaded_.plan_path);
-  protected_paths.push_back(loaded_.model_path);
-  protected_paths.push_back(loaded_.planned_model_path);
-  SaveTrainedModel(loaded_.model, path, protected_paths);
+  SaveTrainedModel(loaded_.model, path, Protected(std::move(protected_paths)));
 }
 
 }  // namespace mp

@@ -61,6 +61,7 @@ class Executor {
   // InputError from the constructor where the flags do not fit it
   // (ResolveOptimizer).
   const Optimizer& optimizer() const { return optimizer_; }
+  Optimizer& optimizer() { return optimizer_; }
   // The learning rate of the next steps, for a schedule the caller runs
   // (warm-up, cosine decay), as one sets param_group["lr"] in PyTorch.
   void SetLearningRate(double lr) { optimizer_.SetLearningRate(lr); }
@@ -69,11 +70,20 @@ class Executor {
   std::vector<at::Tensor> State() const;
   std::vector<std::string> StateNames() const;
 
+  // The optimizer's state (optimizer_file.h): written, never over the plan
+  // or its model; read back into a run resumed from a SaveModel file (the
+  // parameters this rank steps).
+  void SaveOptimizerState(const std::string& path, std::vector<std::string> protected_paths = {}) const;
+  void LoadOptimizerState(const std::string& path);
+
   // The model with its current state as TorchScript (SaveTrainedModel),
   // never over the plan or its model.
   void SaveModel(const std::string& path, std::vector<std::string> protected_paths = {}) const;
 
  private:
+  // `paths` and the plan's own files, which nothing is written over.
+  std::vector<std::string> Protected(std::vector<std::string> paths) const;
+
   LoadedPlan loaded_;
   ExecutorOptions options_;
   Optimizer optimizer_;

@@ -139,6 +139,65 @@ void Optimizer::Step(size_t index, const at::Tensor& param) {
   param.addcdiv_(state.first, denom, -s.lr / bias_correction1);
 }
 
+namespace {
+
+// The names of a state's tensors under this optimizer, in State's order.
+std::vector<std::string> StateTensorNames(const OptimizerSettings& s) {
+  if (s.kind != OptimizerKind::kSgd) return {"exp_avg", "exp_avg_sq"};
+  if (s.momentum > 0) return {"momentum_buffer"};
+  return {};
+}
+
+}  // namespace
+
+c10::IValue Optimizer::StateOf(size_t index) const {
+  const State& state = states_.at(index);
+  if (state.steps == 0) return c10::IValue();
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+  dict.insert("step", state.steps);
+  const std::vector<std::string> names = StateTensorNames(settings_);
+  const at::Tensor* tensors[] = {&state.first, &state.second};
+  for (size_t t = 0; t < names.size(); ++t) dict.insert(names[t], tensors[t]->detach().clone());
+  return dict;
+}
+
+void Optimizer::SetState(size_t index, const c10::IValue& given, const at::Tensor& param, const std::string& what,
+                         bool keep) {
+  State& state = states_.at(index);
+  if (given.isNone()) {
+    if (keep) state = State();
+    return;
+  }
+  const std::vector<std::string> names = StateTensorNames(settings_);
+  std::string expected = "step";
+  for (const std::string& name : names) expected += ", " + name;
+  if (!given.isGenericDict()) throw InputError(Concat(what, ": expected a dict of ", expected));
+  const c10::impl::GenericDict dict = given.toGenericDict();
+  if (dict.size() != names.size() + 1) {
+    throw InputError(Concat(what, ": expected ", expected, " (", settings_.Name(), "'s), found ", dict.size(), " entries"));
+  }
+  State set;
+  const auto entry = [&](const std::string& name) {
+    const auto it = dict.find(name);
+    if (it == dict.end()) throw InputError(Concat(what, ": no ", name, " (", settings_.Name(), " keeps ", expected, ")"));
+    return it->value();
+  };
+  const c10::IValue step = entry("step");
+  if (!step.isInt() || step.toInt() < 1) throw InputError(Concat(what, ".step: expected a step count of 1 or more"));
+  set.steps = step.toInt();
+  at::Tensor* tensors[] = {&set.first, &set.second};
+  for (size_t t = 0; t < names.size(); ++t) {
+    const c10::IValue value = entry(names[t]);
+    if (!value.isTensor() || value.toTensor().sizes() != param.sizes() ||
+        value.toTensor().scalar_type() != param.scalar_type()) {
+      throw InputError(Concat(what, ".", names[t], ": expected a ", param.scalar_type(), " tensor of shape ",
+                              param.sizes(), ", as the parameter"));
+    }
+    if (keep) *tensors[t] = value.toTensor().to(param.device()).clone();
+  }
+  if (keep) state = std::move(set);
+}
+
 at::Tensor Optimizer::GradientAboveRounding(size_t index) const {
   const State& state = states_.at(index);
   if (settings_.kind == OptimizerKind::kSgd || !state.second.defined()) return at::Tensor();

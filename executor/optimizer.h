@@ -6,6 +6,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
 
 #include <cstdint>
 #include <optional>
@@ -62,6 +63,16 @@ class Optimizer {
   const OptimizerSettings& settings() const { return settings_; }
   // A schedule's learning rate for the steps after (param_group["lr"]).
   void SetLearningRate(double lr) { settings_.lr = lr; }
+  // Parameter `index`'s state as torch.optim's state_dict keeps a
+  // parameter's: {"step", "exp_avg", "exp_avg_sq"} (Adam(W)), {"step",
+  // "momentum_buffer"} (SGD with momentum), {"step"} (plain SGD); None
+  // before its first step.
+  c10::IValue StateOf(size_t index) const;
+  // Sets it from StateOf's form, for a parameter like `param`; InputError
+  // naming `what` where it is not that form or its tensors are not shaped
+  // and typed as `param`. `keep` false: checks it only.
+  void SetState(size_t index, const c10::IValue& state, const at::Tensor& param, const std::string& what,
+                bool keep = true);
   // Adam(W): the elements of parameter `index` whose gradient stayed
   // distinguishable from rounding over the steps so far: the square root
   // of exp_avg_sq above 1e-4 of its largest, or 0 (no gradient at all). Adam scales each element's

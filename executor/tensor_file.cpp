@@ -26,15 +26,17 @@ namespace {
 // puts the record at the very end, so such bytes are refused first.
 constexpr size_t kPickleZipEndWindow = 4096;
 
-c10::IValue LoadFile(const std::string& path, const std::string& flag) {
+constexpr const char* kTensorsHeld =
+    "tensors saved with torch.save: a tensor, a tuple or list of them, or a dict of them by input name";
+
+}  // namespace
+
+c10::IValue LoadSaved(const std::string& path, const std::string& flag, const std::string& holds) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(Concat(flag, " ", path, ": no such file"));
   const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const auto unreadable = [&](const std::string& why) {
-    return InputError(Concat(flag, " ", path,
-                             ": cannot read it as tensors saved with torch.save: a tensor, a tuple or list of them, "
-                             "or a dict of them by input name (",
-                             why, ")"));
+    return InputError(Concat(flag, " ", path, ": cannot read it as ", holds, " (", why, ")"));
   };
   if (!HasZipEndRecord(std::string_view(bytes.data(), bytes.size()), kPickleZipEndWindow)) {
     throw unreadable("not a zip archive");
@@ -49,6 +51,13 @@ c10::IValue LoadFile(const std::string& path, const std::string& flag) {
     throw unreadable(one_item_dict ? what + "; this LibTorch reads no dict of one item: save the tensor itself" : what);
   }
 }
+
+void SaveValue(const std::string& path, const c10::IValue& value, const std::vector<std::string>& protected_paths) {
+  const std::vector<char> bytes = torch::jit::pickle_save(value);
+  WriteFileAtomically(path, std::string(bytes.begin(), bytes.end()), protected_paths);
+}
+
+namespace {
 
 // A dict's values in the plan's input order, by name: `hidden[0]` is
 // element 0 of key `hidden` (a tuple or list) where the dict has no key of
@@ -100,13 +109,13 @@ std::vector<c10::IValue> ByName(const c10::impl::GenericDict& dict, const std::s
 }  // namespace
 
 at::Tensor LoadTensor(const std::string& path, const std::string& flag) {
-  const c10::IValue loaded = LoadFile(path, flag);
+  const c10::IValue loaded = LoadSaved(path, flag, kTensorsHeld);
   if (!loaded.isTensor()) throw InputError(Concat(flag, " ", path, ": a ", loaded.tagKind(), ", expected one tensor"));
   return loaded.toTensor();
 }
 
 std::vector<c10::IValue> LoadInputs(const std::string& path, const std::vector<TensorSpec>& spec) {
-  const c10::IValue loaded = LoadFile(path, "--input");
+  const c10::IValue loaded = LoadSaved(path, "--input", kTensorsHeld);
   std::vector<c10::IValue> inputs;
   if (loaded.isGenericDict()) {
     inputs = ByName(loaded.toGenericDict(), path, spec);
@@ -136,9 +145,7 @@ std::vector<c10::IValue> LoadInputs(const std::string& path, const std::vector<T
 
 void SaveOutputs(const std::string& path, const std::vector<c10::IValue>& outputs,
                  const std::vector<std::string>& protected_paths) {
-  const c10::IValue value = outputs.size() == 1 ? outputs.front() : c10::ivalue::Tuple::create(outputs);
-  const std::vector<char> bytes = torch::jit::pickle_save(value);
-  WriteFileAtomically(path, std::string(bytes.begin(), bytes.end()), protected_paths);
+  SaveValue(path, outputs.size() == 1 ? outputs.front() : c10::ivalue::Tuple::create(outputs), protected_paths);
 }
 
 }  // namespace mp

@@ -22,6 +22,14 @@ std::vector<c10::IValue> LoadInputs(const std::string& path, const std::vector<T
 // the file otherwise.
 at::Tensor LoadTensor(const std::string& path, const std::string& flag);
 
+// Any value torch.save wrote; InputError "FLAG PATH: cannot read it as
+// HOLDS (why)" where it cannot be read.
+c10::IValue LoadSaved(const std::string& path, const std::string& flag, const std::string& holds);
+
+// `value` as torch.save writes it, atomically, never over a file in
+// `protected_paths`.
+void SaveValue(const std::string& path, const c10::IValue& value, const std::vector<std::string>& protected_paths);
+
 // Writes the outputs (one value, or a tuple of several) atomically, never
 // over a file in `protected_paths`.
 void SaveOutputs(const std::string& path, const std::vector<c10::IValue>& outputs,

@@ -108,6 +108,10 @@ int RunMpexec(const std::vector<std::string>& args, std::ostream& out, std::ostr
                  "over every stage is at most this, before the optimizer's step, as "
                  "torch.nn.utils.clip_grad_norm_ (default: no clipping)");
   app.add_option("--save", request.save, "training: write the trained model as TorchScript (torch.jit.load reads it)");
+  app.add_option("--save-optimizer", request.save_optimizer, "training: write the optimizer's state (Adam's moments, "
+                 "SGD's momentum) with torch.save, by parameter name, to go on from with --load-optimizer");
+  app.add_option("--load-optimizer", request.load_optimizer, "training: start from an optimizer state "
+                 "--save-optimizer wrote (a run resumed with --model from what --save wrote)");
   app.add_option("--trace", request.trace, "write the median step as a Chrome trace (Perfetto), with the plan's "
                  "predicted timeline beside it");
   app.add_flag("--verify", request.verify, "compare with the model run whole on one device, same micro-batches: "
@@ -132,7 +136,7 @@ int RunMpexec(const std::vector<std::string>& args, std::ostream& out, std::ostr
     if (app.count("--eps") > 0) optimizer.eps = eps;
     if (app.count("--weight-decay") > 0) optimizer.weight_decay = weight_decay;
     for (const char* flag : {"--optimizer", "--lr", "--momentum", "--betas", "--eps", "--weight-decay",
-                             "--clip-grad-norm", "--loss"}) {
+                             "--clip-grad-norm", "--loss", "--save-optimizer", "--load-optimizer"}) {
       if (app.count(flag) > 0) request.training_flags.push_back(flag);
     }
     request.cpu_workers = device == "cpu";

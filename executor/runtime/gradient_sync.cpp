@@ -88,14 +88,23 @@ std::vector<AllReduceSpan> SyncGradients(const LoadedPlan& loaded, const Distrib
   return spans;
 }
 
-double StepOptimizer(const LoadedPlan& loaded, const Distribution* dist, Optimizer& optimizer) {
+std::vector<bool> SteppedHere(const LoadedPlan& loaded, const Distribution* dist) {
   const StageLayout& layout = loaded.layout;
+  std::vector<bool> here(loaded.canonical.params.size(), false);
+  for (size_t s = 0; s < layout.stage_params.size(); ++s) {
+    if (dist && dist->owner.at(s) != dist->group->rank()) continue;
+    for (const auto& [key, tensor] : layout.stage_params[s]) here[layout.param_index.at(key)] = true;
+  }
+  return here;
+}
+
+double StepOptimizer(const LoadedPlan& loaded, const Distribution* dist, Optimizer& optimizer) {
   const std::vector<LiftedTensor>& params = loaded.canonical.params;
   const int rank = dist ? dist->group->rank() : 0;
-  std::set<size_t> mine;  // read by this rank's stages; each stepped once, in index order
-  for (size_t s = 0; s < layout.stage_params.size(); ++s) {
-    if (dist && dist->owner.at(s) != rank) continue;
-    for (const auto& [key, tensor] : layout.stage_params[s]) mine.insert(layout.param_index.at(key));
+  const std::vector<bool> here = SteppedHere(loaded, dist);
+  std::vector<size_t> mine;  // read by this rank's stages; each stepped once, in index order
+  for (size_t i = 0; i < here.size(); ++i) {
+    if (here[i]) mine.push_back(i);
   }
   double norm = 0;
   if (const double max_norm = optimizer.settings().clip_grad_norm; max_norm > 0) {

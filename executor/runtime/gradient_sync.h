@@ -25,6 +25,10 @@ struct AllReduceSpan {
 };
 std::vector<AllReduceSpan> SyncGradients(const LoadedPlan& loaded, const Distribution* dist);
 
+// Per parameter: whether this rank steps it (its stages read it); all
+// without a Distribution.
+std::vector<bool> SteppedHere(const LoadedPlan& loaded, const Distribution* dist);
+
 // The optimizer's step on every parameter this rank's stages read, once;
 // with clip_grad_norm set, after scaling the gradients as
 // torch.nn.utils.clip_grad_norm_ does over the whole model's (each

@@ -551,6 +551,43 @@ TEST_CASE("pipelined over two processes, the model trains as PyTorch's torch.opt
   }
 }
 
+TEST_CASE("a run resumed with --model and --load-optimizer goes on as one run of all the steps would") {
+  // --save keeps the weights only; without the optimizer's state a resumed
+  // AdamW starts its moments afresh and trains another model.
+  const std::string plan = TrainPlan("heldout/nanogpt.script.pt", 2, "zbv", "--optimizer adamw", 4);
+  const std::string model = TempPath("nanogpt.resume.pt"), state = TempPath("nanogpt.resume.optimizer.pt");
+  std::filesystem::remove(model);
+  std::filesystem::remove(state);
+  const auto losses = [](const mp::test::ToolRun& run) {
+    INFO(run.out);
+    REQUIRE(run.status == 0);
+    return nlohmann::json::parse(run.out)["losses"].get<std::vector<double>>();
+  };
+  const std::string run = plan + " --loss output --steps 2 --json";
+  const auto whole = losses(Mpexec(plan + " --loss output --steps 4 --json"));
+  const auto first = losses(Mpexec(run + " --launch-local 2 --save " + model + " --save-optimizer " + state));
+  const auto resumed = losses(Mpexec(run + " --model " + model + " --load-optimizer " + state));
+  const auto afresh = losses(Mpexec(run + " --model " + model));
+  REQUIRE(whole.size() == 4);
+  CHECK(first == std::vector<double>(whole.begin(), whole.begin() + 2));
+  CHECK(resumed == std::vector<double>(whole.begin() + 2, whole.end()));  // gathered from two processes, bit for bit
+  CHECK(afresh.back() != resumed.back());
+  // Over processes too, each rank keeping its own parameters' state.
+  CHECK(losses(Mpexec(run + " --launch-local 2 --model " + model + " --load-optimizer " + state)) == resumed);
+  // Python reads it as it is: by parameter name, torch.optim's entries.
+  const auto python = mp::test::RunTool(
+      MP_PYTHON, "-c \"import torch; s = torch.load('" + state + "'); e = s['state']['tok.weight']; "
+                 "print(s['optimizer'], e['step'], tuple(e['exp_avg'].shape), tuple(e['exp_avg_sq'].shape))\"");
+  CHECK(python.out == "adamw 2 (256, 64) (256, 64)\n");
+  // Another optimizer's state, and the model's own files, are refused.
+  CHECK(Mpexec(run + " --optimizer sgd --load-optimizer " + state).out ==
+        "mpexec: --load-optimizer " + state + ": the state of adamw, this run's optimizer is sgd (mpexec --optimizer)\n");
+  CHECK(Mpexec(run + " --load-optimizer " + model).out.find("cannot read it as optimizer state mpexec "
+                                                            "--save-optimizer wrote") != std::string::npos);
+  CHECK(Mpexec(run + " --save " + state + " --save-optimizer " + state).out ==
+        "mpexec: --save-optimizer " + state + ": the same file as --save\n");
+}
+
 TEST_CASE("labels come from torch.save files, checked against the loss") {
   const std::string plan = TrainPlan("gpt.script.pt", 2, "1f1b");
   const std::string good = TempPath("gpt.labels.pt"), bad = TempPath("gpt.badlabels.pt");
