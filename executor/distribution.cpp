@@ -165,7 +165,8 @@ void GatherRuns(ProcessGroup& group, const Distribution& dist, std::vector<Pipel
   }
 }
 
-void GatherState(ProcessGroup& group, const Distribution& dist, const LoadedPlan& loaded, Optimizer* optimizer) {
+void GatherState(ProcessGroup& group, const Distribution& dist, const LoadedPlan& loaded, Optimizer* optimizer,
+                 std::vector<at::Tensor>* gradients) {
   const CanonicalGraph& canonical = loaded.canonical;
   std::vector<int> keeper;  // the rank of the first stage reading it (replica 0)
   for (int s : loaded.layout.first_user) keeper.push_back(s < 0 ? -1 : dist.owner.at(s));
@@ -176,7 +177,8 @@ void GatherState(ProcessGroup& group, const Distribution& dist, const LoadedPlan
       for (size_t i = 0; i < keeper.size(); ++i) {
         if (keeper[i] == group.rank()) {
           message.values.push_back(c10::ivalue::Tuple::create(
-              {int64_t(i), canonical.params[i].tensor.detach(), optimizer ? optimizer->StateOf(i) : c10::IValue()}));
+              {int64_t(i), canonical.params[i].tensor.detach(), optimizer ? optimizer->StateOf(i) : c10::IValue(),
+               gradients ? c10::IValue(gradients->at(i)) : c10::IValue()}));
         }
       }
       SendMessage(group, 0, kStateTag, message);
@@ -189,6 +191,7 @@ void GatherState(ProcessGroup& group, const Distribution& dist, const LoadedPlan
         const size_t i = size_t(t[0].toInt());
         canonical.params.at(i).tensor.copy_(t[1].toTensor());
         if (optimizer) optimizer->SetState(i, t[2], canonical.params[i].tensor, Concat("rank ", r, "'s optimizer state"));
+        if (gradients) gradients->at(i) = t[3].toTensor();
       }
     }
   } catch (const std::exception& e) {

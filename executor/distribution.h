@@ -38,8 +38,9 @@ void GatherRuns(ProcessGroup& group, const Distribution& dist, std::vector<Pipel
 // after training; replicas hold the same parameters, and replica 0's
 // BatchNorm statistics are kept, as DDP's broadcast of rank 0's buffers).
 // With `optimizer`, its state for each parameter comes along from that rank
-// too (--save-optimizer).
+// too (--save-optimizer); with `gradients` (one per parameter, this rank's
+// copies), theirs (--verify's first step).
 void GatherState(ProcessGroup& group, const Distribution& dist, const LoadedPlan& loaded,
-                 Optimizer* optimizer = nullptr);
+                 Optimizer* optimizer = nullptr, std::vector<at::Tensor>* gradients = nullptr);
 
 }  // namespace mp

@@ -176,16 +176,22 @@ std::string FormatExecReport(const nlohmann::json& r) {
         out << "differs by at most " << full_batch << "\n";
       }
     } else {
+      const auto worst = [&](const char* key) {
+        return d[key] == "" ? std::string() : " (worst " + d[key].get<std::string>() + ")";
+      };
       out << "verify      " << (r["verify"].get<bool>() ? "ok" : "FAILED") << ": losses within "
-          << d["max_loss_relative_diff"].get<double>() << " and state within "
-          << d["max_state_relative_diff"].get<double>()
-          << (d["worst_tensor"] == "" ? "" : " (worst " + d["worst_tensor"].get<std::string>() + ")") << " of the same micro-batches trained on one device (limit 1e-05); the full batch in one go: loss "
+          << d["max_loss_relative_diff"].get<double>() << ", the first step's gradients within "
+          << d["max_gradient_relative_diff"].get<double>() << worst("worst_gradient") << " and state within "
+          << d["max_state_relative_diff"].get<double>() << worst("worst_tensor")
+          << " of the same micro-batches trained on one device (limit 1e-05"
+          << (d["judged_on"] == "gradients" ? ", on the losses and gradients" : ", on the losses and state")
+          << "); the full batch in one go: loss "
           << d["full_batch_max_loss_relative_diff"].get<double>() << ", state "
           << d["full_batch_max_state_relative_diff"].get<double>() << "\n";
       if (d.contains("note")) out << "            " << d["note"].get<std::string>() << "\n";
       if (d.contains("random_note")) out << "            " << d["random_note"].get<std::string>() << "\n";
       if (d.contains("buffers_note")) out << "            " << d["buffers_note"].get<std::string>() << "\n";
-      if (d.contains("rounding_note")) out << "            " << d["rounding_note"].get<std::string>() << "\n";
+      if (d.contains("state_note")) out << "            " << d["state_note"].get<std::string>() << "\n";
     }
   }
   return out.str();

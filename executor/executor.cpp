@@ -49,6 +49,8 @@ PipelineRun Executor::TrainStep(const std::vector<c10::IValue>& inputs, const at
 
 std::vector<at::Tensor> Executor::State() const { return CloneState(loaded_.canonical); }
 
+std::vector<at::Tensor> Executor::Gradients() const { return GradientsOf(loaded_.canonical.params); }
+
 std::vector<std::string> Executor::StateNames() const {
   std::vector<std::string> names;
   for (const auto& p : loaded_.canonical.params) names.push_back(p.name);

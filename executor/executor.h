@@ -68,6 +68,10 @@ class Executor {
 
   // The parameters and buffers (canonical order, names alike), cloned.
   std::vector<at::Tensor> State() const;
+  // Their gradients after the last step (clipped where asked), cloned;
+  // zeros where none (a buffer, a frozen weight; under processes, another
+  // rank's parameter).
+  std::vector<at::Tensor> Gradients() const;
   std::vector<std::string> StateNames() const;
 
   // The optimizer's state (optimizer_file.h): written, never over the plan

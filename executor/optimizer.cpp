@@ -198,13 +198,6 @@ void Optimizer::SetState(size_t index, const c10::IValue& given, const at::Tenso
   if (keep) state = std::move(set);
 }
 
-at::Tensor Optimizer::GradientAboveRounding(size_t index) const {
-  const State& state = states_.at(index);
-  if (settings_.kind == OptimizerKind::kSgd || !state.second.defined()) return at::Tensor();
-  const at::Tensor root = state.second.to(at::kDouble).sqrt();
-  return (root > root.max() * 1e-4).logical_or(root == 0);  // none at all: must not move in either
-}
-
 double SquaredGradNorm(const at::Tensor& param) {
   const at::Tensor& grad = param.grad();
   if (!grad.defined()) return 0;

@@ -73,15 +73,6 @@ class Optimizer {
   // and typed as `param`. `keep` false: checks it only.
   void SetState(size_t index, const c10::IValue& state, const at::Tensor& param, const std::string& what,
                 bool keep = true);
-  // Adam(W): the elements of parameter `index` whose gradient stayed
-  // distinguishable from rounding over the steps so far: the square root
-  // of exp_avg_sq above 1e-4 of its largest, or 0 (no gradient at all). Adam scales each element's
-  // step by that root, so an element whose gradient is rounding alone (a
-  // value the loss does not depend on: attention's key bias, a bias before
-  // BatchNorm) moves by up to lr whichever way its rounding points; two
-  // runs that differ only in float sums agree on the others. Undefined for
-  // SGD, whose step is in proportion to the gradient, and before a step.
-  at::Tensor GradientAboveRounding(size_t index) const;
 
  private:
   struct State {

@@ -30,6 +30,20 @@ std::vector<at::Tensor> CloneState(const CanonicalGraph& canonical) {
   return state;
 }
 
+std::vector<at::Tensor> GradientsOf(const std::vector<at::Tensor>& state) {
+  std::vector<at::Tensor> grads;
+  for (const at::Tensor& t : state) {
+    grads.push_back(t.grad().defined() ? t.grad().detach().clone() : at::zeros_like(t));
+  }
+  return grads;
+}
+
+std::vector<at::Tensor> GradientsOf(const std::vector<LiftedTensor>& params) {
+  std::vector<at::Tensor> tensors;
+  for (const auto& p : params) tensors.push_back(p.tensor);
+  return GradientsOf(tensors);
+}
+
 ReferenceTrainer::ReferenceTrainer(const LoadedPlan& loaded, const std::vector<at::Tensor>& state,
                                    const TrainingOptions& options, bool microbatched, uint64_t seed)
     : loaded_(loaded),

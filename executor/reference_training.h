@@ -26,7 +26,6 @@ class ReferenceTrainer {
   // One step on the whole batch's inputs and labels; returns its loss.
   double Step(const std::vector<c10::IValue>& inputs, const at::Tensor& labels);
   const std::vector<at::Tensor>& State() const { return state_; }
-  const Optimizer& optimizer() const { return optimizer_; }
 
  private:
   const LoadedPlan& loaded_;
@@ -42,5 +41,9 @@ class ReferenceTrainer {
 // Detached copies of the model's parameters and buffers (canonical order),
 // parameters still asking for gradients.
 std::vector<at::Tensor> CloneState(const CanonicalGraph& canonical);
+
+// Copies of their gradients (.grad), zeros where none.
+std::vector<at::Tensor> GradientsOf(const std::vector<at::Tensor>& state);
+std::vector<at::Tensor> GradientsOf(const std::vector<LiftedTensor>& params);
 
 }  // namespace mp

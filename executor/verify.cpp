@@ -52,8 +52,7 @@ Verification Verify(const std::vector<c10::IValue>& got, const std::vector<c10::
 }
 
 StateComparison CompareState(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want,
-                             const std::vector<std::string>& names, double rtol,
-                             const std::vector<at::Tensor>& compared) {
+                             const std::vector<std::string>& names, double rtol) {
   StateComparison result;
   result.ok = got.size() == want.size();
   for (size_t i = 0; result.ok && i < got.size(); ++i) {
@@ -66,14 +65,7 @@ StateComparison CompareState(const std::vector<at::Tensor>& got, const std::vect
     if (got[i].numel() == 0) continue;
     const at::Tensor a = got[i].detach().to(at::kDouble), b = want[i].detach().to(at::kDouble);
     const double scale = std::max(b.abs().max().item<double>(), 1e-30);
-    at::Tensor gap = (a - b).abs() / scale;
-    if (i < compared.size() && compared[i].defined()) {
-      const at::Tensor out = gap.masked_fill(compared[i], 0);
-      result.left_out += (out > rtol).sum().item<int64_t>();
-      result.left_out_relative_diff = std::max(result.left_out_relative_diff, out.max().item<double>());
-      gap = gap.masked_fill(compared[i].logical_not(), 0);
-    }
-    const double diff = gap.max().item<double>();
+    const double diff = (a - b).abs().max().item<double>() / scale;
     if (diff > result.max_relative_diff || std::isnan(diff)) {
       result.max_relative_diff = std::isnan(diff) ? INFINITY : diff;
       result.worst = i < names.size() ? names[i] : "";
