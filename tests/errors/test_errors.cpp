@@ -815,6 +815,18 @@ ERROR_CASE("exec-save-is-model", "trained model output that would overwrite the 
   c.setup = [](const fs::path& dir) { ToyPlan(dir); };
 }
 
+ERROR_CASE("exec-optimizer-flag", "a flag the optimizer that runs does not take") {
+  c.command = "mpexec toy.plan.yaml --optimizer sgd --betas 0.9,0.95";
+  c.names = "--betas";
+  c.setup = [](const fs::path& dir) { ToyPlan(dir); };
+}
+
+ERROR_CASE("exec-load-optimizer-missing", "optimizer state to resume from that does not exist") {
+  c.command = "mpexec toy.plan.yaml --load-optimizer toy.optimizer.pt";
+  c.names = "toy.optimizer.pt";
+  c.setup = [](const fs::path& dir) { ToyPlan(dir); };
+}
+
 ERROR_CASE("exec-trace-unwritable", "trace in a folder that does not exist") {
   c.command = "mpexec toy.plan.yaml --trace /nonexistent/step.json";
   c.names = "/nonexistent";
