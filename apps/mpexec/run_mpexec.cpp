@@ -53,7 +53,7 @@ void Report(const std::string& what, std::ostream& err) {
 
 int RunMpexec(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, const std::string& self) {
   CLI::App app{"mpexec: runs an mpplan execution plan with micro-batch pipelining on CPU workers "
-               "(inference, or training with GPipe or 1F1B)"};
+               "(inference, or training with any of mpplan's schedules and the plan's optimizer)"};
   app.footer(
       "Examples:\n"
       "  mpplan build/models/mlp.script.pt --gpus 2 --mode infer -o mlp.plan.yaml\n"
@@ -115,7 +115,8 @@ int RunMpexec(const std::vector<std::string>& args, std::ostream& out, std::ostr
   app.add_option("--trace", request.trace, "write the median step as a Chrome trace (Perfetto), with the plan's "
                  "predicted timeline beside it");
   app.add_flag("--verify", request.verify, "compare with the model run whole on one device, same micro-batches: "
-               "inference bit for bit, training within 1e-5");
+               "inference bit for bit, training's losses and state (SGD) or first step's gradients (Adam, AdamW) "
+               "within 1e-5");
   app.add_flag("--json", json, "print one JSON object");
   app.add_option("--launch-local", launch_local, "run the stages as N processes on this machine, over c10d Gloo "
                  "(like torchrun --standalone --nproc-per-node N); output is prefixed with the rank");
