@@ -52,7 +52,7 @@ struct ReferenceResult {
 ReferenceResult TrainReference(const Executor& exec, const std::vector<at::Tensor>& start,
                                const std::vector<c10::IValue>& inputs, const at::Tensor& labels,
                                const std::vector<double>& losses, bool microbatched,
-                               const std::vector<at::Tensor>& first_gradients) {
+                               const std::vector<at::Tensor>& first_gradients = {}) {
   ReferenceTrainer reference(exec.loaded(), start, exec.options().training, microbatched,
                              exec.options().pipeline.seed);
   ReferenceResult result;
@@ -61,7 +61,7 @@ ReferenceResult TrainReference(const Executor& exec, const std::vector<at::Tenso
     double want = 0;
     try {
       want = reference.Step(inputs, labels);
-      if (reference_gradients.empty()) reference_gradients = GradientsOf(reference.State());
+      if (!first_gradients.empty() && reference_gradients.empty()) reference_gradients = GradientsOf(reference.State());
     } catch (const c10::Error& e) {
       throw InputError(Concat("--verify: the model run whole on one device cannot be trained (",
                               microbatched ? "same micro-batches" : "full batch", "): ", ErrorLine(e.what())));
@@ -71,7 +71,7 @@ ReferenceResult TrainReference(const Executor& exec, const std::vector<at::Tenso
   }
   std::vector<at::Tensor> got = exec.State(), want = reference.State();
   std::vector<std::string> names = exec.StateNames();
-  result.gradients = CompareState(first_gradients, reference_gradients, names, 1e-5);
+  if (!first_gradients.empty()) result.gradients = CompareState(first_gradients, reference_gradients, names, 1e-5);
   if (exec.plan().replicas > 1) {  // buffers are replica 0's, which saw only its share: parameters only
     const auto& params = exec.loaded().canonical.params;
     size_t kept = 0;
@@ -149,6 +149,12 @@ nlohmann::json StagesJson(const Plan& plan, const PipelineRun& run, const std::v
   return stages;
 }
 
+// The middle value (of an even count, the upper of the two middle ones).
+double UpperMedian(std::vector<double> values) {
+  std::nth_element(values.begin(), values.begin() + std::ptrdiff_t(values.size() / 2), values.end());
+  return values[values.size() / 2];
+}
+
 // The steps of a run: the warm-up ones train too, so they have losses.
 struct TimedSteps {
   double first_step_ms = 0;         // the cold one
@@ -190,13 +196,11 @@ TimedSteps Summarise(std::vector<PipelineRun> all, int warmup) {
   t.median = order[order.size() / 2];
   std::vector<double> optimizer;
   for (const PipelineRun& run : t.runs) optimizer.push_back(run.optimizer_ms);
-  std::nth_element(optimizer.begin(), optimizer.begin() + std::ptrdiff_t(optimizer.size() / 2), optimizer.end());
-  t.optimizer_ms = optimizer[optimizer.size() / 2];
+  t.optimizer_ms = UpperMedian(std::move(optimizer));
   for (size_t s = 0; s < t.runs[t.median].allreduce_ms.size(); ++s) {
     std::vector<double> each;
     for (const PipelineRun& run : t.runs) each.push_back(s < run.allreduce_ms.size() ? run.allreduce_ms[s] : 0.0);
-    std::nth_element(each.begin(), each.begin() + std::ptrdiff_t(each.size() / 2), each.end());
-    t.allreduce_ms.push_back(each[each.size() / 2]);
+    t.allreduce_ms.push_back(UpperMedian(std::move(each)));
   }
   return t;
 }
@@ -293,7 +297,7 @@ Verdict VerifyTraining(const Executor& exec, const std::vector<at::Tensor>& star
   const LoadedPlan& loaded = exec.loaded();
   const Plan& plan = loaded.plan;
   const ReferenceResult same = TrainReference(exec, start, inputs, labels, losses, true, first_gradients);
-  const ReferenceResult full = TrainReference(exec, start, inputs, labels, losses, false, first_gradients);
+  const ReferenceResult full = TrainReference(exec, start, inputs, labels, losses, false);  // reported: no gradients
   const bool adam = exec.optimizer().settings().kind != OptimizerKind::kSgd;
   nlohmann::json detail = {{"rtol", 1e-5},
                            {"steps", losses.size()},
@@ -464,7 +468,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
     out["predicted_band_ms"] = {low, high};
     out["in_band"] = low <= median && median <= high;
   }
-  AddContext(out, request, plan, loaded.output_layout, planned, drift, exec.optimizer().settings(), timed);
+  AddContext(out, request, plan, loaded.output_layout, planned, drift, optimizer, timed);
 
   if (request.verify) {
     const Verdict verdict = training ? VerifyTraining(exec, start, inputs, labels, losses, first_gradients)

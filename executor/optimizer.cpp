@@ -207,4 +207,15 @@ double SquaredGradNorm(const at::Tensor& param) {
 
 double ClipFactor(double norm, double max_norm) { return std::min(1.0, max_norm / (norm + 1e-6)); }
 
+double ClipGradients(const std::vector<at::Tensor>& params, double squares, double max_norm) {
+  const double norm = std::sqrt(squares);
+  const double factor = ClipFactor(norm, max_norm);
+  if (factor >= 1) return norm;
+  at::NoGradGuard no_grad;
+  for (const at::Tensor& p : params) {
+    if (p.grad().defined()) p.mutable_grad().mul_(factor);
+  }
+  return norm;
+}
+
 }  // namespace mp

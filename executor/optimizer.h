@@ -90,4 +90,9 @@ double SquaredGradNorm(const at::Tensor& param);
 // `norm` and a limit `max_norm`: max_norm / (norm + 1e-6), at most 1.
 double ClipFactor(double norm, double max_norm);
 
+// Scales the .grad of `params` (those with one) by ClipFactor for the total
+// norm sqrt(`squares`), the sum of SquaredGradNorm over the whole model's
+// parameters; returns that norm.
+double ClipGradients(const std::vector<at::Tensor>& params, double squares, double max_norm);
+
 }  // namespace mp

@@ -10,8 +10,6 @@
 
 #include <ATen/ATen.h>
 
-#include <cmath>
-
 #include "common/error.h"
 #include "planner/graph/rng_scope.h"
 #include "planner/graph/run_graph.h"
@@ -101,11 +99,7 @@ double ReferenceTrainer::Step(const std::vector<c10::IValue>& inputs, const at::
   if (const double max_norm = optimizer_.settings().clip_grad_norm; max_norm > 0) {
     double squares = 0;
     for (const at::Tensor& t : state_) squares += SquaredGradNorm(t);
-    const double factor = ClipFactor(std::sqrt(squares), max_norm);
-    at::NoGradGuard no_grad;
-    for (at::Tensor& t : state_) {
-      if (factor < 1 && t.grad().defined()) t.mutable_grad().mul_(factor);
-    }
+    ClipGradients(state_, squares, max_norm);
   }
   for (size_t i = 0; i < state_.size(); ++i) optimizer_.Step(i, state_[i]);
   ++steps_;

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <set>
 
 #include "common/error.h"
@@ -124,12 +123,9 @@ double StepOptimizer(const LoadedPlan& loaded, const Distribution* dist, Optimiz
       }
       squares = sum.item<double>() / dist->replicas;
     }
-    norm = std::sqrt(squares);
-    const double factor = ClipFactor(norm, max_norm);
-    at::NoGradGuard no_grad;
-    for (size_t i : mine) {
-      if (factor < 1 && params[i].tensor.grad().defined()) params[i].tensor.mutable_grad().mul_(factor);
-    }
+    std::vector<at::Tensor> stepped;
+    for (size_t i : mine) stepped.push_back(params[i].tensor);
+    norm = ClipGradients(stepped, squares, max_norm);
   }
   for (size_t i : mine) optimizer.Step(i, params[i].tensor);
   return norm;

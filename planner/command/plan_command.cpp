@@ -279,7 +279,6 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   plan_request.method = request.partitioner;
   plan_request.tie_tolerance = request.tie_tolerance;
   plan_request.optimizer = request.optimizer;
-  plan_request.optimizer_state_factor = OptimizerStateTensors(request.optimizer);
   plan_request.recompute = request.recompute;
   plan_request.device_tolerance = request.device_tolerance;
   plan_request.objective = request.objective;

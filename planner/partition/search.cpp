@@ -525,7 +525,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     const OrderCosts& costs = *shared_costs;
     // One stage on one device: the order's sums, shared by every model below.
     const ScheduleKind one_stage = request.training ? ScheduleKind::kOneFOneB : ScheduleKind::kForwardOnly;
-    const StageCostModel base(costs, StageSpecs(sized, one_stage, 1, M), request.optimizer_state_factor);
+    const StageCostModel base(costs, StageSpecs(sized, one_stage, 1, M), OptimizerStateTensors(request.optimizer));
     const int k_top = std::min(k_max, request.stages > 0 ? k_max : std::max(1, base.UsefulNodes()));
     // Where memory cannot bind, one table of identical stages, every
     // boundary charged the cluster's link, serves every K and schedule

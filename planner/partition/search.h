@@ -62,8 +62,9 @@ struct PlanRequest {
   // fastest (the DP is exact for the slowest stage, not for the step).
   bool known_cuts = true;
   std::string layer_split;                // method layers: "layer1,layer2 | layer3,layer4,fc"
-  std::string optimizer = "adam";         // the plan's optimizer (Plan::optimizer)
-  double optimizer_state_factor = 2;      // Adam keeps two moments per parameter
+  // The plan's optimizer (Plan::optimizer): its state tensors per
+  // parameter with a gradient (OptimizerStateTensors) are in the memory.
+  std::string optimizer = "adam";
   // Training: which stages recompute their activations (--recompute); auto
   // recomputes a stage only where its range would not fit otherwise, so
   // without a memory limit it never does. always leaves zb-h1 and zbv out

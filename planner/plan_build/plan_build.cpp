@@ -213,7 +213,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
   plan.objective = request.objective;
   if (partition.method == "layers") plan.split = request.layer_split;
   if (plan.training) plan.optimizer = request.optimizer;
-  plan.optimizer_state_factor = request.optimizer_state_factor;
+  plan.optimizer_state_factor = OptimizerStateTensors(request.optimizer);
   plan.devices = source.devices;
   for (PlanDevice& d : plan.devices) {
     if (d.memory_bytes == kUnlimitedMemory) d.memory_bytes = 0;

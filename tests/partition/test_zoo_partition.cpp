@@ -354,7 +354,7 @@ TEST_CASE("no cut a boundary move away from the chosen one simulates faster") {
       const mp::OrderCosts costs = mp::ComputeOrderCosts(m.graph, m.profile, p.order, size, true);
       const mp::StageCostModel model(
           costs, mp::StageSpecs(cluster, schedule, int(p.stages.size()), p.microbatches, p.chunks),
-          request.optimizer_state_factor);
+          mp::OptimizerStateTensors(request.optimizer));
       // The plan's own cut simulates to its prediction here, with the stages
       // it runs B on in a split schedule (ChooseWholeBackward) running B.
       const auto whole = [&](mp::Partition q) {
