@@ -47,6 +47,13 @@
 //               each median step's first forward against its later ones,
 //               and the wait before its first action; target: within
 //               1.25x and under 1 ms (bench/exec_threads.h).
+//   optimizer   the zoo MLP, GPT and ConvNet training at 1 and 2 devices,
+//               planned with adam and with sgd (mpplan --optimizer) from one
+//               profile a model, run by mpexec: the optimizer's step on the
+//               device with the most to step (the median) against the plan's
+//               predicted.optimizer_ms, and its share of the step; target:
+//               within 20% wherever it is over 1 ms (each device steps its
+//               own, at once, so the step ends with the last).
 //   held out    torchvision classifiers nothing was tuned on
 //               (MODELS_DIR/heldout), the same way, each turn's profile
 //               planned twice: at the M the planner chooses (target: the
@@ -61,7 +68,7 @@
 // targets compare schedules).
 //
 // Usage: bench_exec MODELS_DIR OUT_DIR [--quick]
-//        [--only overhead,efficiency,fidelity,gap,schedules,threads,heldout]
+//        [--only overhead,efficiency,fidelity,gap,schedules,threads,optimizer,heldout]
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
@@ -138,10 +145,15 @@ struct Measured {
 };
 
 // Idle share of device time: each device's step time less its stages'
-// busy time, over devices x step.
-double Bubble(const mp::Plan& plan, const std::vector<double>& busy_ms, double step_ms) {
+// busy time and its optimizer's step (work, as the simulator counts it),
+// over devices x step.
+double Bubble(const mp::Plan& plan, const mp::PipelineRun& run) {
+  const double step_ms = run.step_ms;
   std::vector<double> busy(plan.programs.size(), 0);
-  for (const mp::PlanStage& stage : plan.stages) busy[stage.program] += busy_ms.at(stage.id);
+  for (const mp::PlanStage& stage : plan.stages) busy[stage.program] += run.busy_ms.at(stage.id);
+  for (size_t d = 0; d < busy.size() && d < run.device_optimizer_ms.size(); ++d) {
+    busy[d] += std::max(0.0, run.device_optimizer_ms[d]);
+  }
   double idle = 0;
   for (double b : busy) idle += std::max(0.0, step_ms - b);
   return step_ms > 0 ? idle / (double(busy.size()) * step_ms) : 0;
@@ -284,6 +296,54 @@ void Gap(const std::string& mpplan, const std::string& models, const std::string
   }
 }
 
+// optimizer: the optimizer's step in the plan against mpexec's, each model
+// profiled once (its 2-device adam plan's profile serves the others), the
+// runs of a model in turns. True when every target is met.
+bool OptimizerStep(const std::string& mpplan, const std::string& mpexec, const std::string& models,
+                   const std::string& out, bool quick) {
+  struct Case {
+    std::string file;
+    int64_t batch;
+  };
+  std::vector<Case> cases = {{"mlp.script.pt", 64}, {"gpt.script.pt", 8}, {"convnet.script.pt", 64}};
+  if (quick) cases.resize(1);
+  int judged = 0, within = 0;
+  for (const Case& c : cases) {
+    const std::string profile = out + "/" + c.file + ".optimizer.profile.yaml";
+    for (const char* optimizer : {"adam", "sgd"}) {
+      for (int devices : {2, 1}) {
+        const bool first = optimizer == std::string("adam") && devices == 2;
+        const std::string plan = MakePlan(mpplan, models + "/" + c.file,
+                                          out + "/" + c.file + ".optimizer." + optimizer + std::to_string(devices) +
+                                              ".plan.yaml",
+                                          true, devices, 0, c.batch, true, "",
+                                          std::string("--optimizer ") + optimizer +
+                                              (first ? " --profile-out " : " --profile-in ") + profile);
+        const mp::Plan read = mp::ReadPlan(plan);
+        const Measured m = RunMpexec(mpexec, plan, read.predicted.step_ms, quick);
+        std::ifstream in(plan + ".exec.json");
+        const auto result = nlohmann::json::parse(in);
+        double measured = 0;
+        for (double ms : result.at("device_optimizer_ms").get<std::vector<double>>()) measured = std::max(measured, ms);
+        const double predicted = read.predicted.optimizer_ms;
+        const double error = predicted > 0 ? measured / predicted - 1 : 0;
+        const bool judge = measured > 1 || predicted > 1;
+        judged += judge;
+        within += judge && std::abs(error) <= 0.20;
+        std::printf("optimizer   %-18s %-4s %d device(s), %s: step %.2f / %.2f ms; optimizer %.2f / %.2f ms (%+.1f%%%s), "
+                    "%.0f%% of the step\n",
+                    c.file.c_str(), optimizer, devices, Shape(read).c_str(), m.step_ms, m.predicted_ms, measured,
+                    predicted, 100 * error, judge ? (std::abs(error) <= 0.20 ? ", within 20%" : ", MISSED") : "",
+                    m.step_ms > 0 ? 100 * measured / m.step_ms : 0.0);
+        std::fflush(stdout);
+      }
+    }
+  }
+  const bool ok = within == judged;
+  std::printf("optimizer   predicted within 20%% for %d of %d runs over 1 ms %s\n", within, judged, ok ? "ok" : "MISSED");
+  return ok;
+}
+
 // schedules: the zoo MLP and GPT on 2 devices, M = 2, 4, 8, every schedule
 // (and auto, and 1f1b twice for the noise) planned from one profile per
 // model, then run in this process, one step of each plan in turn (the
@@ -362,7 +422,7 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
           drift_probe.AfterStep();
           if (round < warmup) continue;
           steps[k].push_back(r.step_ms);
-          bubbles[k].push_back(Bubble(read[k], r.busy_ms, r.step_ms));
+          bubbles[k].push_back(Bubble(read[k], r));
         }
       }
       for (size_t k = 0; k < schedules.size(); ++k) {
@@ -609,6 +669,8 @@ int main(int argc, char** argv) {
     if (args->Wants("schedules")) all_ok = Schedules(mpplan, models, out, quick) && all_ok;
     // --- threads: a step's first forward, at the profile's thread count and another.
     if (args->Wants("threads")) all_ok = mp::bench::ThreadCounts(mpplan, mpexec, models, out, quick) && all_ok;
+    // --- optimizer: its step in the plan against mpexec's.
+    if (args->Wants("optimizer")) all_ok = OptimizerStep(mpplan, mpexec, models, out, quick) && all_ok;
     // --- held out: torchvision classifiers, the planner's M and size 1.
     if (args->Wants("heldout")) {
       const std::vector<std::string> heldout = {"mobilenet_v2.script.pt", "resnet18.script.pt", "shufflenet.script.pt",

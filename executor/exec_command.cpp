@@ -168,6 +168,7 @@ struct TimedSteps {
   // over 20 steps, and the bench took 2.6 for it one time.
   std::vector<double> allreduce_ms;
   double optimizer_ms = 0;          // the median over the timed steps (this rank's)
+  std::vector<double> device_optimizer_ms;  // per program, likewise; -1 where another rank's
   int64_t peak_heap_bytes = -1;     // of the steps that sampled it (RunExecCommand)
   std::vector<int64_t> device_step_peak_bytes;  // per device, likewise (PipelineRun's)
 
@@ -197,6 +198,11 @@ TimedSteps Summarise(std::vector<PipelineRun> all, int warmup) {
   std::vector<double> optimizer;
   for (const PipelineRun& run : t.runs) optimizer.push_back(run.optimizer_ms);
   t.optimizer_ms = UpperMedian(std::move(optimizer));
+  for (size_t d = 0; d < t.runs[t.median].device_optimizer_ms.size(); ++d) {
+    std::vector<double> each;
+    for (const PipelineRun& run : t.runs) each.push_back(run.device_optimizer_ms.at(d));
+    t.device_optimizer_ms.push_back(UpperMedian(std::move(each)));
+  }
   for (size_t s = 0; s < t.runs[t.median].allreduce_ms.size(); ++s) {
     std::vector<double> each;
     for (const PipelineRun& run : t.runs) each.push_back(s < run.allreduce_ms.size() ? run.allreduce_ms[s] : 0.0);
@@ -246,6 +252,9 @@ void AddContext(nlohmann::json& out, const ExecCommandRequest& request, const Pl
     out["loss_function"] = LossName(request.options.training.loss);
     const bool adam = optimizer.kind != OptimizerKind::kSgd;
     out["optimizer_ms"] = timed.optimizer_ms;
+    out["device_optimizer_ms"] = timed.device_optimizer_ms;
+    out["predicted_optimizer_ms"] = plan.predicted.optimizer_ms;
+    out["planned_optimizer"] = plan.optimizer;
     out["optimizer"] = {{"name", optimizer.Name()},
                         {"described", optimizer.Describe()},
                         {"lr", optimizer.lr},

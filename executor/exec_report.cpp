@@ -150,9 +150,18 @@ std::string FormatExecReport(const nlohmann::json& r) {
     out << "loss        " << r["loss"].get<double>() << " (" << r["loss_function"].get<std::string>() << "; "
         << r["optimizer"]["described"].get<std::string>() << ")\n";
     out.precision(2);
-    out << "optimizer   " << r["optimizer_ms"].get<double>()
-        << " ms a step after the step's time, not in it nor in the prediction (the median; "
-        << (r["ranks"].get<int>() > 1 ? "rank 0's stages" : "every stage") << ")\n";
+    // The end of every step: each device steps its own parameters at once.
+    const double predicted = r.value("predicted_optimizer_ms", 0.0);
+    const std::string planned = r.value("planned_optimizer", std::string());
+    out << "optimizer   " << r["optimizer_ms"].get<double>() << " ms measured";
+    if (predicted > 0) {
+      out << ", " << predicted << " predicted";
+      if (planned != r["optimizer"]["name"].get<std::string>()) out << " for the plan's " << planned;
+    } else {
+      out << ", the plan predicts none (a plan or profile from before the optimizer's step was timed)";
+    }
+    out << ": the end of the step, each device its own parameters at once (the median; "
+        << (r["ranks"].get<int>() > 1 ? "rank 0's" : "the slowest device") << ")\n";
     out.precision(6);
     if (r.contains("grad_norms")) {
       std::ostringstream norm;  // as the optimizer line writes its settings

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 
 #include "common/cpu_affinity.h"
@@ -137,8 +138,10 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
 
   std::vector<std::function<void()>> jobs;
   std::vector<int> mine;  // the programs this process runs
+  std::map<int, std::vector<int>> cpus_of;  // their workers' cores
   for (auto& list : WorkerLists(plan, dist, threads)) {
     mine.push_back(list.device);
+    cpus_of[list.device] = list.cpus;
     jobs.push_back([&, list = std::move(list)] {
       const ScopedPin pin(list.cpus);  // a pool thread may run another job next step
       const MemoryMeter::Scope owner(list.device);
@@ -190,9 +193,25 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   }
   if (dist && dist->replicas > 1) run.step_ms = MsSince(start);  // the plan's step ends after it too
   if (training->optimizer) {
+    // Each device steps its own parameters, at once, on its worker's cores.
     const Clock::time_point optimizer_start = Clock::now();
-    run.grad_norm = StepOptimizer(loaded, dist, *training->optimizer);
+    Optimizer& optimizer = *training->optimizer;
+    run.grad_norm = ClipGradientNorm(loaded, dist, optimizer);
+    run.device_optimizer_ms.assign(devices, -1);
+    for (int d : mine) run.device_optimizer_ms[d] = 0;
+    std::vector<std::function<void()>> steps;
+    for (auto& [device, params] : StepsByDevice(loaded, dist)) {
+      steps.push_back([&, device = device, cpus = cpus_of[device], params = std::move(params)] {
+        const ScopedPin pin(cpus);
+        UseThreads(threads);
+        const Clock::time_point begin = Clock::now();
+        for (size_t i : params) optimizer.Step(i, loaded.canonical.params[i].tensor);
+        run.device_optimizer_ms[device] = MsSince(begin);
+      });
+    }
+    workers.RunAll(std::move(steps));
     run.optimizer_ms = MsSince(optimizer_start);
+    run.step_ms = MsSince(start);  // the plan's step ends after it too
   }
   for (const auto& stage_losses : results.losses) {
     for (const at::Tensor& loss : stage_losses) run.loss += loss.item<double>();

@@ -77,8 +77,9 @@ struct PipelineRun {
   std::vector<c10::IValue> outputs;  // inference: the model's outputs for the whole batch
   double loss = 0;                   // training: the batch's loss (sum of the micro-batches')
   double grad_norm = 0;              // training with --clip-grad-norm: the gradients' total norm before it
-  double optimizer_ms = 0;           // training: the optimizer's step (clipping included), after step_ms
-  double step_ms = 0;                // wall time of the step
+  double optimizer_ms = 0;           // training: the optimizer's step (clipping included), the end of step_ms
+  std::vector<double> device_optimizer_ms;  // per program: its own parameters' step; -1 where another rank's
+  double step_ms = 0;                // wall time of the step (training: to the optimizer's step's end)
   int64_t start_ns = 0;              // when it started: steady clock, common to a host's processes
   std::vector<double> busy_ms;       // per stage: time in its forwards and backwards
   // Per stage: its gradient all-reduce among replicas (0 without), from

@@ -97,38 +97,49 @@ std::vector<bool> SteppedHere(const LoadedPlan& loaded, const Distribution* dist
   return here;
 }
 
-double StepOptimizer(const LoadedPlan& loaded, const Distribution* dist, Optimizer& optimizer) {
+double ClipGradientNorm(const LoadedPlan& loaded, const Distribution* dist, const Optimizer& optimizer) {
+  const double max_norm = optimizer.settings().clip_grad_norm;
+  if (max_norm <= 0) return 0;
   const std::vector<LiftedTensor>& params = loaded.canonical.params;
   const int rank = dist ? dist->group->rank() : 0;
   const std::vector<bool> here = SteppedHere(loaded, dist);
-  std::vector<size_t> mine;  // read by this rank's stages; each stepped once, in index order
+  // A parameter several ranks read (tied) counts on the lowest of them;
+  // each replica adds the same sum (its gradients are the replicas' sum).
+  const auto ranks_using = RanksUsing(loaded, dist);
+  double squares = 0;
+  std::vector<at::Tensor> mine;
   for (size_t i = 0; i < here.size(); ++i) {
-    if (here[i]) mine.push_back(i);
+    if (!here[i]) continue;
+    mine.push_back(params[i].tensor);
+    if (*ranks_using[i].begin() == rank) squares += SquaredGradNorm(params[i].tensor);
   }
-  double norm = 0;
-  if (const double max_norm = optimizer.settings().clip_grad_norm; max_norm > 0) {
-    // A parameter several ranks read (tied) counts on the lowest of them;
-    // each replica adds the same sum (its gradients are the replicas' sum).
-    const auto ranks_using = RanksUsing(loaded, dist);
-    double squares = 0;
-    for (size_t i : mine) {
-      if (*ranks_using[i].begin() == rank) squares += SquaredGradNorm(params[i].tensor);
+  if (dist) {
+    at::Tensor sum = at::full({1}, squares, at::kDouble);
+    try {
+      dist->group->AllReduceSum(sum);
+    } catch (const std::exception& e) {
+      throw Error(Concat("adding up the gradients' norm over the ranks (--clip-grad-norm): ", ErrorLine(e.what())));
     }
-    if (dist) {
-      at::Tensor sum = at::full({1}, squares, at::kDouble);
-      try {
-        dist->group->AllReduceSum(sum);
-      } catch (const std::exception& e) {
-        throw Error(Concat("adding up the gradients' norm over the ranks (--clip-grad-norm): ", ErrorLine(e.what())));
-      }
-      squares = sum.item<double>() / dist->replicas;
-    }
-    std::vector<at::Tensor> stepped;
-    for (size_t i : mine) stepped.push_back(params[i].tensor);
-    norm = ClipGradients(stepped, squares, max_norm);
+    squares = sum.item<double>() / dist->replicas;
   }
-  for (size_t i : mine) optimizer.Step(i, params[i].tensor);
-  return norm;
+  return ClipGradients(mine, squares, max_norm);
+}
+
+std::map<int, std::vector<size_t>> StepsByDevice(const LoadedPlan& loaded, const Distribution* dist) {
+  const StageLayout& layout = loaded.layout;
+  std::vector<int> device(loaded.canonical.params.size(), -1);
+  for (size_t s = 0; s < layout.stage_params.size(); ++s) {  // stage order: the first reader's device
+    if (dist && dist->owner.at(s) != dist->group->rank()) continue;
+    for (const auto& [key, tensor] : layout.stage_params[s]) {
+      int& d = device[layout.param_index.at(key)];
+      if (d < 0) d = loaded.plan.stages.at(s).program;
+    }
+  }
+  std::map<int, std::vector<size_t>> steps;
+  for (size_t i = 0; i < device.size(); ++i) {
+    if (device[i] >= 0) steps[device[i]].push_back(i);
+  }
+  return steps;
 }
 
 }  // namespace mp

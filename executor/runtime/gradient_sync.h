@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "executor/loaded_plan.h"
@@ -29,11 +30,17 @@ std::vector<AllReduceSpan> SyncGradients(const LoadedPlan& loaded, const Distrib
 // without a Distribution.
 std::vector<bool> SteppedHere(const LoadedPlan& loaded, const Distribution* dist);
 
-// The optimizer's step on every parameter this rank's stages read, once;
-// with clip_grad_norm set, after scaling the gradients as
-// torch.nn.utils.clip_grad_norm_ does over the whole model's (each
-// parameter counted once over the ranks, summed over every rank). Returns
-// that total norm (0 without clipping).
-double StepOptimizer(const LoadedPlan& loaded, const Distribution* dist, Optimizer& optimizer);
+// With the optimizer's clip_grad_norm set: scales the gradients of every
+// parameter this rank's stages read as torch.nn.utils.clip_grad_norm_ does
+// over the whole model's (each parameter counted once over the ranks,
+// summed over every rank) and returns that total norm; 0 without clipping.
+double ClipGradientNorm(const LoadedPlan& loaded, const Distribution* dist, const Optimizer& optimizer);
+
+// The parameters this rank's optimizer steps, by the device (program index)
+// that steps them: each one its stages read, once, on the device of the
+// first stage that reads it. Each device steps its own at the same time,
+// as the plan predicts (PlanStage::optimizer_ms); Optimizer::Step touches
+// only its parameter's state.
+std::map<int, std::vector<size_t>> StepsByDevice(const LoadedPlan& loaded, const Distribution* dist);
 
 }  // namespace mp

@@ -269,6 +269,11 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
                             : allreduce_link.Measured() ? AfterStep(profiled.profile)
                                                         : kLoopback;
   if (cpu_here && process_link.Measured()) replica_links.boundary = AsLink(process_link);
+  // The optimizer's step after each step, on each device's own parameters.
+  if (request.profile.training) {
+    devices.cluster.optimizer_ms_per_mib = OptimizerMsPerMib(profiled.profile, request.optimizer);
+    if (cpu_here) devices.cluster.optimizer_slowdown = profiled.profile.optimizer_slowdown;
+  }
   PlanRequest plan_request;
   plan_request.training = request.profile.training;
   plan_request.batch = profiled.profile.batch;

@@ -48,6 +48,14 @@ struct Cluster {
   // all-reduced among its copies over `replica_link`.
   int replicas = 1;
   Link replica_link;
+  // Training: the plan's optimizer's step on a device of speed 1, in ms a
+  // MiB of parameters with a gradient (Profile::optimizer_ms_per_mib). 0:
+  // not charged.
+  double optimizer_ms_per_mib = 0;
+  // CPU workers: [k - 1], how much slower each steps when k devices (all
+  // replicas' included) step at once (Profile::optimizer_slowdown; beyond
+  // its end: the last entry). Empty: separate devices.
+  std::vector<double> optimizer_slowdown;
 };
 
 

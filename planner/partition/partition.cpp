@@ -62,6 +62,7 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
     }
     st.transfer_ms = model.InMs(s, a) + model.OutMs(s, e);
     if (costs.training) st.allreduce_ms = AllReduceMs(st.gradient_bytes, model.Spec(s).replicas, model.Spec(s).replica_link);
+    if (costs.training) st.optimizer_ms = model.Spec(s).optimizer_ms_per_mib * double(st.gradient_bytes) / (1 << 20);
     st.cost_ms = model.StageMs(s, a, e);
     st.static_bytes = model.StaticBytes(a, e);
     st.activation_bytes = model.ActivationBytes(a, e);
@@ -106,7 +107,7 @@ void ListCutTensors(Partition& p, const OrderCosts& costs) {
 SimResult SimulatePartition(const Partition& p) {
   std::vector<StageTimes> times;
   std::vector<StageMemory> memory;
-  std::vector<double> allreduce;
+  std::vector<double> allreduce, optimizer;
   for (const Stage& st : p.stages) {
     // A recomputing stage's B runs its forward first, and holds what it rebuilds until B ends.
     times.push_back({st.forward_ms, st.backward_ms + st.recompute_ms, st.input_backward_ms, st.weight_backward_ms});
@@ -115,8 +116,10 @@ SimResult SimulatePartition(const Partition& p) {
                       st.forward_peak_bytes, st.freed_by_i_bytes, st.weight_transient_bytes,
                       st.sent_gradient_bytes});
     allreduce.push_back(st.allreduce_ms);
+    optimizer.push_back(st.optimizer_ms);
   }
-  return SimulateStep(PartitionSchedule(p), times, p.transfers, memory, allreduce, p.slowdown, p.step_overhead_ms);
+  return SimulateStep(PartitionSchedule(p), times, p.transfers, memory, allreduce, p.slowdown, p.step_overhead_ms,
+                      optimizer);
 }
 
 Schedule PartitionSchedule(const Partition& p) {

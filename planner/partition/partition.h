@@ -38,6 +38,7 @@ struct Stage {
   int64_t param_bytes = 0;
   int64_t gradient_bytes = 0;      // training: of param_bytes, those with a gradient (not frozen, not buffers)
   double allreduce_ms = 0;         // training with replicas: its gradients among them
+  double optimizer_ms = 0;         // training: the optimizer's step on its parameters, after the all-reduce
   int64_t static_bytes = 0;        // parameters (+ gradients, optimizer state in training)
   int64_t activation_bytes = 0;    // per micro-batch held (recomputing: what crosses its boundaries)
   // Recomputation: the stage runs its forward again before each backward

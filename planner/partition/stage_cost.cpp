@@ -32,6 +32,9 @@ std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule,
     throw InputError(Concat(stages, " stages in chunks of ", chunks, " for ", cluster.devices.size(), " devices"));
   }
   std::vector<StageSpec> specs(stages);
+  const std::vector<double>& factors = cluster.optimizer_slowdown;  // every device of every replica steps at once
+  const double stepping_at_once =
+      factors.empty() ? 1 : factors[std::min<size_t>(size_t(devices) * std::max(cluster.replicas, 1), factors.size()) - 1];
   const std::vector<int> in_flight = MicrobatchesInFlight(BuildSchedule(schedule, devices, microbatches, chunks));
   const std::vector<int> placement = StagePlacement(schedule, devices, chunks);
   for (int s = 0; s < stages; ++s) {
@@ -51,6 +54,7 @@ std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule,
     const bool can = IsTraining(schedule) && !SplitsBackward(schedule);
     specs[s].recompute = can ? recompute : Recompute::kNever;
     specs[s].step_overhead_ms = StepOverheadMs(cluster, devices);  // replicas dispatch in processes of their own
+    specs[s].optimizer_ms_per_mib = cluster.optimizer_ms_per_mib * device.speed * stepping_at_once;
   }
   return specs;
 }

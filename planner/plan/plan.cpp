@@ -108,7 +108,7 @@ SimResult SimulatePlan(const Plan& plan) {
   std::vector<StageTimes> times;
   std::vector<TransferTimes> transfers;
   std::vector<StageMemory> memory;
-  std::vector<double> allreduce;
+  std::vector<double> allreduce, optimizer;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const PlanStage& stage = plan.stages[s];
     const double recompute_ms = stage.recompute ? stage.forward_ms : 0;  // B runs the forward first
@@ -122,13 +122,14 @@ SimResult SimulatePlan(const Plan& plan) {
                       stage.weight_transient_bytes >= 0 ? stage.weight_transient_bytes : stage.transient_bytes,
                       plan.training ? sent_gradients : 0});
     allreduce.push_back(stage.allreduce_ms);
+    optimizer.push_back(stage.optimizer_ms);
     if (s + 1 < plan.stages.size()) {
       transfers.push_back({stage.send_ms, plan.stages[s + 1].send_gradients_ms});
     }
   }
   return SimulateStep(PlanSchedule(plan), times, transfers, memory, allreduce,
                       PipelineSlowdown(plan.profile.shared_slowdown, int(plan.stages.size()), plan.replicas),
-                      plan.profile.step_overhead_ms);
+                      plan.profile.step_overhead_ms, optimizer);
 }
 
 }  // namespace mp

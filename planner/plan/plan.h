@@ -76,6 +76,10 @@ struct PlanStage {
   double send_gradients_ms = 0;   // its input gradients to stage id - 1
   double busy_fraction = 0;       // busy / step time
   double allreduce_ms = 0;        // with replicas, training: its gradients among them, once a step
+  // Training: the plan's optimizer's step on its parameters with a
+  // gradient, once a step, after its device's list and all-reduces. 0 in
+  // plans written before 2026-12-05, or from profiles without the rate.
+  double optimizer_ms = 0;
   int64_t static_bytes = 0;       // parameters (+ gradients and optimizer state in training)
   // Training: the gradients static_bytes holds, as many optimizer state
   // tensors each (Plan::optimizer_state_factor): the parameters it holds
@@ -115,6 +119,7 @@ struct PlanPrediction {
   double one_device_step_ms = 0;  // the whole batch on one device (K = 1, M = 1)
   double speedup_vs_one_device = 0;
   double allreduce_ms = 0;        // with replicas: the slowest stage's gradient all-reduce
+  double optimizer_ms = 0;        // training: the optimizer's step on the device that takes longest (in step_ms)
   // The error band of step_ms (band.h): [low, high] ms; both 0 when the
   // profile carries none (a device profile's estimates).
   double step_low_ms = 0;

@@ -194,13 +194,17 @@ PlanStage ReadStage(const YamlCursor& c, int index, Plan& plan, int stages) {
   if (c.Has("predicted")) {
     const YamlCursor p = c["predicted"];
     p.ExpectMap({}, {"forward_ms", "backward_ms", "input_backward_ms", "weight_backward_ms", "send_ms",
-                     "send_gradients_ms", "busy_fraction", "allreduce_ms", "static_bytes", "gradient_bytes",
+                     "send_gradients_ms", "busy_fraction", "allreduce_ms", "optimizer_ms", "static_bytes", "gradient_bytes",
                      "activation_bytes", "transient_bytes", "weight_transient_bytes", "forward_peak_bytes", "weight_gradient_bytes",
                      "freed_by_i_bytes", "recomputed_bytes", "peak_memory_bytes"});
     if (p.Has("allreduce_ms")) {
       s.allreduce_ms = p["allreduce_ms"].Number();
       if (plan.replicas == 1) p["allreduce_ms"].Fail("only a plan with replicas all-reduces between them");
       if (!(s.allreduce_ms >= 0)) p["allreduce_ms"].Fail("expected a time of 0 ms or more");
+    }
+    if (p.Has("optimizer_ms")) {
+      s.optimizer_ms = p["optimizer_ms"].NumberIn(0, YamlCursor::kNoLimit, "a time");
+      if (!plan.training) p["optimizer_ms"].Fail("only a training plan steps an optimizer");
     }
     if (p.Has("forward_ms")) s.forward_ms = p["forward_ms"].Number();
     if (p.Has("backward_ms")) s.backward_ms = p["backward_ms"].Number();
@@ -545,11 +549,15 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
   if (root.Has("predicted")) {
     const YamlCursor p = root["predicted"];
     p.ExpectMap({"step_ms"}, {"bottleneck_ms", "bubble_fraction", "samples_per_s", "one_device_step_ms",
-                              "speedup_vs_one_device", "allreduce_ms", "step_band_ms",
+                              "speedup_vs_one_device", "allreduce_ms", "optimizer_ms", "step_band_ms",
                               "device_peak_memory_bytes"});
     if (p.Has("allreduce_ms")) {
       plan.predicted.allreduce_ms = p["allreduce_ms"].Number();
       if (plan.replicas == 1) p["allreduce_ms"].Fail("only a plan with replicas all-reduces between them");
+    }
+    if (p.Has("optimizer_ms")) {
+      plan.predicted.optimizer_ms = p["optimizer_ms"].NumberIn(0, YamlCursor::kNoLimit, "a time");
+      if (!plan.training) p["optimizer_ms"].Fail("only a training plan steps an optimizer");
     }
     plan.predicted.step_ms = p["step_ms"].Number();
     if (p.Has("bottleneck_ms")) plan.predicted.bottleneck_ms = p["bottleneck_ms"].Number();

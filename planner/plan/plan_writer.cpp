@@ -67,6 +67,7 @@ void WriteStage(YAML::Emitter& out, const PlanStage& s, bool training) {
   KeyValue(out, "send_gradients_ms", s.send_gradients_ms);
   KeyValue(out, "busy_fraction", s.busy_fraction);
   if (s.allreduce_ms > 0) KeyValue(out, "allreduce_ms", s.allreduce_ms);
+  if (s.optimizer_ms > 0) KeyValue(out, "optimizer_ms", s.optimizer_ms);
   KeyValue(out, "static_bytes", s.static_bytes);
   if (training) KeyValue(out, "gradient_bytes", s.gradient_bytes);
   KeyValue(out, "activation_bytes", s.activation_bytes);
@@ -215,6 +216,7 @@ std::string PlanToYaml(const Plan& p) {
   KeyValue(out, "one_device_step_ms", p.predicted.one_device_step_ms);
   KeyValue(out, "speedup_vs_one_device", p.predicted.speedup_vs_one_device);
   if (p.replicas > 1) KeyValue(out, "allreduce_ms", p.predicted.allreduce_ms);
+  if (p.predicted.optimizer_ms > 0) KeyValue(out, "optimizer_ms", p.predicted.optimizer_ms);
   if (p.predicted.step_high_ms > 0) {
     out << YAML::Key << "step_band_ms" << YAML::Value;
     EmitFlowSeq(out, std::vector<double>{p.predicted.step_low_ms, p.predicted.step_high_ms});

@@ -188,6 +188,8 @@ double OneDeviceStepMs(const OpGraph& graph, const Profile& profile, const Clust
   if (!CanInterpolate(profile, batch)) return 0;
   Cluster one_device = UniformCluster(1, device);
   one_device.step_overhead_ms = cluster.step_overhead_ms;  // mpexec's one worker pays it too
+  one_device.optimizer_ms_per_mib = cluster.optimizer_ms_per_mib;
+  one_device.optimizer_slowdown = cluster.optimizer_slowdown;
   return SearchPlan(graph, profile, one_device, one).predicted.step_ms;
 }
 
@@ -254,6 +256,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
     ps.busy_fraction = sim.step_ms > 0 ? sim.busy_ms[s] / sim.step_ms : 0;
     ps.allreduce_ms = st.allreduce_ms;
     plan.predicted.allreduce_ms = std::max(plan.predicted.allreduce_ms, st.allreduce_ms);
+    ps.optimizer_ms = st.optimizer_ms;
     ps.static_bytes = st.static_bytes;
     ps.gradient_bytes = st.gradient_bytes;
     ps.activation_bytes = st.activation_bytes;
@@ -272,6 +275,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
   for (int d = 0; d < result.schedule.Devices(); ++d) plan.programs[d].actions = result.schedule.actions[d];
   for (const PlanStage& ps : plan.stages) plan.programs[ps.program].device = ps.device;
   plan.predicted.step_ms = sim.step_ms;
+  for (double ms : sim.optimizer_ms) plan.predicted.optimizer_ms = std::max(plan.predicted.optimizer_ms, ms);
   plan.predicted.device_peak_memory_bytes = sim.device_peak_memory_bytes;
   if (const Band band = PredictionBand(profile, static_cast<int>(partition.stages.size())); !band.Empty()) {
     plan.predicted.step_low_ms = band.low * sim.step_ms;

@@ -49,6 +49,40 @@ std::vector<bool> OnGradientPath(const OpGraph& graph) {
   return on_path;
 }
 
+// The optimizer's step as executor/optimizer.cpp runs it, a tensor at a
+// time: its kernels per tensor, and the bytes they read and write in all,
+// as a multiple of the tensor's.
+struct OptimizerWork {
+  const char* name;
+  int kernels;
+  int passes;
+};
+constexpr OptimizerWork kOptimizerWork[] = {
+    {"sgd", 1, 3},        // p += -lr g
+    {"momentum", 3, 8},   // buf *= m; buf += g; p += -lr buf
+    {"adam", 8, 21},      // m, v in two kernels each; sqrt, divide, add eps; addcdiv
+    {"adamw", 9, 23}};    // and the decay of p first
+
+// Per optimizer, in ms a MiB of trained parameters: their traffic at the
+// device's bandwidth and a launch per kernel, each tensor's launches
+// spread over the model's trained bytes.
+std::map<std::string, double> OptimizerRates(const OpGraph& graph, const DeviceProfile& device) {
+  int64_t tensors = 0;
+  double mib = 0;
+  for (const OpValue& v : graph.values) {
+    if (!v.is_param || v.frozen || v.consumers.empty()) continue;
+    ++tensors;
+    mib += double(v.bytes) / (1 << 20);
+  }
+  std::map<std::string, double> rates;
+  if (tensors == 0 || mib <= 0) return rates;
+  const double mib_ms = 1000.0 * double(1 << 20) / (device.memory_bandwidth * device.memory_efficiency);
+  for (const OptimizerWork& w : kOptimizerWork) {
+    rates[w.name] = w.passes * mib_ms + w.kernels * device.launch_overhead_us / 1000.0 * double(tensors) / mib;
+  }
+  return rates;
+}
+
 double RooflineMs(double flops, double bytes, double peak, const DeviceProfile& device) {
   if (flops <= 0 && bytes <= 0) return 0;
   const double compute_s = flops / (peak * device.compute_efficiency);
@@ -96,6 +130,8 @@ Profile AnalyticProfile(const Profile& shapes, const OpGraph& graph, const Devic
       node.weight_backward_ms.assign(node.backward_ms.size(), 0);
     }
   }
+  profile.optimizer_ms_per_mib.clear();
+  if (profile.training) profile.optimizer_ms_per_mib = OptimizerRates(graph, device);
   return profile;
 }
 

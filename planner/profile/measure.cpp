@@ -26,6 +26,7 @@
 #include "planner/profile/step_overhead.h"
 #include "planner/profile/node_by_node.h"
 #include "planner/profile/node_overhead.h"
+#include "planner/profile/optimizer_rate.h"
 #include "planner/profile/pass_scale.h"
 #include "planner/profile/whole_graph.h"
 
@@ -34,6 +35,7 @@ namespace {
 
 constexpr int kHandoffMessages = 100;  // 0.1 s
 constexpr int kOverheadSteps = 100;    // 0.1 s per worker count
+constexpr int kOptimizerSteps = 5;     // per optimizer: 5 of its steps on the model's parameters
 constexpr double kProbeShare = 0.1;     // of the profile's time, for the contention probes' spread turns
 
 c10::Device ParseDevice(const std::string& name) {
@@ -377,6 +379,16 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   }
   if (options.timed && device.is_cpu()) {
     profile.step_overhead_ms = MeasureStepOverheadMs(std::max(1, options.workers), profile.threads, kOverheadSteps);
+  }
+  if (options.timed && options.training) {
+    std::vector<at::Tensor> params;
+    for (const LiftedTensor& p : canonical.params) {
+      if (p.is_parameter) params.push_back(p.tensor);
+    }
+    OptimizerRates rates =
+        MeasureOptimizerRates(params, device, kOptimizerSteps, std::max(1, options.workers), profile.threads);
+    profile.optimizer_ms_per_mib = std::move(rates.ms_per_mib);
+    profile.optimizer_slowdown = std::move(rates.slowdown);
   }
 
   const size_t num_values = value_bytes.front().size();

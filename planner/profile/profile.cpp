@@ -144,4 +144,9 @@ int64_t ValueBytesAt(const Profile& profile, int value, int64_t microbatch) {
   return bytes.fixed + bytes.per_sample * microbatch;
 }
 
+double OptimizerMsPerMib(const Profile& profile, const std::string& optimizer) {
+  const auto it = profile.optimizer_ms_per_mib.find(optimizer);
+  return it == profile.optimizer_ms_per_mib.end() ? 0 : it->second;
+}
+
 }  // namespace mp

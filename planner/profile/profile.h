@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -167,6 +168,18 @@ struct Profile {
   // profile's passes (node_by_node.cpp). Every micro-batch of a step after
   // the first pays it (cut_cost.cpp). 0 in profiles from before 2026-11-27.
   double accumulate_ms_per_mib = 0;
+  // Measured training profiles: the optimizer's step after a step's last
+  // backward, by the optimizer's name (sgd, momentum, adam, adamw), in ms
+  // per MiB of parameters with a gradient, timed on the model's own
+  // (optimizer_rate.h). A device steps its stages' parameters once its
+  // list (and any all-reduce) is done; the step ends after the last does.
+  // Empty in profiles from before 2026-12-05 (the step not charged).
+  std::map<std::string, double> optimizer_ms_per_mib;
+  // Measured with it on CPU for several workers: [k - 1], how much slower
+  // each of k workers steps its share of the parameters when all k step at
+  // once (they share the memory bandwidth; the MLP's adam at 2: 1.5x).
+  // Empty when not measured.
+  std::vector<double> optimizer_slowdown;
   // Measured profiles: what timing a node alone added to each sample, taken
   // off every node's times (node_overhead.h): [forward per call, forward
   // per fresh leaf, backward per autograd call] in ms. Empty in profiles
@@ -178,6 +191,10 @@ struct Profile {
 // interpolated linearly between the sizes it was measured at, the nearest
 // row beyond them; shared_slowdown itself where no sizes were measured.
 std::vector<double> SharedSlowdownAt(const Profile& profile, int64_t microbatch);
+
+// optimizer_ms_per_mib for `optimizer` (sgd, momentum, adam, adamw); 0
+// where the profile has none.
+double OptimizerMsPerMib(const Profile& profile, const std::string& optimizer);
 
 // What a ring of two over allreduce_link charges for `bytes` (two hops of
 // half the bytes, AllReduceMs in partition/cluster.h).

@@ -232,6 +232,15 @@ std::string ProfileToYaml(const Profile& p) {
   if (p.accumulate_ms_per_mib > 0) {
     out << YAML::Key << "accumulate_ms_per_mib" << YAML::Value << p.accumulate_ms_per_mib;
   }
+  if (!p.optimizer_ms_per_mib.empty()) {
+    out << YAML::Key << "optimizer_ms_per_mib" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [name, ms] : p.optimizer_ms_per_mib) out << YAML::Key << name << YAML::Value << ms;
+    out << YAML::EndMap;
+  }
+  if (!p.optimizer_slowdown.empty()) {
+    out << YAML::Key << "optimizer_slowdown" << YAML::Value;
+    EmitFlowSeq(out, p.optimizer_slowdown);
+  }
   if (!p.node_overhead.empty()) {
     out << YAML::Key << "node_overhead_ms" << YAML::Value;
     EmitFlowSeq(out, p.node_overhead);
@@ -296,7 +305,7 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
                   "allreduce_link", "allreduce_after_step", "step_overhead_ms",
                   "pass_band", "reference_ms", "reference_band", "pass_scale", "whole_scale",
                   "engine_walk_us",  // as autograd_nodes, ignored
-                  "accumulate_ms_per_mib", "node_overhead_ms"});
+                  "accumulate_ms_per_mib", "optimizer_ms_per_mib", "optimizer_slowdown", "node_overhead_ms"});
   Profile p;
   p.fingerprint = root["fingerprint"].String();
   const YamlCursor inputs = root["inputs"];
@@ -370,6 +379,19 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
   }
   if (root.Has("accumulate_ms_per_mib")) {
     p.accumulate_ms_per_mib = root["accumulate_ms_per_mib"].NumberIn(0, YamlCursor::kNoLimit, "a time", true);
+  }
+  if (root.Has("optimizer_ms_per_mib")) {
+    const YamlCursor rates = root["optimizer_ms_per_mib"];
+    rates.ExpectMap({}, {"sgd", "momentum", "adam", "adamw"});
+    for (const char* name : {"sgd", "momentum", "adam", "adamw"}) {
+      if (rates.Has(name)) p.optimizer_ms_per_mib[name] = rates[name].NumberIn(0, YamlCursor::kNoLimit, "a time");
+    }
+  }
+  if (root.Has("optimizer_slowdown")) {
+    const YamlCursor factors = root["optimizer_slowdown"];
+    for (int i = 0, n = factors.ExpectList(); i < n; ++i) {
+      p.optimizer_slowdown.push_back(factors[i].NumberIn(1, YamlCursor::kNoLimit, "a factor"));
+    }
   }
   if (root.Has("node_overhead_ms")) {
     const YamlCursor parts = root["node_overhead_ms"];

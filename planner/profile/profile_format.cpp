@@ -155,6 +155,17 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
     out << "a micro-batch's gradients join .grad at " << Format("%.3f", p.accumulate_ms_per_mib)
         << " ms a MiB of parameters: charged to the backward of every micro-batch after a step's first\n";
   }
+  if (!p.optimizer_ms_per_mib.empty()) {
+    out << "the optimizer's step:";
+    for (const auto& [name, ms] : p.optimizer_ms_per_mib) {
+      out << (name == p.optimizer_ms_per_mib.begin()->first ? " " : ", ") << name << " " << Format("%.3f", ms);
+    }
+    out << " ms a MiB of trained parameters: charged to each device after its last backward";
+    for (size_t k = 1; k < p.optimizer_slowdown.size(); ++k) {
+      out << (k == 1 ? "; " : ", ") << Format("%.2f", p.optimizer_slowdown[k]) << "x with " << k + 1 << " at once";
+    }
+    out << "\n";
+  }
   if (p.node_overhead.size() == 3) {
     out << "timing a node alone added " << Format("%.2f", 1000 * p.node_overhead[0]) << " us a forward, "
         << Format("%.2f", 1000 * p.node_overhead[1]) << " us a fresh leaf, "
@@ -200,6 +211,8 @@ nlohmann::json ProfileSummaryJson(const Profile& p, const std::string& calibrati
   j["whole_scale"] = p.whole_scale;
   j["accumulate_ms_per_mib"] = p.accumulate_ms_per_mib;
   j["node_overhead_ms"] = p.node_overhead;
+  j["optimizer_ms_per_mib"] = p.optimizer_ms_per_mib;
+  j["optimizer_slowdown"] = p.optimizer_slowdown;
   j["worker_speed"] = p.worker_speed;
   j["step_overhead_ms"] = p.step_overhead_ms;
   j["node_forward_ms"] = NodeSums(p, false);

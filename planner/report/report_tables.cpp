@@ -417,6 +417,11 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
                                      ", " + FormatMs(l.latency_ms) + " ms a hop); in the step above"});
     }
   }
+  if (plan.training && p.optimizer_ms > 0) {
+    lines.push_back({"optimizer", FormatMs(p.optimizer_ms) + " ms for " + plan.optimizer +
+                                      "'s step on the device with the most to step, after its last backward (each "
+                                      "device its own parameters); in the step above"});
+  }
   std::string m = std::to_string(plan.microbatches) + " x " + Plural(plan.microbatch_size, "sample");
   const int64_t last = ReplicaBatch(plan) - int64_t(plan.microbatches - 1) * plan.microbatch_size;
   if (plan.batch > 0 && last != plan.microbatch_size) m += " (the last of " + std::to_string(last) + ")";

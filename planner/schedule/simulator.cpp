@@ -112,7 +112,8 @@ void TrackMemory(const Schedule& sch, const std::vector<StageMemory>& memory, Si
 
 // One replay of the lists with the actions' compute times fixed.
 SimResult Replay(const Schedule& sch, const Durations& durations, const std::vector<TransferTimes>& transfers,
-                 const std::vector<double>& allreduce_ms, double step_overhead_ms) {
+                 const std::vector<double>& allreduce_ms, double step_overhead_ms,
+                 const std::vector<double>& optimizer_ms) {
   const int S = sch.stages;
   const int D = sch.Devices();
   const int M = sch.microbatches;
@@ -190,12 +191,16 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
   std::vector<double> device_done = clock;
   for (int s = 0; s < S; ++s) device_done[sch.DeviceOf(s)] = std::max(device_done[sch.DeviceOf(s)], stage_done[s]);
   for (int s = 0; s < S; ++s) device_done[sch.DeviceOf(s)] += result.allreduce_ms[s];
+  // Then its optimizer's step on its stages' parameters (executor/runtime/gradient_sync.h).
+  result.optimizer_ms.assign(D, 0);
+  for (int s = 0; s < S && !optimizer_ms.empty(); ++s) result.optimizer_ms[sch.DeviceOf(s)] += optimizer_ms[s];
+  for (int d = 0; d < D; ++d) device_done[d] += result.optimizer_ms[d];
   for (int d = 0; d < D; ++d) result.step_ms = std::max(result.step_ms, device_done[d]);
   result.step_ms += step_overhead_ms;  // every device idle meanwhile
   double idle = 0;
   result.idle_ms.resize(D);
   for (int d = 0; d < D; ++d) {
-    result.idle_ms[d] = result.step_ms - result.device_busy_ms[d];
+    result.idle_ms[d] = result.step_ms - result.device_busy_ms[d] - result.optimizer_ms[d];
     idle += result.idle_ms[d];
   }
   result.bubble_fraction = result.step_ms > 0 ? idle / (D * result.step_ms) : 0;
@@ -241,7 +246,7 @@ Durations AverageSlowdown(const SimResult& timed, const std::vector<double>& slo
 SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stages,
                        const std::vector<TransferTimes>& transfers, const std::vector<StageMemory>& memory,
                        const std::vector<double>& allreduce_ms, const std::vector<double>& slowdown,
-                       double step_overhead_ms) {
+                       double step_overhead_ms, const std::vector<double>& optimizer_ms) {
   const int K = sch.stages;
   if (int(stages.size()) != K) {
     throw InputError(Concat("simulate: ", stages.size(), " stage times for ", K, " stages"));
@@ -262,6 +267,11 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
   for (double f : slowdown)
     if (!(f >= 1)) throw InputError(Concat("simulate: slowdown factor ", f, "; expected >= 1"));
   if (!(step_overhead_ms >= 0)) throw InputError(Concat("simulate: step overhead ", step_overhead_ms, " ms"));
+  if (!optimizer_ms.empty() && int(optimizer_ms.size()) != K) {
+    throw InputError(Concat("simulate: ", optimizer_ms.size(), " optimizer times for ", K, " stages"));
+  }
+  for (double ms : optimizer_ms)
+    if (!(ms >= 0)) throw InputError(Concat("simulate: optimizer step ", ms, " ms; expected >= 0"));
   Durations base(sch.Devices());
   for (int d = 0; d < sch.Devices(); ++d) {
     for (const Action& a : sch.actions[d]) {
@@ -274,7 +284,7 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
                                                                 : 0.0);
     }
   }
-  SimResult result = Replay(sch, base, transfers, allreduce_ms, step_overhead_ms);
+  SimResult result = Replay(sch, base, transfers, allreduce_ms, step_overhead_ms, optimizer_ms);
   // (With replicas, one stage computing already shares the machine.)
   if (std::none_of(slowdown.begin(), slowdown.end(), [](double f) { return f > 1; })) {
     TrackMemory(sch, memory, result);
@@ -295,7 +305,7 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
           change = std::max(change, std::abs(slowed[d][i] / before - 1));
       }
     }
-    result = Replay(sch, slowed, transfers, allreduce_ms, step_overhead_ms);
+    result = Replay(sch, slowed, transfers, allreduce_ms, step_overhead_ms, optimizer_ms);
     if (change < 1e-4) break;
   }
   TrackMemory(sch, memory, result);  // once, on the final timeline

@@ -79,7 +79,7 @@ struct SimResult {
   double step_ms = 0;
   std::vector<double> busy_ms;            // per stage: sum of its F/B/I/W times
   std::vector<double> device_busy_ms;     // per device: its stages' busy_ms
-  std::vector<double> idle_ms;            // per device: step_ms - device_busy_ms
+  std::vector<double> idle_ms;            // per device: step_ms - device_busy_ms - optimizer_ms
   double bubble_fraction = 0;             // sum idle / (devices * step_ms)
   std::vector<int> max_in_flight;         // per stage: micro-batches held at once
   std::vector<int64_t> peak_memory_bytes; // per stage: static + max_in_flight * activation + transient
@@ -89,6 +89,7 @@ struct SimResult {
   // and the gradients it sent that their receiver has not taken yet.
   std::vector<int64_t> device_peak_memory_bytes;
   std::vector<double> allreduce_ms;       // per stage: its gradient all-reduce after its device's last action
+  std::vector<double> optimizer_ms;       // per device: its stages' optimizer step, after its all-reduces
   std::vector<std::vector<TimedAction>> timeline;  // per device, in list order
 };
 
@@ -105,10 +106,14 @@ struct SimResult {
 // actions (handing each device its list and joining them:
 // planner/profile/step_overhead.h), added to the step with every device
 // idle for it.
+// `optimizer_ms` one per stage or empty: the optimizer's step on its
+// parameters, which its device runs after its list and its all-reduces
+// (work, not idle: outside the bubble); the step ends when the last
+// device's does.
 SimResult SimulateStep(const Schedule& schedule, const std::vector<StageTimes>& stages,
                        const std::vector<TransferTimes>& transfers = {}, const std::vector<StageMemory>& memory = {},
                        const std::vector<double>& allreduce_ms = {}, const std::vector<double>& slowdown = {},
-                       double step_overhead_ms = 0);
+                       double step_overhead_ms = 0, const std::vector<double>& optimizer_ms = {});
 
 // The simulator's slowdown table for one pipeline of `stages` stages on
 // one machine's CPU workers, its replicas running alongside: entry n - 1 is the factor

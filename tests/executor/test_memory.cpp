@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "../graph/zoo.h"
@@ -186,6 +187,15 @@ TEST_CASE("mpexec reports each device's peak memory, predicted and measured, by 
     const auto trained = nlohmann::json::parse(mp::test::MpexecCpuInProcess(adam + " --json --steps 1").out);
     CHECK(trained["optimizer"]["name"] == "adam");
     CHECK_FALSE(trained["memory"].contains("optimizer_note"));
+    // Its step, predicted and timed per device, ends the step: each device
+    // steps its own parameters, at once.
+    CHECK(trained["predicted_optimizer_ms"].get<double>() > 0);
+    CHECK(trained["planned_optimizer"] == "adam");
+    const auto each = trained["device_optimizer_ms"].get<std::vector<double>>();
+    REQUIRE(each.size() == 2);
+    for (double ms : each) CHECK(ms > 0);
+    CHECK(trained["optimizer_ms"].get<double>() >= *std::max_element(each.begin(), each.end()) * 0.999);
+    CHECK(trained["step_ms"].get<double>() > trained["optimizer_ms"].get<double>());
     for (const auto& d : trained["memory"]["devices"]) {
       const auto& c = d["categories"];
       CHECK(c["optimizer_state"]["predicted"].get<int64_t>() == 2 * c["parameters"]["predicted"].get<int64_t>());

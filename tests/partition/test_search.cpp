@@ -592,6 +592,43 @@ TEST_CASE("replicas: each pipeline runs batch / R, and a slow all-reduce favours
   CHECK_THROWS_AS(mp::SearchPlan(b.graph, b.profile, cluster, request), mp::InputError);
 }
 
+TEST_CASE("the optimizer's step: stages split it, each replica steps its whole copy, at once slower") {
+  auto b = EvenChain(16, 0);  // 1000 parameter bytes a node, each 1 ms forward and backward
+  mp::PlanRequest request;
+  request.batch = 32;
+  request.microbatches = 4;
+  request.schedule = ScheduleKind::kOneFOneB;
+  const double total_mib = 16 * 1000.0 / (1 << 20);
+  double gap[2] = {0, 0};  // replicas' step over the pipeline's, without and with the optimizer
+  for (int with = 0; with < 2; ++with) {
+    const double rate = with ? 200 : 0;  // ms a MiB: about 3 ms for the whole model
+    mp::Cluster four = mp::UniformCluster(4, {});
+    four.optimizer_ms_per_mib = rate;
+    four.optimizer_slowdown = {1, 1.5};  // 2 or more stepping at once: 1.5x
+    mp::Cluster two = four;
+    two.devices.resize(2);
+    two.replicas = 2;
+    request.stages = 4;
+    const auto pipeline = mp::SearchPlan(b.graph, b.profile, four, request);
+    request.stages = 2;
+    const auto replicas = mp::SearchPlan(b.graph, b.profile, two, request);
+    for (const auto* r : {&pipeline, &replicas}) {
+      double sum = 0;
+      for (const mp::Stage& st : r->partition.stages) {
+        CHECK(st.optimizer_ms == doctest::Approx(rate * 1.5 * double(st.gradient_bytes) / (1 << 20)));
+        sum += st.optimizer_ms;
+      }
+      CHECK(sum == doctest::Approx(rate * 1.5 * total_mib));
+      const double most = *std::max_element(r->predicted.optimizer_ms.begin(), r->predicted.optimizer_ms.end());
+      CHECK(most == doctest::Approx(rate * 1.5 * total_mib / double(r->partition.stages.size())).epsilon(0.15));
+    }
+    gap[with] = replicas.predicted.step_ms - pipeline.predicted.step_ms;
+  }
+  // Each replica device steps half the model, each pipeline device a
+  // quarter: the optimizer widens the replicas' gap by about 3 x 1.5 / 4.
+  CHECK(gap[1] - gap[0] == doctest::Approx(200 * 1.5 * total_mib / 4).epsilon(0.2));
+}
+
 TEST_CASE("--objective throughput-per-device: the choice minimises step x devices") {
   // The even chain pipelines well (8 stages on 4 devices for the step),
   // but no pipeline gives more samples per second per device than one

@@ -170,11 +170,14 @@ TEST_CASE("--objective throughput-per-device: the most samples per second per de
 
 TEST_CASE("--replicas auto, the default: the search chooses replicas x stages, lists both kinds and says what it uses") {
   const std::string out = TempPath("gpt.auto_replicas.plan.yaml");
-  const auto run = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --explain -o " + out);
+  // With SGD and 32 samples: adam's step, 8 kernels a tensor at the A100's
+  // 5 us launch each, costs a replica (half the model a device) more than
+  // 4 stages (a quarter); there the pipeline wins (see below).
+  const auto run = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --optimizer sgd --batch 32 --explain -o " + out);
   INFO(run.out);
   REQUIRE(run.status == 0);
   const mp::Plan plan = mp::ReadPlan(out);
-  // Every replica count that divides the batch (8) was searched, each on
+  // Every replica count that divides the batch (32) was searched, each on
   // its own block of devices, and the plan is the fastest of them all.
   std::set<int> counts;
   double fastest = 0;
@@ -189,8 +192,19 @@ TEST_CASE("--replicas auto, the default: the search chooses replicas x stages, l
   CHECK(plan.replicas > 1);  // data parallel beats the pipeline for GPT on A100s
   CHECK(plan.devices.size() == size_t(plan.replicas) * plan.programs.size());
   CHECK(run.out.find("devices            uses 4 of 4; the best without replicas, ") != std::string::npos);
+  // Adam's step is in each step, each device stepping its own parameters:
+  // the replicas' devices hold twice as many as 4 stages' do.
+  const auto adam = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --batch 32 --json -o " + out);
+  REQUIRE(adam.status == 0);
+  const mp::Plan adam_plan = mp::ReadPlan(out);
+  CHECK(adam_plan.replicas == 1);
+  CHECK(adam_plan.predicted.optimizer_ms > 0);
+  CHECK(adam_plan.predicted.step_ms == doctest::Approx(mp::SimulatePlan(adam_plan).step_ms).epsilon(1e-6));
+  for (const auto& a : adam_plan.alternatives) {
+    if (a.simulated && a.replicas > 1) CHECK(a.step_ms > adam_plan.predicted.step_ms);
+  }
   // The table lists the replica counts.
-  CHECK(run.out.find("     R       K  M  size") != std::string::npos);
+  CHECK(run.out.find("     R       K   M  size") != std::string::npos);
   // Fixing the stages leaves R <= gpus / stages; every schedule is
   // planned with replicas.
   const auto staged = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas auto --stages 3 --json -o " + out);
@@ -600,14 +614,15 @@ TEST_CASE("outputs never replace the model or an input file") {
 TEST_CASE("an interleaved plan: a baseline's faster cut kept and said, comparisons on its devices, peaks per device") {
   const std::string out = TempPath("mlp.interleaved.plan.yaml");
   const auto run =
-      Mpplan(ZooPath("mlp.script.pt") + kQuick + " --gpus 2 --schedule interleaved-1f1b --explain -o " + out);
+      Mpplan(ZooPath("mlp.script.pt") + kQuick + " --gpus 2 --schedule interleaved-1f1b --optimizer sgd --explain -o " + out);
   INFO(run.out);
   REQUIRE(run.status == 0);
   const mp::Plan plan = mp::ReadPlan(out);
   REQUIRE(plan.stages.size() == 4);
   REQUIRE(plan.programs.size() == 2);
   // On the A100 estimates the block cut simulates faster than the DP's,
-  // and faster again with a boundary moved.
+  // and faster again with a boundary moved (with SGD: Adam's step, 8
+  // launches a tensor, would outweigh what the cut moves).
   CHECK(plan.partitioner == "dp");
   CHECK(plan.cut == "block+neighbour");
   CHECK(run.out.find("dp, with the block partitioner's cut with boundaries moved by a node or more: it simulates "

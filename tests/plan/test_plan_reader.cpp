@@ -147,6 +147,36 @@ TEST_CASE("every node belongs to exactly one stage, as ranges") {
   CHECK(mp::FromRanges({{1, 3}, {7, 7}}) == std::vector<int>{1, 2, 3, 7});
 }
 
+TEST_CASE("the optimizer's step: each stage's from its trained bytes, in the step, and it round-trips") {
+  mp::testing::PlanFixture f(2, true);
+  f.cluster.optimizer_ms_per_mib = 0.5;
+  f.cluster.optimizer_slowdown = {1, 1.25};  // 2 devices step at once
+  const mp::SearchResult result = mp::SearchPlan(f.builder.graph, f.builder.profile, f.cluster, f.request);
+  mp::PlanSource source;
+  source.model_path = "chain.pt";
+  source.model_sha256 = std::string(64, 'a');
+  for (int i = 0; i < 3; ++i) source.devices.push_back(mp::PlanDevice{i, "cpu", i, "dev", int64_t(1) << 30, 1.0});
+  const mp::Plan p = mp::BuildPlan(f.builder.graph, f.builder.profile, f.cluster, f.request, result, source);
+  double most = 0;
+  for (const mp::PlanStage& s : p.stages) {
+    CHECK(s.optimizer_ms == doctest::Approx(0.5 * 1.25 * double(s.gradient_bytes) / (1 << 20)));
+    most = std::max(most, s.optimizer_ms);
+  }
+  CHECK(p.predicted.optimizer_ms == doctest::Approx(most));
+  CHECK(most > 0);
+  CHECK(p.predicted.step_ms > f.plan.predicted.step_ms);  // the fixture's: no optimizer rate
+  const std::string yaml = mp::PlanToYaml(p);
+  const mp::Plan back = mp::ParsePlan(yaml, "plan.yaml");
+  CHECK(mp::PlanToYaml(back) == yaml);
+  CHECK(back.predicted.optimizer_ms == p.predicted.optimizer_ms);
+  CHECK(mp::SimulatePlan(back).step_ms == doctest::Approx(p.predicted.step_ms).epsilon(1e-6));
+  CHECK(mp::PlanToYaml(f.plan).find("optimizer_ms") == std::string::npos);  // none charged: none written
+  CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][0]["predicted"]["optimizer_ms"] = -1; }),
+             "stages[0].predicted.optimizer_ms");
+  CheckError(Mutated(yaml, [](YAML::Node& r) { r["predicted"]["optimizer_ms"] = "soon"; }),
+             "predicted.optimizer_ms");
+}
+
 TEST_CASE("a plan with replicas: each runs its share, the step includes its all-reduce, and it round-trips") {
   const PlanFixture one(2, true);
   const PlanFixture two(2, true, int64_t(1) << 30, 2);

@@ -300,6 +300,17 @@ TEST_CASE("a measured profile records the pass scale and what adding into .grad 
   // a few milliseconds on any CPU.
   CHECK(p.accumulate_ms_per_mib > 0);
   CHECK(p.accumulate_ms_per_mib < 10);
+  // The optimizer's step on the model's own parameters, each optimizer:
+  // memory-bound too; adam (8 kernels a tensor, 21 passes over it) costs
+  // more than sgd (1 kernel, 3 passes).
+  REQUIRE(p.optimizer_ms_per_mib.size() == 4);
+  for (const auto& [name, ms] : p.optimizer_ms_per_mib) {
+    CAPTURE(name);
+    CHECK(ms > 0);
+    CHECK(ms < 50);
+  }
+  CHECK(p.optimizer_ms_per_mib.at("adam") > p.optimizer_ms_per_mib.at("sgd"));
+  CHECK(p.optimizer_slowdown.empty());  // one worker: nothing steps alongside
   // Sizes added to a profile take its factor and its node overhead, so one
   // profile has one of each.
   options.microbatch_sizes = {2, 3};

@@ -50,6 +50,8 @@ mp::Profile Sample() {
   p.pass_scale = 1.0125;
   p.whole_scale = {{0.875, 0.9375}, {0.9375, 1}, {1, 1.0625}};
   p.accumulate_ms_per_mib = 0.0625;
+  p.optimizer_ms_per_mib = {{"sgd", 0.125}, {"momentum", 0.25}, {"adam", 0.5}, {"adamw", 0.5625}};
+  p.optimizer_slowdown = {1, 1.5};
   p.node_overhead = {0.00075, 0.000125, 0.003};
   for (int i = 0; i < 3; ++i) {
     mp::NodeCost n;
@@ -126,6 +128,10 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.pass_scale == doctest::Approx(1.0125));
   CHECK(q.whole_scale == p.whole_scale);
   CHECK(q.accumulate_ms_per_mib == doctest::Approx(0.0625));
+  CHECK(q.optimizer_ms_per_mib == p.optimizer_ms_per_mib);
+  CHECK(q.optimizer_slowdown == p.optimizer_slowdown);
+  CHECK(mp::OptimizerMsPerMib(q, "adamw") == 0.5625);
+  CHECK(mp::OptimizerMsPerMib(q, "lion") == 0);
   CHECK(q.node_overhead == p.node_overhead);
   CHECK(q.reference_band.high == doctest::Approx(1.05));
   REQUIRE(q.nodes.size() == p.nodes.size());

@@ -372,6 +372,34 @@ TEST_CASE("replicas: a stage's all-reduce starts after its last action and can e
   CHECK_THROWS_AS(mp::SimulateStep(sch, times, {}, {}, {1}), mp::InputError);
 }
 
+TEST_CASE("the optimizer's step: each device its stages' after its list and all-reduces, work and not bubble") {
+  // zbv on 2 devices: device 0 holds stages 0 and 3, device 1 stages 1 and 2.
+  const mp::Schedule sch = mp::BuildSchedule(ScheduleKind::kZeroBubbleV, 2, 4, 2);
+  const std::vector<mp::StageTimes> times(4, {1, 2, 1, 1});
+  const mp::SimResult plain = mp::SimulateStep(sch, times);
+  double done[2] = {0, 0};
+  for (int d = 0; d < 2; ++d) {
+    for (const auto& t : plain.timeline[d]) done[d] = std::max(done[d], t.end_ms);
+  }
+  const std::vector<double> optimizer = {1, 2, 0.5, 3};  // per stage
+  const mp::SimResult stepped = mp::SimulateStep(sch, times, {}, {}, {}, {}, 0, optimizer);
+  CHECK(stepped.optimizer_ms == std::vector<double>{4, 2.5});  // stages 0 + 3; 1 + 2
+  CHECK(stepped.step_ms == doctest::Approx(std::max(done[0] + 4, done[1] + 2.5)));
+  CHECK(stepped.device_busy_ms == plain.device_busy_ms);
+  for (int d = 0; d < 2; ++d) {
+    CHECK(stepped.idle_ms[d] == doctest::Approx(stepped.step_ms - plain.device_busy_ms[d] - stepped.optimizer_ms[d]));
+  }
+  // After the all-reduces, with replicas.
+  const std::vector<double> allreduce = {1, 1, 1, 1};
+  const mp::SimResult both = mp::SimulateStep(sch, times, {}, {}, allreduce, {}, 0, optimizer);
+  CHECK(both.step_ms == doctest::Approx(std::max(done[0] + 2 + 4, done[1] + 2 + 2.5)));
+  CHECK(plain.optimizer_ms == std::vector<double>{0, 0});
+  CHECK_THROWS_WITH_AS(mp::SimulateStep(sch, times, {}, {}, {}, {}, 0, {1, 2}),
+                       doctest::Contains("2 optimizer times for 4 stages"), mp::InputError);
+  CHECK_THROWS_WITH_AS(mp::SimulateStep(sch, times, {}, {}, {}, {}, 0, {1, 2, -1, 0}),
+                       doctest::Contains("optimizer step -1 ms"), mp::InputError);
+}
+
 TEST_CASE("replicas: a device's stages all-reduce one after another once its whole list is done") {
   // zbv: device 0 holds stages 0 and 3, device 1 stages 1 and 2; mpexec
   // all-reduces a rank's stages in turn after its workers end.

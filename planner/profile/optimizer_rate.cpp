@@ -1,0 +1,103 @@
+#include "planner/profile/optimizer_rate.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "common/cpu_affinity.h"
+#include "common/error.h"
+#include "common/worker_pool.h"
+#include "executor/optimizer.h"
+#include "executor/scoped_threads.h"
+#include "planner/profile/device_sync.h"
+#include "planner/profile/timer.h"
+
+namespace mp {
+namespace {
+
+OptimizerSettings Defaults(const std::string& name) {
+  OptimizerOptions options;
+  options.name = name;
+  return ResolveOptimizer(options, Plan{});
+}
+
+// Median ms of `steps` calls of `work` between syncs.
+double MedianMs(const std::function<void()>& work, const std::function<void()>& sync, int steps) {
+  std::vector<double> samples;
+  for (int k = 0; k < steps; ++k) samples.push_back(SyncedMs(work, sync));
+  return Quantile(samples, 0.5);
+}
+
+// `params` cut into `parts` runs of about equal bytes, in order.
+std::vector<std::vector<size_t>> Shares(const std::vector<at::Tensor>& params, int parts) {
+  double total = 0;
+  for (const at::Tensor& p : params) total += double(p.nbytes());
+  std::vector<std::vector<size_t>> shares(parts);
+  double before = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const int share = std::min(parts - 1, int(parts * (before + double(params[i].nbytes()) / 2) / total));
+    shares[share].push_back(i);
+    before += double(params[i].nbytes());
+  }
+  return shares;
+}
+
+}  // namespace
+
+OptimizerRates MeasureOptimizerRates(const std::vector<at::Tensor>& params, c10::Device device, int steps,
+                                     int workers, int threads) {
+  if (steps < 1) throw InternalError(Concat("optimizer probe: ", steps, " steps"));
+  std::vector<at::Tensor> copies;
+  double bytes = 0;
+  {
+    at::NoGradGuard no_grad;
+    for (const at::Tensor& p : params) {
+      if (!p.requires_grad() || !at::isFloatingType(p.scalar_type())) continue;
+      at::Tensor copy = p.detach().to(device, /*non_blocking=*/false, /*copy=*/true);
+      copy.mutable_grad() = at::randn_like(copy).mul_(1e-3);
+      bytes += double(copy.nbytes());
+      copies.push_back(std::move(copy));
+    }
+  }
+  OptimizerRates rates;
+  if (copies.empty()) return rates;
+  const auto sync = DeviceSync(device);
+  for (const char* name : {"sgd", "momentum", "adam", "adamw"}) {
+    Optimizer optimizer(copies.size(), Defaults(name));
+    const auto step = [&] {
+      for (size_t i = 0; i < copies.size(); ++i) optimizer.Step(i, copies[i]);
+    };
+    step();  // its state: allocated once, as in a run's first step
+    rates.ms_per_mib[name] = MedianMs(step, sync, steps) * double(1 << 20) / bytes;
+  }
+  if (!device.is_cpu() || workers < 2) return rates;
+  // k workers each stepping a share at once, against the slowest share alone.
+  Optimizer optimizer(copies.size(), Defaults("adam"));
+  const auto step_share = [&](const std::vector<size_t>& share) {
+    for (size_t i : share) optimizer.Step(i, copies[i]);
+  };
+  step_share(Shares(copies, 1)[0]);
+  WorkerPool pool;
+  rates.slowdown.push_back(1);
+  for (int k = 2; k <= workers; ++k) {
+    const auto shares = Shares(copies, k);
+    double alone = 0;
+    for (const auto& share : shares) alone = std::max(alone, MedianMs([&] { step_share(share); }, sync, steps));
+    const auto together = [&] {
+      std::vector<std::function<void()>> jobs;
+      for (int w = 0; w < k; ++w) {
+        jobs.push_back([&, w] {
+          const ScopedPin pin(WorkerCpus(w, k, threads));
+          UseThreads(threads);
+          step_share(shares[w]);
+        });
+      }
+      pool.RunAll(std::move(jobs));
+    };
+    rates.slowdown.push_back(alone > 0 ? std::max(1.0, MedianMs(together, sync, steps) / alone) : 1.0);
+  }
+  return rates;
+}
+
+}  // namespace mp

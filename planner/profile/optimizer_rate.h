@@ -1,0 +1,35 @@
+// What the optimizer's step costs on the profiled device: each of sgd,
+// momentum, adam and adamw (executor/optimizer.h, what mpexec runs) timed
+// on a copy of the model's own trained parameters with gradients, in ms a
+// MiB of those parameters. A step is memory-bound and pays a few kernels a
+// tensor, so its cost on a stage is the rate times the stage's trained
+// bytes (the model's mix of tensor sizes stays in the rate). CPU workers
+// that step at once share the machine's memory bandwidth: with several,
+// how much slower each steps its share then.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mp {
+
+struct OptimizerRates {
+  std::map<std::string, double> ms_per_mib;  // by name, one device stepping alone
+  // [k - 1]: adam's step of 1/k of the parameters on each of k CPU workers
+  // at once over the slowest share's alone; [0] = 1. Empty: not measured.
+  std::vector<double> slowdown;
+};
+
+// The parameters that take a gradient (requires_grad, floating point);
+// `steps` timed steps of each optimizer after one that makes its state,
+// the median; the slowdown for 1..`workers` CPU workers of `threads`
+// threads each (on `device` CPU and workers > 1). Empty when there are no
+// such parameters.
+OptimizerRates MeasureOptimizerRates(const std::vector<at::Tensor>& params, c10::Device device, int steps,
+                                     int workers, int threads);
+
+}  // namespace mp
