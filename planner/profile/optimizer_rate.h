@@ -20,7 +20,10 @@ namespace mp {
 struct OptimizerRates {
   std::map<std::string, double> ms_per_mib;  // by name, one device stepping alone
   // [k - 1]: adam's step of 1/k of the parameters on each of k CPU workers
-  // at once over the slowest share's alone; [0] = 1. Empty: not measured.
+  // at once over the slowest share's alone, the medians of 11 rounds of
+  // each in turn; [0] = 1. Empty: not measured. On this 2-core VM it moves
+  // between runs (the MLP's at 2: 1.0 to 2.1x; mpexec's own two devices
+  // 1.2x in one run, 2.0x in the next).
   std::vector<double> slowdown;
 };
 
