@@ -47,6 +47,7 @@ text { font-family: 'DejaVu Sans', Helvetica, Arial, sans-serif; fill: #222222; 
 .act { fill: #4f9a5e; }
 .grad { fill: #a8659a; }
 .allreduce { fill: #d5d0e6; stroke: #6c5fa7; stroke-width: 0.8; }
+.optimizer { fill: #e8e1c4; stroke: #8a7a2e; stroke-width: 0.8; }
 .grid { stroke: #d9dbdf; stroke-width: 1; }
 .axis { stroke: #666666; stroke-width: 1; }
 .end { stroke: #c0392b; stroke-width: 1.2; stroke-dasharray: 4 3; }
@@ -147,8 +148,10 @@ std::string GanttSvg(const Plan& plan, const SimResult& sim) {
   const double height = axis_y + 48;
   auto X = [&](double ms) { return left + std::clamp(ms, 0.0, span) * scale; };
 
-  bool has[6] = {false, false, false, false, false, false};  // F, B or I, W, SEND_F, SEND_B, all-reduce
+  // F, B or I, W, SEND_F, SEND_B, all-reduce, the optimizer's step
+  bool has[7] = {false, false, false, false, false, false, false};
   for (double ms : sim.allreduce_ms) has[5] = has[5] || ms > 0;
+  for (double ms : sim.optimizer_ms) has[6] = has[6] || ms > 0;
   for (const auto& row : sim.timeline) {
     for (const TimedAction& t : row) {
       const ActionKind k = t.action.kind;
@@ -186,12 +189,13 @@ std::string GanttSvg(const Plan& plan, const SimResult& sim) {
                 {"act", "activations sent \xE2\x86\x92 next stage", true},
                 {"grad", "gradients sent \xE2\x86\x90 previous stage", true},
                 {"allreduce", "gradient all-reduce over the replicas", false},
+                {"optimizer", "optimizer step", false},
                 {"band", "idle", false},
                 {"stepband", "error band of the step", false}};
   double lx = 20;
   const double ly = 62;
-  for (int i = 0; i < 8; ++i) {
-    if ((i < 6 && !has[i]) || (i == 7 && !banded)) continue;
+  for (int i = 0; i < 9; ++i) {
+    if ((i < 7 && !has[i]) || (i == 8 && !banded)) continue;
     svg << Rect(std::string(legend[i].cls) + " swatch", lx, legend[i].thin ? ly + 3 : ly, 16, legend[i].thin ? 5 : 11);
     svg << Text("legend", lx + 21, ly + 10, legend[i].text);
     lx += 21 + 6.1 * double(DisplayWidth(legend[i].text)) + 18;
@@ -251,6 +255,14 @@ std::string GanttSvg(const Plan& plan, const SimResult& sim) {
       svg << Rect("allreduce", x0 + 0.5, y + 1, std::max(x1 - x0 - 1, 0.5), kRowH - 2,
                   Concat("gradient all-reduce over ", plan.replicas, " replicas: ",
                          Span(done, done + sim.allreduce_ms[s])));
+    }
+    if (s < int(sim.optimizer_ms.size()) && sim.optimizer_ms[s] > 0) {  // after the device's list and all-reduces
+      double done = 0;
+      for (const TimedAction& t : sim.timeline[s]) done = std::max(done, t.end_ms);
+      for (const PlanStage& stage : plan.stages) done += stage.program == s ? stage.allreduce_ms : 0;
+      const double x0 = X(done), x1 = X(done + sim.optimizer_ms[s]);
+      svg << Rect("optimizer", x0 + 0.5, y + 1, std::max(x1 - x0 - 1, 0.5), kRowH - 2,
+                  Concat(plan.optimizer, " step on its parameters: ", Span(done, done + sim.optimizer_ms[s])));
     }
     svg << "</g>\n";
   }

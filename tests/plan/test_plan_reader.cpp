@@ -175,6 +175,9 @@ TEST_CASE("the optimizer's step: each stage's from its trained bytes, in the ste
              "stages[0].predicted.optimizer_ms");
   CheckError(Mutated(yaml, [](YAML::Node& r) { r["predicted"]["optimizer_ms"] = "soon"; }),
              "predicted.optimizer_ms");
+  const std::string inference = mp::PlanToYaml(PlanFixture(2, false).plan);
+  CheckError(Mutated(inference, [](YAML::Node& r) { r["predicted"]["optimizer_ms"] = 1; }),
+             "predicted.optimizer_ms: only a training plan steps an optimizer");
 }
 
 TEST_CASE("a plan with replicas: each runs its share, the step includes its all-reduce, and it round-trips") {

@@ -186,6 +186,22 @@ TEST_CASE("replicas: each stage's gradient all-reduce is a box after its last ac
   CHECK(!Contains(mp::GanttSvg(SamplePlan(3, 4), mp::SimulatePlan(SamplePlan(3, 4))), "all-reduce"));
 }
 
+TEST_CASE("the optimizer's step: a box on each device after its list and all-reduce, the step's end") {
+  mp::Plan plan = SamplePlan(3, 4);
+  plan.optimizer = "adam";
+  plan.replicas = 2;
+  for (mp::PlanStage& s : plan.stages) s.allreduce_ms = 1, s.optimizer_ms = 2.0 + s.id;
+  const mp::SimResult sim = mp::SimulatePlan(plan);
+  const std::string svg = mp::GanttSvg(plan, sim);
+  CHECK(Count(svg, "class=\"optimizer\"") == 3);
+  CHECK(Count(svg, "<title>adam step on its parameters: ") == 3);
+  CHECK(Contains(svg, ">optimizer step</text>"));  // the legend
+  CHECK(sim.optimizer_ms == std::vector<double>{2, 3, 4});
+  const std::string plain = mp::GanttSvg(SamplePlan(3, 4), mp::SimulatePlan(SamplePlan(3, 4)));
+  CHECK(Count(plain, "class=\"optimizer\"") == 0);
+  CHECK(!Contains(plain, ">optimizer step</text>"));
+}
+
 TEST_CASE("the plan's error band is shaded around the step's end, and the axis reaches its top") {
   mp::Plan plan = SamplePlan(3, 4);
   const mp::SimResult sim = mp::SimulatePlan(plan);
