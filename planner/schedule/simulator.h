@@ -109,7 +109,10 @@ struct SimResult {
 // `optimizer_ms` one per stage or empty: the optimizer's step on its
 // parameters, which its device runs after its list and its all-reduces
 // (work, not idle: outside the bubble); the step ends when the last
-// device's does.
+// device's does. That is each rank of mpexec over processes; CPU workers
+// in one process start their steps together once every list is done (so
+// a step that fails changes no weight), which ends later where a device
+// that finished early has more to step than the last to finish.
 SimResult SimulateStep(const Schedule& schedule, const std::vector<StageTimes>& stages,
                        const std::vector<TransferTimes>& transfers = {}, const std::vector<StageMemory>& memory = {},
                        const std::vector<double>& allreduce_ms = {}, const std::vector<double>& slowdown = {},
