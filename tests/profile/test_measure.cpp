@@ -304,10 +304,10 @@ TEST_CASE("a measured profile records the pass scale and what adding into .grad 
   // memory-bound too; adam (8 kernels a tensor, 21 passes over it) costs
   // more than sgd (1 kernel, 3 passes).
   REQUIRE(p.optimizer_ms_per_mib.size() == 4);
-  for (const auto& [name, ms] : p.optimizer_ms_per_mib) {
-    CAPTURE(name);
-    CHECK(ms > 0);
-    CHECK(ms < 50);
+  for (const auto& rate : p.optimizer_ms_per_mib) {  // no structured binding: CAPTURE is a lambda (clang, C++17)
+    CAPTURE(rate.first);
+    CHECK(rate.second > 0);
+    CHECK(rate.second < 50);
   }
   CHECK(p.optimizer_ms_per_mib.at("adam") > p.optimizer_ms_per_mib.at("sgd"));
   CHECK(p.optimizer_slowdown.empty());  // one worker: nothing steps alongside
