@@ -155,6 +155,19 @@ double UpperMedian(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+// Per entry of `member` (as many as the median run has), its median over
+// `runs`; a run without that entry counts 0.
+std::vector<double> MediansOf(const std::vector<PipelineRun>& runs, const PipelineRun& median,
+                              std::vector<double> PipelineRun::*member) {
+  std::vector<double> medians;
+  for (size_t i = 0; i < (median.*member).size(); ++i) {
+    std::vector<double> each;
+    for (const PipelineRun& run : runs) each.push_back(i < (run.*member).size() ? (run.*member)[i] : 0.0);
+    medians.push_back(UpperMedian(std::move(each)));
+  }
+  return medians;
+}
+
 // The steps of a run: the warm-up ones train too, so they have losses.
 struct TimedSteps {
   double first_step_ms = 0;         // the cold one
@@ -198,16 +211,8 @@ TimedSteps Summarise(std::vector<PipelineRun> all, int warmup) {
   std::vector<double> optimizer;
   for (const PipelineRun& run : t.runs) optimizer.push_back(run.optimizer_ms);
   t.optimizer_ms = UpperMedian(std::move(optimizer));
-  for (size_t d = 0; d < t.runs[t.median].device_optimizer_ms.size(); ++d) {
-    std::vector<double> each;
-    for (const PipelineRun& run : t.runs) each.push_back(run.device_optimizer_ms.at(d));
-    t.device_optimizer_ms.push_back(UpperMedian(std::move(each)));
-  }
-  for (size_t s = 0; s < t.runs[t.median].allreduce_ms.size(); ++s) {
-    std::vector<double> each;
-    for (const PipelineRun& run : t.runs) each.push_back(s < run.allreduce_ms.size() ? run.allreduce_ms[s] : 0.0);
-    t.allreduce_ms.push_back(UpperMedian(std::move(each)));
-  }
+  t.device_optimizer_ms = MediansOf(t.runs, t.Median(), &PipelineRun::device_optimizer_ms);
+  t.allreduce_ms = MediansOf(t.runs, t.Median(), &PipelineRun::allreduce_ms);
   return t;
 }
 

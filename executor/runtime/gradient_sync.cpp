@@ -88,11 +88,9 @@ std::vector<AllReduceSpan> SyncGradients(const LoadedPlan& loaded, const Distrib
 }
 
 std::vector<bool> SteppedHere(const LoadedPlan& loaded, const Distribution* dist) {
-  const StageLayout& layout = loaded.layout;
   std::vector<bool> here(loaded.canonical.params.size(), false);
-  for (size_t s = 0; s < layout.stage_params.size(); ++s) {
-    if (dist && dist->owner.at(s) != dist->group->rank()) continue;
-    for (const auto& [key, tensor] : layout.stage_params[s]) here[layout.param_index.at(key)] = true;
+  for (const auto& device : StepsByDevice(loaded, dist)) {
+    for (size_t i : device.second) here[i] = true;
   }
   return here;
 }

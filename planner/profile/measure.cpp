@@ -380,7 +380,7 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   if (options.timed && device.is_cpu()) {
     profile.step_overhead_ms = MeasureStepOverheadMs(std::max(1, options.workers), profile.threads, kOverheadSteps);
   }
-  if (options.timed && options.training) {
+  if (options.timed && options.training && options.optimizer) {
     std::vector<at::Tensor> params;
     for (const LiftedTensor& p : canonical.params) {
       if (p.is_parameter) params.push_back(p.tensor);

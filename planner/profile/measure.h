@@ -31,6 +31,9 @@ struct MeasureOptions {
   // CPU, timed: also run the contention probe for up to this many workers
   // sharing the machine (Profile::shared_slowdown); 1: do not.
   int workers = 1;
+  // Training, timed: also time the optimizer's step (optimizer_rate.h).
+  // False for sizes added to a profile: MergeSizes keeps the profile's.
+  bool optimizer = true;
   // (steps done, steps in all); a step is one node's forward or backward.
   std::function<void(int64_t, int64_t)> progress;
 };

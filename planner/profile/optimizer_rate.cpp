@@ -96,7 +96,7 @@ OptimizerRates MeasureOptimizerRates(const std::vector<at::Tensor>& params, c10:
   const auto step_share = [&](const std::vector<size_t>& share) {
     for (size_t i : share) optimizer.Step(i, copies[i]);
   };
-  step_share(Shares(copies, 1)[0]);
+  for (size_t i = 0; i < copies.size(); ++i) optimizer.Step(i, copies[i]);  // its state, as above
   WorkerPool pool;
   rates.slowdown.push_back(1);
   for (int k = 2; k <= workers; ++k) {

@@ -46,6 +46,7 @@ Profile Measure(const CanonicalGraph& canonical, const ProfileRequest& request,
   options.device = request.device;
   options.timed = timed;
   options.workers = workers;
+  options.optimizer = sizes.empty();  // sizes added to a profile keep its optimizer rates (MergeSizes)
   ProgressBar bar(timed ? "profiling" : "sizing", "node passes", request.progress);
   options.progress = [&](int64_t done, int64_t total) { bar.Update(done, total); };
   Profile profile = MeasureProfile(canonical, inputs, options);
