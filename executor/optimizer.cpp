@@ -1,12 +1,16 @@
-// Optimizer: the update rules of torch.optim.SGD, Adam and AdamW (PyTorch
-// 1.13's single-tensor forms, which LibTorch's torch::optim also follows),
-// and where the settings come from.
+// Optimizer: the update rules of torch.optim.SGD, Adam and AdamW in their
+// multi-tensor forms (foreach=True, torch.optim's default on CUDA: each
+// operation over all of a device's parameters in a few kernel launches
+// instead of one a tensor; on CPU the same operations a tensor at a time,
+// the results equal to the single-tensor forms' and to LibTorch's
+// torch::optim), and where the settings come from.
 #include "executor/optimizer.h"
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <sstream>
 #include <tuple>
 
@@ -104,39 +108,72 @@ int64_t Optimizer::StateBytes(size_t index) const {
          (state.second.defined() ? int64_t(state.second.nbytes()) : 0);
 }
 
-void Optimizer::Step(size_t index, const at::Tensor& param) {
-  const at::Tensor& given = param.grad();
-  if (!given.defined()) return;
+void Optimizer::Step(const std::vector<size_t>& indices, const std::vector<at::Tensor>& params) {
+  if (indices.size() != params.size()) {
+    throw InternalError(Concat("optimizer: ", indices.size(), " state indices for ", params.size(), " parameters"));
+  }
   at::NoGradGuard no_grad;
-  State& state = states_.at(index);
+  std::vector<at::Tensor> p, g;  // those with a gradient: PyTorch skips the rest, step count included
+  std::vector<State*> states;
+  for (size_t j = 0; j < params.size(); ++j) {
+    if (!params[j].grad().defined()) continue;
+    p.push_back(params[j]);
+    g.push_back(params[j].grad());
+    states.push_back(&states_.at(indices[j]));
+    ++states.back()->steps;
+  }
+  if (p.empty()) return;
   const OptimizerSettings& s = settings_;
-  ++state.steps;
   if (s.kind == OptimizerKind::kSgd) {
-    at::Tensor grad = s.weight_decay != 0 ? given.add(param, s.weight_decay) : given;
+    if (s.weight_decay != 0) g = at::_foreach_add(g, p, s.weight_decay);
     if (s.momentum != 0) {
-      if (!state.first.defined()) {
-        state.first = grad.detach().clone();
-      } else {
-        state.first.mul_(s.momentum).add_(grad);
+      std::vector<at::Tensor> buffers, grads;  // those with a buffer; a first step's is its gradient
+      for (size_t j = 0; j < p.size(); ++j) {
+        if (states[j]->first.defined()) {
+          buffers.push_back(states[j]->first);
+          grads.push_back(g[j]);
+        } else {
+          states[j]->first = g[j].detach().clone();
+        }
       }
-      grad = state.first;
+      if (!buffers.empty()) {
+        at::_foreach_mul_(buffers, s.momentum);
+        at::_foreach_add_(buffers, grads);
+      }
+      for (size_t j = 0; j < p.size(); ++j) g[j] = states[j]->first;
     }
-    param.add_(grad, -s.lr);
+    at::_foreach_add_(p, g, -s.lr);
     return;
   }
-  if (s.kind == OptimizerKind::kAdamW) param.mul_(1 - s.lr * s.weight_decay);
-  const at::Tensor grad =
-      s.kind == OptimizerKind::kAdam && s.weight_decay != 0 ? given.add(param, s.weight_decay) : given;
-  if (!state.first.defined()) {
-    state.first = at::zeros_like(param);
-    state.second = at::zeros_like(param);
+  if (s.kind == OptimizerKind::kAdamW) at::_foreach_mul_(p, 1 - s.lr * s.weight_decay);
+  if (s.kind == OptimizerKind::kAdam && s.weight_decay != 0) g = at::_foreach_add(g, p, s.weight_decay);
+  std::vector<at::Tensor> first, second;
+  std::vector<at::Scalar> root_correction2, step_size;  // per parameter: their step counts may differ
+  for (size_t j = 0; j < p.size(); ++j) {
+    State& state = *states[j];
+    if (!state.first.defined()) {
+      state.first = at::zeros_like(p[j]);
+      state.second = at::zeros_like(p[j]);
+    }
+    first.push_back(state.first);
+    second.push_back(state.second);
+    root_correction2.emplace_back(std::sqrt(1 - std::pow(s.beta2, double(state.steps))));
+    step_size.emplace_back(-s.lr / (1 - std::pow(s.beta1, double(state.steps))));
   }
-  state.first.mul_(s.beta1).add_(grad, 1 - s.beta1);
-  state.second.mul_(s.beta2).addcmul_(grad, grad, 1 - s.beta2);
-  const double bias_correction1 = 1 - std::pow(s.beta1, double(state.steps));
-  const double bias_correction2 = 1 - std::pow(s.beta2, double(state.steps));
-  const at::Tensor denom = (state.second.sqrt() / std::sqrt(bias_correction2)).add_(s.eps);
-  param.addcdiv_(state.first, denom, -s.lr / bias_correction1);
+  at::_foreach_mul_(first, s.beta1);
+  at::_foreach_add_(first, g, 1 - s.beta1);
+  at::_foreach_mul_(second, s.beta2);
+  at::_foreach_addcmul_(second, g, g, 1 - s.beta2);
+  std::vector<at::Tensor> denominator = at::_foreach_sqrt(second);
+  at::_foreach_div_(denominator, root_correction2);
+  at::_foreach_add_(denominator, s.eps);
+  at::_foreach_addcdiv_(p, first, denominator, step_size);
+}
+
+void Optimizer::Step(const std::vector<at::Tensor>& params) {
+  std::vector<size_t> indices(params.size());
+  std::iota(indices.begin(), indices.end(), size_t(0));
+  Step(indices, params);
 }
 
 namespace {
@@ -198,11 +235,34 @@ void Optimizer::SetState(size_t index, const c10::IValue& given, const at::Tenso
   if (keep) state = std::move(set);
 }
 
-double SquaredGradNorm(const at::Tensor& param) {
-  const at::Tensor& grad = param.grad();
-  if (!grad.defined()) return 0;
-  const double norm = grad.detach().norm().item<double>();
-  return norm * norm;
+namespace {
+
+// The .grad of `params` that have one, grouped by device and type: a
+// multi-tensor kernel takes one of each.
+std::vector<std::vector<at::Tensor>> GradientsByDevice(const std::vector<at::Tensor>& params) {
+  std::vector<std::vector<at::Tensor>> groups;
+  for (const at::Tensor& p : params) {
+    const at::Tensor& grad = p.grad();
+    if (!grad.defined()) continue;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const std::vector<at::Tensor>& group) {
+      return group[0].device() == grad.device() && group[0].scalar_type() == grad.scalar_type();
+    });
+    if (it == groups.end()) it = groups.insert(groups.end(), std::vector<at::Tensor>());
+    it->push_back(grad);
+  }
+  return groups;
+}
+
+}  // namespace
+
+double SquaredGradNorm(const std::vector<at::Tensor>& params) {
+  at::NoGradGuard no_grad;
+  double squares = 0;
+  for (const std::vector<at::Tensor>& grads : GradientsByDevice(params)) {
+    const at::Tensor norms = at::stack(at::_foreach_norm(grads, 2)).to(at::kDouble);
+    squares += norms.square().sum().item<double>();  // one read a device
+  }
+  return squares;
 }
 
 double ClipFactor(double norm, double max_norm) { return std::min(1.0, max_norm / (norm + 1e-6)); }
@@ -212,9 +272,7 @@ double ClipGradients(const std::vector<at::Tensor>& params, double squares, doub
   const double factor = ClipFactor(norm, max_norm);
   if (factor >= 1) return norm;
   at::NoGradGuard no_grad;
-  for (const at::Tensor& p : params) {
-    if (p.grad().defined()) p.mutable_grad().mul_(factor);
-  }
+  for (std::vector<at::Tensor>& grads : GradientsByDevice(params)) at::_foreach_mul_(grads, factor);
   return norm;
 }
 

@@ -54,9 +54,15 @@ OptimizerSettings ResolveOptimizer(const OptimizerOptions& options, const Plan& 
 class Optimizer {
  public:
   Optimizer(size_t params, const OptimizerSettings& settings) : settings_(settings), states_(params) {}
-  // Steps parameter `index` by its .grad; nothing when it has none (as
-  // PyTorch skips a parameter whose .grad is None, step count included).
-  void Step(size_t index, const at::Tensor& param);
+  // Steps each of `params` by its .grad, `params[j]` with state
+  // `indices[j]`, all of them in each multi-tensor operation (one device's
+  // parameters: a few kernel launches in all on a GPU); nothing for a
+  // parameter without one (as PyTorch skips a parameter whose .grad is
+  // None, step count included).
+  void Step(const std::vector<size_t>& indices, const std::vector<at::Tensor>& params);
+  // The same for a model's parameters in state order: `params[i]` with
+  // state i.
+  void Step(const std::vector<at::Tensor>& params);
   // Bytes of parameter `index`'s state (0 before its first step, or with
   // plain SGD).
   int64_t StateBytes(size_t index) const;
@@ -83,16 +89,17 @@ class Optimizer {
   std::vector<State> states_;
 };
 
-// The squared L2 norm of a parameter's .grad, in double; 0 without one.
-double SquaredGradNorm(const at::Tensor& param);
+// The sum of the squared L2 norms of the .grad of `params` (those with
+// one), in double: a multi-tensor norm and one read a device.
+double SquaredGradNorm(const std::vector<at::Tensor>& params);
 
 // clip_grad_norm_: the factor the gradients are scaled by for a total norm
 // `norm` and a limit `max_norm`: max_norm / (norm + 1e-6), at most 1.
 double ClipFactor(double norm, double max_norm);
 
 // Scales the .grad of `params` (those with one) by ClipFactor for the total
-// norm sqrt(`squares`), the sum of SquaredGradNorm over the whole model's
-// parameters; returns that norm.
+// norm sqrt(`squares`), SquaredGradNorm over the whole model's parameters;
+// returns that norm.
 double ClipGradients(const std::vector<at::Tensor>& params, double squares, double max_norm);
 
 }  // namespace mp

@@ -205,7 +205,9 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
         const ScopedPin pin(cpus);
         UseThreads(threads);
         const Clock::time_point begin = Clock::now();
-        for (size_t i : params) optimizer.Step(i, loaded.canonical.params[i].tensor);
+        std::vector<at::Tensor> tensors;
+        for (size_t i : params) tensors.push_back(loaded.canonical.params[i].tensor);
+        optimizer.Step(params, tensors);
         run.device_optimizer_ms[device] = MsSince(begin);
       });
     }

@@ -97,11 +97,9 @@ double ReferenceTrainer::Step(const std::vector<c10::IValue>& inputs, const at::
     for (size_t j = 0; j < state_.size(); ++j) state_[j].mutable_grad() = replicas_sum[j];
   }
   if (const double max_norm = optimizer_.settings().clip_grad_norm; max_norm > 0) {
-    double squares = 0;
-    for (const at::Tensor& t : state_) squares += SquaredGradNorm(t);
-    ClipGradients(state_, squares, max_norm);
+    ClipGradients(state_, SquaredGradNorm(state_), max_norm);
   }
-  for (size_t i = 0; i < state_.size(); ++i) optimizer_.Step(i, state_[i]);
+  optimizer_.Step(state_);
   ++steps_;
   return loss;
 }

@@ -104,13 +104,13 @@ double ClipGradientNorm(const LoadedPlan& loaded, const Distribution* dist, cons
   // A parameter several ranks read (tied) counts on the lowest of them;
   // each replica adds the same sum (its gradients are the replicas' sum).
   const auto ranks_using = RanksUsing(loaded, dist);
-  double squares = 0;
-  std::vector<at::Tensor> mine;
+  std::vector<at::Tensor> mine, counted;
   for (size_t i = 0; i < here.size(); ++i) {
     if (!here[i]) continue;
     mine.push_back(params[i].tensor);
-    if (*ranks_using[i].begin() == rank) squares += SquaredGradNorm(params[i].tensor);
+    if (*ranks_using[i].begin() == rank) counted.push_back(params[i].tensor);
   }
+  double squares = SquaredGradNorm(counted);
   if (dist) {
     at::Tensor sum = at::full({1}, squares, at::kDouble);
     try {

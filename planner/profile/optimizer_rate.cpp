@@ -84,19 +84,19 @@ OptimizerRates MeasureOptimizerRates(const std::vector<at::Tensor>& params, c10:
   };
   for (const char* name : {"sgd", "momentum", "adam", "adamw"}) {
     Optimizer optimizer(copies.size(), Defaults(name));
-    const auto step = [&] {
-      for (size_t i = 0; i < copies.size(); ++i) optimizer.Step(i, copies[i]);
-    };
+    const auto step = [&] { optimizer.Step(copies); };
     step();  // its state: allocated once, as in a run's first step
     rates.ms_per_mib[name] = MedianMs(step, sync, steps, evict) * double(1 << 20) / bytes;
   }
   if (!device.is_cpu() || workers < 2) return rates;
   // k workers each stepping a share at once, against the slowest share alone.
   Optimizer optimizer(copies.size(), Defaults("adam"));
-  const auto step_share = [&](const std::vector<size_t>& share) {
-    for (size_t i : share) optimizer.Step(i, copies[i]);
+  const auto step_share = [&](const std::vector<size_t>& share) {  // as mpexec steps a device's
+    std::vector<at::Tensor> tensors;
+    for (size_t i : share) tensors.push_back(copies[i]);
+    optimizer.Step(share, tensors);
   };
-  for (size_t i = 0; i < copies.size(); ++i) optimizer.Step(i, copies[i]);  // its state, as above
+  optimizer.Step(copies);  // its state, as above
   WorkerPool pool;
   rates.slowdown.push_back(1);
   for (int k = 2; k <= workers; ++k) {

@@ -1,9 +1,11 @@
 // What the optimizer's step costs on the profiled device: each of sgd,
 // momentum, adam and adamw (executor/optimizer.h, what mpexec runs) timed
 // on a copy of the model's own trained parameters with gradients, in ms a
-// MiB of those parameters. A step is memory-bound and pays a few kernels a
-// tensor, so its cost on a stage is the rate times the stage's trained
-// bytes (the model's mix of tensor sizes stays in the rate). CPU workers
+// MiB of those parameters. A step is memory-bound (multi-tensor
+// operations: on a GPU a few launches over all of a device's tensors; on
+// CPU a tensor at a time), so its cost on a stage is the rate times the
+// stage's trained bytes (the model's mix of tensor sizes stays in the
+// rate). CPU workers
 // that step at once share the machine's memory bandwidth: with several,
 // how much slower each steps its share then.
 #pragma once

@@ -46,7 +46,9 @@ Profile Measure(const CanonicalGraph& canonical, const ProfileRequest& request,
   options.device = request.device;
   options.timed = timed;
   options.workers = workers;
-  options.optimizer = sizes.empty();  // sizes added to a profile keep its optimizer rates (MergeSizes)
+  // Sizes added to a profile keep its optimizer rates (MergeSizes); a
+  // calibrated profile estimates them for the device it names.
+  options.optimizer = sizes.empty() && !request.calibrate;
   ProgressBar bar(timed ? "profiling" : "sizing", "node passes", request.progress);
   options.progress = [&](int64_t done, int64_t total) { bar.Update(done, total); };
   Profile profile = MeasureProfile(canonical, inputs, options);

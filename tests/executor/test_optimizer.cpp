@@ -35,7 +35,7 @@ void CheckSameAsLibTorch(const mp::OptimizerSettings& settings,
     const at::Tensor g = Gradient(step);
     ours.mutable_grad() = g.defined() ? g.clone() : at::Tensor();
     theirs.mutable_grad() = g.defined() ? g.clone() : at::Tensor();
-    optimizer.Step(0, ours);
+    optimizer.Step({ours});
     reference->step();
     CAPTURE(step);
     CHECK(at::allclose(ours, theirs, 1e-6, 1e-7));
@@ -92,6 +92,45 @@ TEST_CASE("sgd, momentum, adam and adamw step as torch.optim's do") {
   }
 }
 
+// What mpexec relies on when each device steps its own parameters in one
+// multi-tensor call and the one-device reference steps them all in
+// another: a parameter steps the same whatever else is in the call, its
+// step count its own (the second sits out step 1, as a stage's unused
+// weight does), bit for bit.
+TEST_CASE("one call over several parameters steps each as a call of its own would") {
+  mp::OptimizerSettings s;
+  s.lr = 0.05;
+  s.weight_decay = 0.1;
+  for (const auto kind : {mp::OptimizerKind::kSgd, mp::OptimizerKind::kAdam, mp::OptimizerKind::kAdamW}) {
+    for (const double momentum : {0.0, 0.9}) {
+      if (momentum > 0 && kind != mp::OptimizerKind::kSgd) continue;
+      s.kind = kind;
+      s.momentum = momentum;
+      CAPTURE(s.Describe());
+      std::vector<at::Tensor> together, apart;
+      for (int i = 0; i < 3; ++i) {
+        together.push_back(at::arange(6 * (i + 1), at::kFloat).cos().requires_grad_());
+        apart.push_back(together.back().detach().clone().requires_grad_());
+      }
+      mp::Optimizer all(3, s), each(3, s);
+      for (int step = 0; step < 4; ++step) {
+        for (size_t i = 0; i < 3; ++i) {
+          const at::Tensor g = (at::arange(together[i].numel(), at::kFloat) * double(step + i + 1)).sin();
+          together[i].mutable_grad() = i == 1 && step == 1 ? at::Tensor() : g;
+          apart[i].mutable_grad() = i == 1 && step == 1 ? at::Tensor() : g.clone();
+        }
+        all.Step(together);
+        for (size_t i = 0; i < 3; ++i) each.Step({i}, {apart[i]});
+      }
+      for (size_t i = 0; i < 3; ++i) {
+        CAPTURE(i);
+        CHECK(at::equal(together[i], apart[i]));
+        CHECK(all.StateOf(i).toGenericDict().at("step").toInt() == (i == 1 ? 3 : 4));
+      }
+    }
+  }
+}
+
 TEST_CASE("gradients are clipped to a total norm as clip_grad_norm_ clips them") {
   for (const double max_norm : {0.5, 100.0}) {  // scaled down, and left alone
     CAPTURE(max_norm);
@@ -104,9 +143,7 @@ TEST_CASE("gradients are clipped to a total norm as clip_grad_norm_ clips them")
       theirs.back().mutable_grad() = grad.clone();
     }
     ours.push_back(at::zeros({2}).requires_grad_());  // a parameter without a gradient counts nothing
-    double squares = 0;
-    for (const at::Tensor& p : ours) squares += mp::SquaredGradNorm(p);
-    const double norm = std::sqrt(squares);
+    const double norm = std::sqrt(mp::SquaredGradNorm(ours));
     const double want = torch::nn::utils::clip_grad_norm_(theirs, max_norm);
     CHECK(norm == doctest::Approx(want).epsilon(1e-6));
     const double factor = mp::ClipFactor(norm, max_norm);
@@ -184,7 +221,7 @@ TEST_CASE("an optimizer's state goes out and back in as torch.optim's state_dict
   CHECK(first.StateOf(0).isNone());  // no step yet
   for (int step = 0; step < 2; ++step) {
     p.mutable_grad() = at::tensor({1.0f, 1e-6f, 0.0f, -0.5f});
-    first.Step(0, p);
+    first.Step({p});
   }
   // Each element steps by about lr whatever its gradient's size (above
   // eps): the second's 1e-6, as small as rounding where a loss does not
@@ -203,8 +240,8 @@ TEST_CASE("an optimizer's state goes out and back in as torch.optim's state_dict
   at::Tensor q = p.detach().clone().requires_grad_();
   p.mutable_grad() = at::tensor({0.5f, 1.0f, 0.0f, 2.0f});
   q.mutable_grad() = p.grad().clone();
-  first.Step(0, p);
-  second.Step(0, q);
+  first.Step({p});
+  second.Step({q});
   CHECK(at::equal(p, q));  // the third step goes on from the second's moments and step count
 
   std::string error;

@@ -170,9 +170,7 @@ TEST_CASE("--objective throughput-per-device: the most samples per second per de
 
 TEST_CASE("--replicas auto, the default: the search chooses replicas x stages, lists both kinds and says what it uses") {
   const std::string out = TempPath("gpt.auto_replicas.plan.yaml");
-  // With SGD and 32 samples: adam's step, 8 kernels a tensor at the A100's
-  // 5 us launch each, costs a replica (half the model a device) more than
-  // 4 stages (a quarter); there the pipeline wins (see below).
+  // With SGD and 32 samples; Adam below.
   const auto run = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --optimizer sgd --batch 32 --explain -o " + out);
   INFO(run.out);
   REQUIRE(run.status == 0);
@@ -192,17 +190,17 @@ TEST_CASE("--replicas auto, the default: the search chooses replicas x stages, l
   CHECK(plan.replicas > 1);  // data parallel beats the pipeline for GPT on A100s
   CHECK(plan.devices.size() == size_t(plan.replicas) * plan.programs.size());
   CHECK(run.out.find("devices            uses 4 of 4; the best without replicas, ") != std::string::npos);
-  // Adam's step is in each step, each device stepping its own parameters:
-  // the replicas' devices hold twice as many as 4 stages' do.
+  // Adam's step is in each step, each device stepping its own parameters
+  // in a few multi-tensor launches an operation: dearer than sgd's, and the
+  // replicas, each device stepping the whole model, still the fastest (with
+  // a launch a tensor, 8 at the A100's 5 us, 4 stages won).
   const auto adam = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --batch 32 --json -o " + out);
   REQUIRE(adam.status == 0);
   const mp::Plan adam_plan = mp::ReadPlan(out);
-  CHECK(adam_plan.replicas == 1);
-  CHECK(adam_plan.predicted.optimizer_ms > 0);
+  CHECK(adam_plan.predicted.optimizer_ms > 3 * plan.predicted.optimizer_ms);
+  CHECK(adam_plan.predicted.step_ms > plan.predicted.step_ms);
   CHECK(adam_plan.predicted.step_ms == doctest::Approx(mp::SimulatePlan(adam_plan).step_ms).epsilon(1e-6));
-  for (const auto& a : adam_plan.alternatives) {
-    if (a.simulated && a.replicas > 1) CHECK(a.step_ms > adam_plan.predicted.step_ms);
-  }
+  CHECK(adam_plan.replicas > 1);
   // The table lists the replica counts.
   CHECK(run.out.find("     R       K   M  size") != std::string::npos);
   // Fixing the stages leaves R <= gpus / stages; every schedule is

@@ -301,8 +301,8 @@ TEST_CASE("a measured profile records the pass scale and what adding into .grad 
   CHECK(p.accumulate_ms_per_mib > 0);
   CHECK(p.accumulate_ms_per_mib < 10);
   // The optimizer's step on the model's own parameters, each optimizer:
-  // memory-bound too; adam (8 kernels a tensor, 21 passes over it) costs
-  // more than sgd (1 kernel, 3 passes).
+  // memory-bound too; adam (8 operations, 21 passes over the parameters)
+  // costs more than sgd (1 operation, 3 passes).
   REQUIRE(p.optimizer_ms_per_mib.size() == 4);
   for (const auto& rate : p.optimizer_ms_per_mib) {  // no structured binding: CAPTURE is a lambda (clang, C++17)
     CAPTURE(rate.first);
