@@ -131,8 +131,9 @@ std::string DevicesText(const Plan& plan, const PlanCandidate* chosen) {
   if (!more) return text + (bounded ? "; plans on more are predicted slower (their lower bounds)" : "");
   const double delta = more->step_ms / chosen->step_ms - 1;
   const std::string copies = more->replicas > 1 ? Concat(more->replicas, " replicas of ") : "";
-  const std::string best = Concat(copies, more->stages, " stages on ", Devices(*more), " devices at ",
-                                  FormatMs(more->step_ms), " ms (", FormatDelta(delta), ")");
+  const std::string best = Concat(copies, more->stages, more->stages == 1 ? " stage" : " stages", " on ",
+                                  Devices(*more), " devices at ", FormatMs(more->step_ms), " ms (",
+                                  FormatDelta(delta), ")");
   if (plan.objective == Objective::kThroughputPerDevice) {
     const double share = RankMs(*chosen, plan.objective) / RankMs(*more, plan.objective);
     return text + "; the most samples per second per device: the best on more, " + best + ", gives " +
