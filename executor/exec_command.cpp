@@ -219,9 +219,18 @@ TimedSteps Summarise(std::vector<PipelineRun> all, int warmup) {
 // Training on output 0 where the model also returns a floating-point
 // scalar: most likely its own loss (nanoGPT's `logits, loss`), which
 // --loss output would train on; mse on the logits trains another model.
+// With --loss output, a loss that is neither a mean nor a sum over its
+// samples: how it was taken.
 std::string LossNote(const OutputLayout& layout, LossKind loss) {
+  if (loss == LossKind::kOutput) {
+    if (OwnLossReduction(layout, loss) != LossReduction::kUnknown) return "";
+    return Concat("--loss output: the model's loss changed ", layout.doubled.at(LossTensor(layout, loss)),
+                  "x when its samples came twice, neither a mean (1x) nor a sum (2x) over them; taken as a mean, "
+                  "each micro-batch's times its share of the batch (--verify's full-batch line shows whether "
+                  "that adds up to the batch's)");
+  }
   const std::optional<size_t> t = ScalarLossTensor(layout);
-  if (loss == LossKind::kOutput || !t) return "";
+  if (!t) return "";
   return Concat(layout.Name(*t), " is a floating-point scalar: if it is the model's own loss, --loss output trains on it "
                 "(this run: ", LossName(loss), " on output 0)");
 }
@@ -255,6 +264,9 @@ void AddContext(nlohmann::json& out, const ExecCommandRequest& request, const Pl
     out["loss"] = timed.losses.back();
     out["losses"] = timed.losses;
     out["loss_function"] = LossName(request.options.training.loss);
+    if (request.options.training.loss == LossKind::kOutput) {
+      out["loss_reduction"] = ReductionName(OwnLossReduction(layout, request.options.training.loss));
+    }
     const bool adam = optimizer.kind != OptimizerKind::kSgd;
     out["optimizer_ms"] = timed.optimizer_ms;
     out["device_optimizer_ms"] = timed.device_optimizer_ms;

@@ -147,7 +147,10 @@ std::string FormatExecReport(const nlohmann::json& r) {
   if (memory.contains("optimizer_note")) out << "            " << memory["optimizer_note"].get<std::string>() << "\n";
   if (r.contains("loss")) {
     out.precision(6);
-    out << "loss        " << r["loss"].get<double>() << " (" << r["loss_function"].get<std::string>() << "; "
+    out << "loss        " << r["loss"].get<double>() << " (" << r["loss_function"].get<std::string>();
+    if (r.value("loss_reduction", std::string()) == "mean") out << ", a mean over the samples";
+    if (r.value("loss_reduction", std::string()) == "sum") out << ", a sum over the samples";
+    out << "; "
         << r["optimizer"]["described"].get<std::string>() << ")\n";
     out.precision(2);
     // The end of every step: each device steps its own parameters at once.

@@ -43,6 +43,7 @@ PipelineRun Executor::TrainStep(const std::vector<c10::IValue>& inputs, const at
   step.batch_elements = labels.numel();
   step.loss = loss;
   step.loss_tensor = LossTensor(loaded_.output_layout, loss);
+  step.reduction = OwnLossReduction(loaded_.output_layout, loss);
   step.optimizer = &optimizer_;
   return RunPipeline(loaded_, inputs, &step, options_.pipeline, *workers_, steps_++);
 }

@@ -66,6 +66,7 @@ struct TrainingStep {
   int64_t batch_elements = 1;      // element count of the whole batch's labels
   LossKind loss = LossKind::kMse;
   size_t loss_tensor = 0;          // the output tensor it is taken on (LossTensor)
+  LossReduction reduction = LossReduction::kMean;  // kOutput: the model's loss's (OwnLossReduction)
   Optimizer* optimizer = nullptr;  // steps every parameter once all stages are done
 };
 

@@ -65,6 +65,7 @@ double ReferenceTrainer::Step(const std::vector<c10::IValue>& inputs, const at::
       microbatched_ ? SplitTensor(plan, labels, LabelsBatchDim(loaded_.output_layout, options_.loss), "labels")
                     : std::vector<at::Tensor>{labels};
   const size_t loss_tensor = LossTensor(loaded_.output_layout, options_.loss);
+  const LossReduction reduction = OwnLossReduction(loaded_.output_layout, options_.loss);
   for (auto& t : state_) t.mutable_grad() = at::Tensor();
   const size_t per_replica = microbatched_ && plan.replicas > 1 ? size_t(plan.microbatches) : parts.size();
   std::vector<at::Tensor> replicas_sum(state_.size());
@@ -82,7 +83,7 @@ double ReferenceTrainer::Step(const std::vector<c10::IValue>& inputs, const at::
       for (at::Tensor& t : FlattenTensors(output)) tensors.push_back(std::move(t));
     }
     if (tensors.size() <= loss_tensor) throw InputError("training needs a tensor as the model's first output");
-    at::Tensor l = MicrobatchLoss(tensors[loss_tensor], label_parts[i], options_.loss, labels.numel());
+    at::Tensor l = MicrobatchLoss(tensors[loss_tensor], label_parts[i], options_.loss, labels.numel(), reduction);
     l.backward();
     loss += l.item<double>();
     if (per_replica == parts.size() || (i + 1) % per_replica != 0) continue;

@@ -4,6 +4,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <cmath>
+
 #include "common/error.h"
 #include "planner/graph/run_graph.h"
 
@@ -81,6 +83,24 @@ std::optional<size_t> ScalarLossTensor(const OutputLayout& layout) {
   return std::nullopt;
 }
 
+LossReduction OwnLossReduction(const OutputLayout& layout, LossKind loss) {
+  if (loss != LossKind::kOutput) return LossReduction::kMean;
+  const size_t tensor = LossTensor(layout, loss);
+  const double doubled = tensor < layout.doubled.size() ? layout.doubled[tensor] : std::nan("");
+  if (std::abs(doubled - 1) <= 0.1) return LossReduction::kMean;
+  if (std::abs(doubled - 2) <= 0.2) return LossReduction::kSum;
+  return LossReduction::kUnknown;
+}
+
+const char* ReductionName(LossReduction reduction) {
+  switch (reduction) {
+    case LossReduction::kMean: return "mean";
+    case LossReduction::kSum: return "sum";
+    case LossReduction::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
 int LabelsBatchDim(const OutputLayout& layout, LossKind loss) {
   return loss == LossKind::kOutput ? 0 : layout.batch_dims.at(0);
 }
@@ -120,7 +140,8 @@ void CheckLabels(const at::Tensor& labels, const OutputLayout& layout, int64_t b
   }
 }
 
-at::Tensor MicrobatchLoss(const at::Tensor& given, const at::Tensor& labels, LossKind loss, int64_t batch_elements) {
+at::Tensor MicrobatchLoss(const at::Tensor& given, const at::Tensor& labels, LossKind loss, int64_t batch_elements,
+                          LossReduction reduction) {
   // In float32 for a half or bfloat16 output, as torch.autocast runs its
   // losses: a sum over the batch in 8 bits of mantissa loses the small
   // terms, and LibTorch 1.13 has no bfloat16 mse on CPU ("mse_cpu" not
@@ -129,6 +150,7 @@ at::Tensor MicrobatchLoss(const at::Tensor& given, const at::Tensor& labels, Los
   const at::Tensor output = reduced ? given.to(at::kFloat) : given;
   if (loss == LossKind::kOutput) {
     if (output.numel() != 1) throw InputError(Concat("--loss output: the model's loss has shape ", output.sizes()));
+    if (reduction == LossReduction::kSum) return output.reshape({});
     return output.reshape({}) * (double(labels.numel()) / double(batch_elements));
   }
   at::Tensor sum;

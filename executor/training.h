@@ -41,6 +41,15 @@ size_t LossTensor(const OutputLayout& layout, LossKind loss);
 // model computes (what LossTensor takes with kOutput); nullopt where none is.
 std::optional<size_t> ScalarLossTensor(const OutputLayout& layout);
 
+// How a loss the model computes (kOutput) treats its samples: a mean over
+// them, as F.cross_entropy's default reduction gives, or a sum
+// (reduction="sum", `((y - t) ** 2).sum()`), told by what it did when the
+// same samples came twice (OutputLayout::doubled: within 10% of 1 or of
+// 2); kUnknown where it did neither. mse and cross_entropy: kMean.
+enum class LossReduction { kMean, kSum, kUnknown };
+LossReduction OwnLossReduction(const OutputLayout& layout, LossKind loss);
+const char* ReductionName(LossReduction reduction);
+
 // The dimension the batch's labels split into micro-batches along: output
 // 0's batch dimension; kOutput's "labels" are a [batch] tensor of ones
 // (see MicrobatchLoss), split along 0.
@@ -64,10 +73,13 @@ void CheckLabels(const at::Tensor& labels, const OutputLayout& layout, int64_t b
 // their gradients accumulate to the full-batch gradient. A half or bfloat16
 // output's loss is taken in float32 (its gradient flows back in the
 // output's own dtype). kOutput: `output` is the model's loss of the
-// micro-batch, a mean over its samples, and `labels` a tensor of ones, one
-// per sample (SyntheticLabels): the loss times the micro-batch's share of
-// the batch's `batch_elements` samples, so the micro-batches add up to the
-// batch's mean as well.
-at::Tensor MicrobatchLoss(const at::Tensor& output, const at::Tensor& labels, LossKind loss, int64_t batch_elements);
+// micro-batch and `labels` a tensor of ones, one per sample
+// (SyntheticLabels). A mean over its samples (`reduction` kMean, or
+// kUnknown) is scaled by the micro-batch's share of the batch's
+// `batch_elements` samples, so the micro-batches add up to the batch's
+// mean as well; a sum (kSum) is taken as it is: they add up to the batch's
+// sum.
+at::Tensor MicrobatchLoss(const at::Tensor& output, const at::Tensor& labels, LossKind loss, int64_t batch_elements,
+                          LossReduction reduction = LossReduction::kMean);
 
 }  // namespace mp

@@ -831,6 +831,21 @@ class HfClassifier(nn.Module):
         return out
 
 
+class SummedRegression(nn.Module):
+    """A regression in least-squares style: forward(x, target) returns the
+    prediction and half the squared error summed over the batch (what
+    reduction="sum" gives), not its mean."""
+
+    def __init__(self, width: int = 32):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(16, width), nn.GELU(), nn.Linear(width, width), nn.GELU())
+        self.out = nn.Linear(width, 4)
+
+    def forward(self, x, target):
+        y = self.out(self.body(x))
+        return y, 0.5 * ((y - target) ** 2).sum()
+
+
 class ReachAttention(nn.Module):
     """Causal self-attention written out: one qkv projection, one out."""
 
@@ -1039,6 +1054,8 @@ HELDOUT = {
                           spec("targets", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     "hf_classifier": (HfClassifier, [spec("input_ids", "int64", [8, 12], value_range=(0, 100)),
                                      spec("labels", "int64", [8], value_range=(0, 5))], ("script",)),
+    "summed_regression": (SummedRegression, [spec("x", "float32", [8, 16]), spec("target", "float32", [8, 4])],
+                          ("script",)),
     "bert_style": (BertStyle, [spec("input_ids", "int64", [8, 16], value_range=(0, 400))], ("script",)),
     "gpt_bf16": (gpt_bf16, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     # bptt 35, batch 20, as the example trains

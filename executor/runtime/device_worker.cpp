@@ -231,7 +231,7 @@ void DeviceWorker::TakeOutputs(const Action& a, InFlight& mb, bool record) {
       }
       mb.loss = MicrobatchLoss(tensors[training->loss_tensor - first],
                                training->labels[context_.first + a.microbatch], training->loss,
-                               training->batch_elements);
+                               training->batch_elements, training->reduction);
       if (record) results_.losses[a.stage].push_back(mb.loss.detach());
     } else if (!Training()) {
       results_.made[a.stage][a.microbatch].emplace(k, it->second);

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.h"
 #include "planner/graph/run_graph.h"
@@ -21,11 +22,21 @@ OutputLayout ProbeOutputs(const CanonicalGraph& canonical, const std::vector<Ten
   at::NoGradGuard no_grad;
   std::vector<std::vector<at::Tensor>> probes;
   std::vector<int> output_of;  // per tensor, the output holding it
+  const std::vector<TensorSpec> specs = WithBatch(inputs, 2);
+  const std::vector<c10::IValue> two = SyntheticInputs(specs);
   for (int64_t batch : {2, 4}) {
     std::vector<at::Tensor> flat;
     output_of.clear();
     try {
-      std::vector<c10::IValue> stack = SyntheticInputs(WithBatch(inputs, batch));
+      // Batch 4 is batch 2's samples twice, so that a scalar the model
+      // computes over them shows whether it averages or sums (`doubled`).
+      std::vector<c10::IValue> stack = two;
+      if (batch == 4) {
+        for (size_t i = 0; i < specs.size(); ++i) {
+          const at::Tensor t = two[i].toTensor();
+          stack[i] = at::cat({t, t}, specs[i].batch_dim);
+        }
+      }
       for (const auto& p : canonical.params) stack.emplace_back(p.tensor.clone());
       const auto outputs = GraphRunner(canonical.graph, "batch_probe").Run(std::move(stack));
       for (size_t k = 0; k < outputs.size(); ++k) {
@@ -56,6 +67,10 @@ OutputLayout ProbeOutputs(const CanonicalGraph& canonical, const std::vector<Ten
     layout.shapes.push_back(shape);
     layout.dtypes.push_back(two.scalar_type());
     layout.output_of.push_back(output_of.at(i));
+    const bool scalar = two.numel() == 1 && four.numel() == 1 && two.is_floating_point();
+    const double once = scalar ? two.item<double>() : 0;
+    layout.doubled.push_back(scalar && once != 0 && std::isfinite(once) ? four.item<double>() / once
+                                                                         : std::nan(""));
   }
   return layout;
 }

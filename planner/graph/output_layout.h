@@ -29,6 +29,11 @@ struct OutputLayout {
   std::vector<std::vector<int64_t>> shapes;  // each tensor's shape at batch 1 (per sample)
   std::vector<c10::ScalarType> dtypes;
   std::vector<int> output_of;  // the model output (forward's return, a tuple's elements apart) holding each
+  // Per tensor, for a floating-point scalar (a loss the model computes):
+  // its value for the batch-2 probe's samples given twice over its value
+  // for them once. A mean over the samples stays at 1, a sum doubles. NaN
+  // for the other tensors and where the first value is 0 or not finite.
+  std::vector<double> doubled;
   std::string error;  // why the probe failed (the layout is then empty)
   // Output tensor t's shape for `batch` samples.
   std::vector<int64_t> ShapeAt(size_t t, int64_t batch) const;
@@ -40,9 +45,9 @@ struct OutputLayout {
   std::optional<size_t> FirstUnjoinable() const;
 };
 
-// Runs the graph at batch 2 and 4 to find the layout; empty, with `error`
-// set, when the model refuses such batches (then no output can be joined
-// or trained on).
+// Runs the graph at batch 2 and 4 (the batch-2 samples twice) to find the
+// layout; empty, with `error` set, when the model refuses such batches
+// (then no output can be joined or trained on).
 OutputLayout ProbeOutputs(const CanonicalGraph& canonical, const std::vector<TensorSpec>& inputs);
 
 }  // namespace mp

@@ -22,6 +22,8 @@
 #include "common/atomic_file.h"
 #include "common/sha256.h"
 #include "executor/process_group.h"
+#include "executor/training.h"
+#include "planner/graph/output_layout.h"
 #include "planner/plan/plan_reader.h"
 #include "planner/plan/plan_writer.h"
 
@@ -403,6 +405,30 @@ TEST_CASE("dropout: the same --seed trains bit for bit the same model, another s
   CHECK(run.out.find("random op(s) draw per micro-batch") != std::string::npos);
 }
 
+TEST_CASE("a model's own loss is a mean, a sum or neither by what it did with the same samples twice") {
+  mp::OutputLayout layout;  // logits [B, 4] and a scalar loss
+  layout.batch_dims = {0, -1};
+  layout.shapes = {{4}, {}};
+  layout.dtypes = {at::kFloat, at::kFloat};
+  layout.output_of = {0, 1};
+  const std::vector<std::pair<double, mp::LossReduction>> cases = {
+      {1.0, mp::LossReduction::kMean},     {1.04, mp::LossReduction::kMean},  // dropout's masks differ a little
+      {2.0, mp::LossReduction::kSum},      {1.93, mp::LossReduction::kSum},
+      {1.414, mp::LossReduction::kUnknown},  // an L2 norm of the error: sqrt 2
+      {0.5, mp::LossReduction::kUnknown},  {std::nan(""), mp::LossReduction::kUnknown}};
+  for (const auto& c : cases) {
+    CAPTURE(c.first);
+    layout.doubled = {std::nan(""), c.first};
+    CHECK(mp::OwnLossReduction(layout, mp::LossKind::kOutput) == c.second);
+    CHECK(mp::OwnLossReduction(layout, mp::LossKind::kMse) == mp::LossReduction::kMean);
+  }
+  // A loss of neither kind is taken as a mean, and mpexec says so.
+  const at::Tensor loss = at::full({}, 3.0), ones = at::ones({2});
+  CHECK(mp::MicrobatchLoss(loss, ones, mp::LossKind::kOutput, 8, mp::LossReduction::kUnknown).item<double>() == 0.75);
+  CHECK(mp::MicrobatchLoss(loss, ones, mp::LossKind::kOutput, 8, mp::LossReduction::kMean).item<double>() == 0.75);
+  CHECK(mp::MicrobatchLoss(loss, ones, mp::LossKind::kOutput, 8, mp::LossReduction::kSum).item<double>() == 3.0);
+}
+
 TEST_CASE("a model that computes its own loss trains on it with --loss output, as on one device") {
   // heldout/nanogpt: forward(idx, targets) returns (logits, loss), a mean
   // cross-entropy. mpexec trained mse on the logits and said nothing.
@@ -415,6 +441,7 @@ TEST_CASE("a model that computes its own loss trains on it with --loss output, a
   for (const std::string& extra : {"", " --threads-per-stage 2"}) {
     const auto j = mp::test::VerifiedTraining(plan + " --loss output --steps 2" + extra);
     CHECK(j["loss_function"] == "output");
+    CHECK(j["loss_reduction"] == "mean");
     CHECK_FALSE(j.contains("loss_note"));
     // The model's cross-entropy over 256 tokens, about ln(256) = 5.5 untrained, summed
     // from 4 micro-batches' means; the whole batch's own mean in one go is the same.
@@ -433,6 +460,16 @@ TEST_CASE("a model that computes its own loss trains on it with --loss output, a
   CHECK(labels.status == 1);
   CHECK(labels.out == "mpexec: --labels: --loss output trains on the model's own loss, which takes no labels (give "
                       "the model its targets as an input)\n");
+  // A loss summed over the samples (heldout/summed_regression: half the
+  // squared error, reduction="sum"): each micro-batch's sum taken as it
+  // is adds up to the batch's. Taken as a mean, times its share, it
+  // trained on a quarter of it: the full batch in one go 4x the sum.
+  const std::string summed = TrainPlan("heldout/summed_regression.script.pt", 2, "1f1b", "", 4);
+  const auto s = mp::test::VerifiedTraining(summed + " --loss output --steps 2 --optimizer sgd --lr 0.01");
+  CHECK(s["loss_reduction"] == "sum");
+  CHECK_FALSE(s.contains("loss_note"));
+  CHECK(s["verify_detail"]["full_batch_max_loss_relative_diff"].get<double>() < 1e-5);
+  CHECK(s["verify_detail"]["full_batch_max_state_relative_diff"].get<double>() < 1e-5);
   const auto none = Mpexec(TrainPlan("toy.script.pt", 2, "1f1b") + " --loss output");
   CHECK(none.status == 1);
   CHECK(none.out == "mpexec: --loss output: no output of the model is a floating-point scalar, a loss it computes (it "
@@ -470,8 +507,8 @@ TEST_CASE("mpexec runs the plan's optimizer: AdamW with clipped gradients trains
         "keeps 0");
   const auto text = Mpexec(plan + " --loss output --steps 1 --clip-grad-norm 0.1");
   INFO(text.out);
-  CHECK(text.out.find("(output; adamw (lr 0.001, betas 0.9 0.999, eps 1e-08, weight decay 0.01, gradients clipped "
-                      "to norm 0.1))") != std::string::npos);
+  CHECK(text.out.find("(output, a mean over the samples; adamw (lr 0.001, betas 0.9 0.999, eps 1e-08, weight decay "
+                      "0.01, gradients clipped to norm 0.1))") != std::string::npos);
   CHECK(text.out.find("grad norm   ") != std::string::npos);
   // Flags for another optimizer than the one that runs: one line each.
   CHECK(Mpexec(plan + " --momentum 0.9 --optimizer adam").out ==
