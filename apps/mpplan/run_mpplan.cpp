@@ -82,8 +82,8 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
                  "the profile's noise, if wider; between plans with micro-batches of one size, this alone) are ties "
                  "(a device profile's estimates tie only when equal); the simplest is chosen: "
                  "fewer devices, fewer stages a replica (so more replicas; not counting interleaved chunks), fewer "
-                 "recomputing, micro-batches of equal size, fewer micro-batches, then 1f1b, gpipe, interleaved-1f1b, "
-                 "zb-h1, zbv, dualpipev")
+                 "recomputing, micro-batches of equal size, fewer micro-batches, then the faster schedule (where "
+                 "equal: 1f1b, gpipe, interleaved-1f1b, zb-h1, zbv, dualpipev)")
       ->check(CLI::Range(0.0, 99.0))
       ->default_str("4");
   double device_percent = 100 * kDefaultDeviceTolerance;

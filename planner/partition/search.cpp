@@ -335,7 +335,8 @@ bool Simpler(const PlanCandidate& a, const PlanCandidate& b, int64_t batch) {
   const bool a_even = batch % a.microbatches == 0, b_even = batch % b.microbatches == 0;
   if (a_even != b_even) return a_even;
   if (a.microbatches != b.microbatches) return a.microbatches < b.microbatches;
-  if (a.schedule != b.schedule) return ScheduleRank(a.schedule) < ScheduleRank(b.schedule);
+  const bool equal = std::abs(a.step_ms - b.step_ms) <= 1e-9 * std::max(a.step_ms, b.step_ms);
+  if (a.schedule != b.schedule && equal) return ScheduleRank(a.schedule) < ScheduleRank(b.schedule);
   return a.step_ms < b.step_ms;
 }
 

@@ -473,7 +473,8 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
     if (tied || std::fabs(delta) < kTieFraction) {
       text += tied ? ", a tie: within the tie window, so" : ";";
       text += " ties go to fewer devices, then fewer stages a replica, then fewer recomputing, "
-              "then equal micro-batches, then fewer, then 1f1b, gpipe, interleaved-1f1b, zb-h1, zbv, dualpipev";
+              "then equal micro-batches, then fewer, then the faster schedule (where equal: 1f1b, gpipe, "
+              "interleaved-1f1b, zb-h1, zbv, dualpipev)";
     }
     lines.push_back({delta <= -kTieFraction ? "faster" : "runner-up", text});
   }

@@ -88,21 +88,28 @@ TEST_CASE("among ties, fewer stages win, then micro-batches that split the batch
   CHECK(mp::Simpler(alt(2, 13, ScheduleKind::kOneFOneB, 858), alt(2, 16, ScheduleKind::kOneFOneB, 836), 208));
 }
 
-TEST_CASE("among ties, fewer devices win before fewer stages, and schedules go 1f1b, gpipe, interleaved, zb-h1") {
-  const auto alt = [](int stages, int chunks, ScheduleKind schedule) {
-    return Alternative(stages, chunks, 4, 64, schedule, 100);  // 4 x 16
+TEST_CASE("among ties, fewer devices win before fewer stages, then the faster schedule, then 1f1b, gpipe, interleaved") {
+  const auto alt = [](int stages, int chunks, ScheduleKind schedule, double step_ms = 100) {
+    return Alternative(stages, chunks, 4, 64, schedule, step_ms);  // 4 x 16
   };
-  // 4 stages on 2 devices against 3 on 3: the fewer devices.
-  CHECK(mp::Simpler(alt(4, 2, ScheduleKind::kInterleaved1F1B), alt(3, 1, ScheduleKind::kOneFOneB), 64));
+  // 4 stages on 2 devices against 3 on 3: the fewer devices, however slower.
+  CHECK(mp::Simpler(alt(4, 2, ScheduleKind::kInterleaved1F1B, 103), alt(3, 1, ScheduleKind::kOneFOneB), 64));
   // Interleaving's chunks are no deeper a pipeline: 4 stages on 2 devices
-  // tie with zb-h1's 2 on the stages a replica, and the schedule decides.
+  // tie with zb-h1's 2 on the stages a replica, and the schedule decides:
+  // the faster, however little (the same node times: their ratio is what
+  // the prediction gets right), or where equal the order.
   CHECK(mp::Simpler(alt(4, 2, ScheduleKind::kInterleaved1F1B), alt(2, 1, ScheduleKind::kZeroBubbleH1), 64));
+  CHECK(mp::Simpler(alt(2, 1, ScheduleKind::kZeroBubbleH1, 99.9), alt(4, 2, ScheduleKind::kInterleaved1F1B), 64));
   CHECK(mp::Simpler(alt(2, 1, ScheduleKind::kOneFOneB), alt(4, 2, ScheduleKind::kInterleaved1F1B), 64));
+  CHECK(mp::Simpler(alt(4, 2, ScheduleKind::kDualPipeV, 96.5), alt(2, 1, ScheduleKind::kOneFOneB), 64));
   CHECK(mp::Simpler(alt(2, 1, ScheduleKind::kZeroBubbleH1), alt(4, 2, ScheduleKind::kZeroBubbleV), 64));
   const ScheduleKind order[] = {ScheduleKind::kOneFOneB, ScheduleKind::kGPipe, ScheduleKind::kZeroBubbleH1};
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 3; ++j) CHECK(mp::Simpler(alt(2, 1, order[i]), alt(2, 1, order[j]), 64) == (i < j));
   }
+  // Fewer micro-batches still come before the faster schedule.
+  CHECK(mp::Simpler(Alternative(2, 1, 2, 64, ScheduleKind::kOneFOneB, 103),
+                    Alternative(4, 2, 4, 64, ScheduleKind::kZeroBubbleV, 100), 64));
 }
 
 TEST_CASE("between micro-batches of one size only the tie tolerance makes a tie, however wide the window") {
@@ -112,7 +119,7 @@ TEST_CASE("between micro-batches of one size only the tie tolerance makes a tie,
   const auto other_size = Alternative(2, 1, 4, 16, ScheduleKind::kZeroBubbleH1, 121.0);  // 4 x 4: 9.7% slower
   const auto on_one_device = Alternative(1, 1, 2, 16, ScheduleKind::kOneFOneB, 120.0);
   const std::vector<const mp::PlanCandidate*> all = {&zbv, &zbh1, &other_size, &on_one_device};
-  CHECK(mp::Simpler(zbh1, zbv, 16));  // a tie would go to zb-h1
+  CHECK(mp::Simpler(zbv, zbh1, 16));  // a tie would go to zbv, the faster (to zb-h1 before the thirty-sixth session)
   CHECK(mp::Outclassed(zbh1, all, 1.04));
   CHECK_FALSE(mp::Outclassed(zbh1, all, 1.05));
   CHECK_FALSE(mp::Outclassed(zbv, all, 1.0));
