@@ -150,8 +150,7 @@ std::string FormatExecReport(const nlohmann::json& r) {
     out << "loss        " << r["loss"].get<double>() << " (" << r["loss_function"].get<std::string>();
     if (r.value("loss_reduction", std::string()) == "mean") out << ", a mean over the samples";
     if (r.value("loss_reduction", std::string()) == "sum") out << ", a sum over the samples";
-    out << "; "
-        << r["optimizer"]["described"].get<std::string>() << ")\n";
+    out << "; " << r["optimizer"]["described"].get<std::string>() << ")\n";
     out.precision(2);
     // The end of every step: each device steps its own parameters at once.
     const double predicted = r.value("predicted_optimizer_ms", 0.0);

@@ -22,12 +22,16 @@ OutputLayout ProbeOutputs(const CanonicalGraph& canonical, const std::vector<Ten
   at::NoGradGuard no_grad;
   std::vector<std::vector<at::Tensor>> probes;
   std::vector<int> output_of;  // per tensor, the output holding it
-  const std::vector<TensorSpec> specs = WithBatch(inputs, 2);
-  const std::vector<c10::IValue> two = SyntheticInputs(specs);
+  std::vector<TensorSpec> specs;
+  std::vector<c10::IValue> two;  // batch 2's inputs
   for (int64_t batch : {2, 4}) {
     std::vector<at::Tensor> flat;
     output_of.clear();
     try {
+      if (batch == 2) {
+        specs = WithBatch(inputs, 2);
+        two = SyntheticInputs(specs);
+      }
       // Batch 4 is batch 2's samples twice, so that a scalar the model
       // computes over them shows whether it averages or sums (`doubled`).
       std::vector<c10::IValue> stack = two;

@@ -422,7 +422,8 @@ TEST_CASE("a model's own loss is a mean, a sum or neither by what it did with th
     CHECK(mp::OwnLossReduction(layout, mp::LossKind::kOutput) == c.second);
     CHECK(mp::OwnLossReduction(layout, mp::LossKind::kMse) == mp::LossReduction::kMean);
   }
-  // A loss of neither kind is taken as a mean, and mpexec says so.
+  // A loss of neither kind is taken as a mean (mpexec notes it under the
+  // loss line).
   const at::Tensor loss = at::full({}, 3.0), ones = at::ones({2});
   CHECK(mp::MicrobatchLoss(loss, ones, mp::LossKind::kOutput, 8, mp::LossReduction::kUnknown).item<double>() == 0.75);
   CHECK(mp::MicrobatchLoss(loss, ones, mp::LossKind::kOutput, 8, mp::LossReduction::kMean).item<double>() == 0.75);
