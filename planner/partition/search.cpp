@@ -314,6 +314,27 @@ bool ChooseWholeBackward(Partition& p, SimResult& sim) {
   return changed;
 }
 
+// The DP's best few for a candidate: each known cut's stages run B where
+// that is faster (ChooseWholeBackward; running B on some stages can gain
+// more on another known cut than on the one kept: a profile of branchy at
+// 4 stages of zb-h1, a baseline's cut kept for its faster split step, 27.6
+// ms once refined, where the DP's cut ran 19.9 with B on some stages), the
+// fastest kept, and its cut's neighbours (RefineCut). Whether it changed.
+bool Refine(Candidate& c, const PlanRequest& request) {
+  bool changed = ChooseWholeBackward(c.partition, c.sim);
+  for (Partition& other : c.others) {
+    SimResult other_sim = SimulatePartition(other);
+    ChooseWholeBackward(other, other_sim);
+    if (other_sim.step_ms < c.sim.step_ms * (1 - 1e-9)) {
+      c.partition = std::move(other);
+      c.sim = std::move(other_sim);
+      changed = true;
+    }
+  }
+  return (request.method == "dp" && request.known_cuts && RefineCut(*c.model, c.partition, c.sim)) || changed;
+}
+
+
 // What the alternative's row says of the partition it kept.
 void Describe(PlanCandidate& alt, const Partition& kept) {
   alt.bottleneck_ms = kept.bottleneck_ms;
@@ -463,6 +484,74 @@ double TieWindow(const Profile& profile, const PlanRequest& request) {
   if (ranking.Empty()) return 1.0;
   return std::max(std::min(ranking.high, 1 + kMaxNoiseWindow), 1 + request.tie_tolerance);
 }
+
+namespace {
+
+// More than the DP's best few (Refine) have gained on a cut, RefineCut's
+// moves and ChooseWholeBackward's stages: 7.2% on the MLP's dualpipev (A100
+// estimates, M = 8: 1.75 ms unrefined, 1.62 searched alone).
+constexpr double kRefineGain = 0.10;
+
+// With the schedule left to the search: every other schedule it takes,
+// searched alone at the chosen plan's devices and micro-batch count as
+// --schedule would search it, and taken where predicted faster. The ties
+// are chosen by their unrefined steps and only the chosen one is refined
+// (Refine), where a schedule searched alone is refined too: unrefined,
+// auto's interleaved-1f1b on the zoo GPT (M = 2) lost to zbv by 0.8%, and
+// searched alone it was 1.3% faster; on A100 estimates the MLP's dualpipev
+// (M = 8) searched alone was 2.4% faster than auto's interleaved-1f1b. So
+// auto never predicts slower than a schedule named for its shape. Only the
+// schedules whose unrefined step (or lower bound) is within kRefineGain of
+// the chosen one's: refining gains less than that.
+void FasterScheduleOfShape(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
+                           const PlanRequest& request, SearchMemo& memo, SearchResult& result) {
+  const PlanCandidate chosen = result.alternatives.at(result.chosen);
+  const auto close = [&](ScheduleKind kind) {
+    for (const PlanCandidate& a : result.alternatives) {
+      if (a.schedule == kind && a.feasible && a.microbatches == chosen.microbatches &&
+          Devices(a) == Devices(chosen) && a.step_ms <= chosen.step_ms * (1 + kRefineGain)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (const ScheduleChoice& choice : Schedules(request)) {
+    if (choice.kind == chosen.schedule || !close(choice.kind)) continue;
+    PlanRequest alone = request;
+    alone.schedule = choice.kind;
+    alone.chunks = choice.kind == ScheduleKind::kInterleaved1F1B ? request.chunks : 0;
+    alone.stages = chosen.stages / std::max(1, chosen.chunks);
+    alone.microbatches = chosen.microbatches;
+    alone.previous.reset();
+    SearchResult found;
+    try {
+      found = SearchPlan(graph, profile, cluster, alone, &memo);
+    } catch (const PlanError&) {
+      continue;  // ruled out or infeasible at this shape
+    }
+    const PlanCandidate& best = found.alternatives.at(found.chosen);
+    const PlanCandidate& now = result.alternatives.at(result.chosen);
+    if (RankMs(best, request.objective) >= RankMs(now, request.objective) * (1 - 1e-9)) continue;
+    for (size_t i = 0; i < result.alternatives.size(); ++i) {
+      PlanCandidate& alt = result.alternatives[i];
+      if (!SameShape(alt, best)) continue;
+      const bool tie = alt.tie || now.tie, previous = alt.previous;
+      alt = best;
+      alt.tie = tie;
+      alt.previous = previous;
+      result.chosen = int(i);
+      if (RankMs(alt, request.objective) < RankMs(result.alternatives.at(result.fastest), request.objective)) {
+        result.fastest = int(i);
+      }
+      result.predicted = std::move(found.predicted);
+      result.partition = std::move(found.partition);
+      result.schedule = std::move(found.schedule);
+      break;
+    }
+  }
+}
+
+}  // namespace
 
 SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
                         const PlanRequest& request, SearchMemo* shared) {
@@ -679,24 +768,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   // So the ties (and, where the previous shape is kept, the fresh choice)
   // are marked by their unrefined steps, and the chosen one may end up
   // faster than that by the gain.
-  bool changed = ChooseWholeBackward(chosen.partition, chosen.sim);
-  // Running B on some stages can gain more on another known cut than on
-  // the one kept (a profile of branchy at 4 stages of zb-h1: a baseline's
-  // cut kept for its faster split step, 27.6 ms once refined, where the
-  // DP's cut ran 19.9 with B on some stages): each known cut gets its
-  // stages chosen, and the fastest is kept.
-  for (Partition& c : chosen.others) {
-    SimResult c_sim = SimulatePartition(c);
-    ChooseWholeBackward(c, c_sim);
-    if (c_sim.step_ms < chosen.sim.step_ms * (1 - 1e-9)) {
-      chosen.partition = std::move(c);
-      chosen.sim = std::move(c_sim);
-      changed = true;
-    }
-  }
-  changed = (request.method == "dp" && request.known_cuts && RefineCut(*chosen.model, chosen.partition, chosen.sim)) ||
-            changed;
-  if (changed) {
+  if (Refine(chosen, request)) {
     PlanCandidate& alt = result.alternatives[chosen.index];
     Describe(alt, chosen.partition);
     alt.step_ms = chosen.sim.step_ms;
@@ -708,6 +780,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   result.predicted = std::move(chosen.sim);
   result.partition = std::move(chosen.partition);
   result.schedule = PartitionSchedule(result.partition);
+  if (!request.schedule && result.fresh < 0) FasterScheduleOfShape(graph, profile, cluster, request, memo, result);
   return result;
 }
 
