@@ -334,7 +334,6 @@ bool Refine(Candidate& c, const PlanRequest& request) {
   return (request.method == "dp" && request.known_cuts && RefineCut(*c.model, c.partition, c.sim)) || changed;
 }
 
-
 // What the alternative's row says of the partition it kept.
 void Describe(PlanCandidate& alt, const Partition& kept) {
   alt.bottleneck_ms = kept.bottleneck_ms;
