@@ -43,10 +43,10 @@
 # Set MP_TEST_ZOO yourself to choose others, or to empty to sweep the whole
 # zoo (MP_TEST_ZOO= tools/sanitize.sh asan).
 #
-# On 2 cores (2026-12-02, a host whose speed moved 2x within the hour):
-# asan 595 s to build with clang (GCC took 749 to 844 s in the
-# last sessions on the slow host; the same translation unit 0.47x of GCC's
-# time, alternated) and 834 s to test.
+# On 2 cores (2026-12-05, fresh clones): asan 392-428 s to build with
+# clang (GCC took 749 to 844 s on a slow host; the same translation unit
+# 0.47x of GCC's time, alternated) and 675-759 s to test (CI's run of the
+# code before asan_cpu_cache.cpp: 796 s); tsan 100 + 374 s in CI.
 #
 # Any report fails the test it happens in: UB aborts (-fno-sanitize-recover),
 # ASan and TSan halt on the first error, and every sanitizer exits with 66,
@@ -86,8 +86,8 @@ if [ "$mode" = asan ]; then
   dir=build-asan
   # Freed tensor memory kept for the next tensor of its size, as glibc keeps
   # it in the plain build (tools/sanitizers/asan_cpu_cache.cpp): ASan's
-  # allocator unmaps every block over 128 KiB, and the tests spent 40% of
-  # their time faulting pages back in.
+  # allocator unmaps every block over 128 KiB, and a test_training process
+  # spent over a third of its CPU time faulting pages back in.
   cache=ON
   # -fno-sanitize=vptr: the vptr check needs the typeinfo of every
   # polymorphic class it meets, and LibTorch does not export some of its own

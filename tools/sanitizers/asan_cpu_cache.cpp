@@ -20,12 +20,14 @@
 // free's stack).
 //
 // Not for TSan, whose allocator maps large blocks afresh too (1.5 million
-// faults in the same case): LibTorch's allocations and frees are made from
-// libc10, which TSan ignores (tools/sanitizers/tsan.supp's called_from_lib),
-// and a fresh block's shadow starts clean. A kept block keeps what TSan saw
-// of its last owner, such as Gloo's sending thread reading it, ordered by
-// Gloo's own synchronisation that TSan cannot see, and the next owner's
-// first write raced with it (test_training's processes case).
+// faults in the same case). Tried there: blocks made and freed in this
+// file were, to TSan, writes racing with Gloo's sending thread's read of
+// them (writev; test_training's processes case), which Gloo orders with
+// its waiters in ways TSan cannot see. LibTorch makes and frees them from
+// libc10, whose calls TSan ignores (tools/sanitizers/tsan.supp's
+// called_from_lib), and a fresh block's shadow starts clean; made there
+// too, a kept block would still carry such a read to its next owner, and
+// TSan has no call that clears a block's shadow short of freeing it.
 #if !(defined(__SANITIZE_ADDRESS__) || (defined(__has_feature) && __has_feature(address_sanitizer)))
 #error "asan_cpu_cache.cpp is for the ASan build (tools/sanitize.sh asan)"
 #endif
