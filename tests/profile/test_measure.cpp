@@ -384,12 +384,12 @@ TEST_CASE("pinned CPU workers: the probe measures each worker's cores against wo
   }
   REQUIRE(pinned.worker_speed.size() == 2);
   CHECK(pinned.worker_speed[0] == 1);
-  // Cores of one machine: within a factor of 5 of each other even on this
-  // VM, whose faster vCPU ran the LSTM 1.8x faster than the other, with
-  // ctest -j2 running another test on one of the two pinned cores (3.4
-  // under ASan, beside test_distributed's processes; 0.67 to 1.75 alone).
-  CHECK(pinned.worker_speed[1] > 1.0 / 5);
-  CHECK(pinned.worker_speed[1] < 5);
+  // Cores of one machine: within a factor of 3 of each other even on this
+  // VM, whose faster vCPU ran the LSTM 1.8x faster than the other (0.67 to
+  // 1.75 alone under ASan). The test runs alone (RUN_SERIAL): beside
+  // test_distributed's processes it read 3.4.
+  CHECK(pinned.worker_speed[1] > 1.0 / 3);
+  CHECK(pinned.worker_speed[1] < 3);
   // The profiling thread's cores are given back.
   CHECK(mp::ThisThreadCpus() == cores_before);
 }
