@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/bootstrap.sh
-cmake -S . -B build -G Ninja
+cmake -S . -B build -G Ninja -DCMAKE_CXX_COMPILER="${CXX:-clang++}"  # clang: README, "Hardening"
 cmake --build build -j2
 mkdir -p build/demo
 build/apps/mpplan build/models/resnet50.script.pt --gpus 2 \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds with clang and tests under its sanitizers: CI's hardening jobs.
-# (The plain build stays GCC's: tools/test.sh.)
+# (The plain build is clang's too, tools/test.sh, unless CXX says otherwise.)
 #
 #   tools/sanitize.sh asan   build-asan/: AddressSanitizer + UndefinedBehaviorSanitizer
 #                            (LeakSanitizer at exit); every test and what it runs.
@@ -136,8 +136,8 @@ if [ "$rnd_bits" -gt 28 ]; then
   fi
 fi
 
-# clang, not the plain build's GCC: it compiles these trees in about half
-# of GCC's time (its precompiled LibTorch header holds the templates its
+# clang, always (the plain build's is CXX's, clang unless set): it
+# compiles these trees in about half of GCC's time (its precompiled LibTorch header holds the templates its
 # inline code uses already instantiated, -fpch-instantiate-templates, where
 # GCC instantiates them again at the end of every translation unit, 5 s of
 # an empty one: with these flags a small test unit took 7.3 s against

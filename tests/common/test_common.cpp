@@ -13,9 +13,9 @@
 #include "common/byte_size.h"
 #include "common/cpu_affinity.h"
 #include "common/error.h"
+#include "common/sanitizer_build.h"
 #include "common/sha256.h"
 #include "common/zip_end.h"
-#include "tests/sanitizer_build.h"
 
 TEST_CASE("SHA-256 matches the standard's test vectors") {
   CHECK(mp::Sha256Hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
@@ -115,7 +115,7 @@ TEST_CASE("a scoped pin holds the thread on its cores and gives the old ones bac
 // a page. glibc only (mallopt), and not under ASan's or TSan's allocator,
 // which mallopt does not steer.
 TEST_CASE("a prefaulted heap serves a new large block without page faults") {
-  if (mp::test::kUnderAddressSanitizer || mp::test::kUnderThreadSanitizer) return;
+  if (mp::kUnderSanitizer) return;
 #if defined(__GLIBC__)
   mp::KeepFreedMemory();
   const auto faults = [] {

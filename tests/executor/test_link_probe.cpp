@@ -11,9 +11,9 @@
 #include <stdexcept>
 
 #include "common/error.h"
+#include "common/sanitizer_build.h"
 #include "executor/link_probe.h"
 #include "executor/process_group.h"
-#include "tests/sanitizer_build.h"
 
 TEST_CASE("the all-reduce after a step runs each rank's step before every round and sums its gradients" *
           doctest::skip(!mp::ProcessGroupsAvailable())) {
@@ -51,7 +51,7 @@ TEST_CASE("the all-reduce after a step runs each rank's step before every round 
 // read on another thread without the hand-off between them (a report in 10
 // of 15 runs with the first suppressed). The plain build and ASan run it.
 TEST_CASE("a step that fails on one rank ends the all-reduce after a step with that failure" *
-          doctest::skip(!mp::ProcessGroupsAvailable() || mp::test::kUnderThreadSanitizer)) {
+          doctest::skip(!mp::ProcessGroupsAvailable() || mp::kUnderThreadSanitizer)) {
   // Rank 1 fails in its third step. Rank 0, waiting in the sum for it, is
   // stopped (its group aborted) and fails too, as a consequence: the error
   // is rank 1's.

@@ -20,6 +20,7 @@
 #include "verified_run.h"
 #include "whole_backward_plan.h"
 #include "common/atomic_file.h"
+#include "common/sanitizer_build.h"
 #include "common/sha256.h"
 #include "executor/process_group.h"
 #include "executor/training.h"
@@ -184,6 +185,10 @@ TEST_CASE("interleaved-1f1b, zb-h1, zbv, dualpipev and recomputation over proces
   for (const auto& entry : ranks) {
     const auto& schedule = entry.first;
     const auto& stage_ranks = entry.second;
+    // Under a sanitizer, one schedule of each placement (looped, V): zb-h1
+    // places its stages as 1f1b does, dualpipev as zbv, and each took 23 s
+    // under TSan.
+    if (mp::kUnderSanitizer && schedule != "interleaved-1f1b" && schedule != "zbv") continue;
     CAPTURE(schedule);
     const std::string plan = TrainPlan("gpt.script.pt", 2, schedule, "", schedule == "dualpipev" ? 4 : 2);
     const auto j = mp::test::VerifiedTraining(plan + " --steps 2 --launch-local 2");

@@ -9,12 +9,12 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/sanitizer_build.h"
 #include "planner/graph/build_op_graph.h"
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/fingerprint.h"
 #include "planner/graph/model_file.h"
 #include "planner/graph/run_graph.h"
-#include "tests/sanitizer_build.h"
 #include "zoo.h"
 
 using mp::test::ZooPath;
@@ -363,7 +363,7 @@ TEST_CASE("fingerprint: torchvision's Swin canonicalised again and again in one 
   // 4 runs of 4. The sanitizer jobs load it 3 times a mode: what they
   // look for, a bad access in the passes, needs no rare run to show (a
   // load takes ASan half a second).
-  const int runs = mp::test::kUnderAddressSanitizer || mp::test::kUnderThreadSanitizer ? 3 : 30;
+  const int runs = mp::kUnderSanitizer ? 3 : 30;
   for (const bool training : {false, true}) {
     CAPTURE(training);
     mp::CanonicalOptions options;
