@@ -31,8 +31,8 @@ using Clock = std::chrono::steady_clock;
 using Stamps = std::vector<Clock::time_point>;
 
 constexpr int kWarmup = 3;
-// Under a sanitizer the figures mean nothing and every byte sent is
-// checked: TSan took 38 s over the 30 rounds, a tenth of a test's time.
+// Under a sanitizer the figures mean nothing, and every byte sent is
+// checked: 30 rounds were 38 s of a 41 s mpplan under TSan.
 constexpr int kTimed = kUnderSanitizer ? 3 : 30;
 constexpr int kRounds = kWarmup + kTimed;
 constexpr std::chrono::microseconds kBusy{1000};  // a stage computing on after its send, or before its all-reduce
