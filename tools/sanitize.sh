@@ -137,12 +137,14 @@ if [ "$rnd_bits" -gt 28 ]; then
 fi
 
 # clang, always (the plain build's is CXX's, clang unless set): it
-# compiles these trees in about half of GCC's time (its precompiled LibTorch header holds the templates its
-# inline code uses already instantiated, -fpch-instantiate-templates, where
-# GCC instantiates them again at the end of every translation unit, 5 s of
-# an empty one: with these flags a small test unit took 7.3 s against
-# 12.7, mpplan's command line 37-43 s against 83-85, alternated). lld links: gold, which the plain
-# build uses, warns about every check clang's static ASan runtime exports.
+# compiles these trees in about half of GCC's time (its precompiled
+# LibTorch header holds the templates its inline code uses already
+# instantiated, -fpch-instantiate-templates, where GCC instantiates them
+# again at the end of every translation unit, 5 s of an empty one: with
+# these flags a small test unit took 7.3 s against 12.7, mpplan's command
+# line 37-43 s against 83-85, alternated). lld links: gold, which the
+# plain build uses, warns about every check clang's static ASan runtime
+# exports.
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++ -DMP_GOLD=OFF -DMP_ASAN_CPU_CACHE=$cache \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$base_flags" \

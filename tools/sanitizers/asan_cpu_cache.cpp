@@ -28,10 +28,6 @@
 // called_from_lib), and a fresh block's shadow starts clean; made there
 // too, a kept block would still carry such a read to its next owner, and
 // TSan has no call that clears a block's shadow short of freeing it.
-#if !(defined(__SANITIZE_ADDRESS__) || (defined(__has_feature) && __has_feature(address_sanitizer)))
-#error "asan_cpu_cache.cpp is for the ASan build (tools/sanitize.sh asan)"
-#endif
-
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <sanitizer/allocator_interface.h>
@@ -42,6 +38,10 @@
 #include <mutex>
 #include <unordered_map>
 #include <vector>
+
+#include "common/sanitizer_build.h"
+
+static_assert(mp::kUnderAddressSanitizer, "asan_cpu_cache.cpp is for the ASan build (tools/sanitize.sh asan)");
 
 namespace {
 
