@@ -105,12 +105,13 @@ void Messages(ProcessGroup& group, int tag, int64_t floats, Stamps& queued, Stam
 }
 
 // One sum as mpexec makes a stage's (SyncGradients, through the same
-// SumGradients): the gradients of `params` gathered into one new buffer,
+// SumGradients): the gradients of `params` gathered into `kept`'s buffer,
 // summed over the group and handed back as views of it, stamped from
 // before the gather to after the views. Returns the buffer's bytes.
-int64_t TimedSum(ProcessGroup& group, const std::vector<at::Tensor>& params, Stamps& ready, Stamps& done) {
+int64_t TimedSum(ProcessGroup& group, const std::vector<at::Tensor>& params, GatherBuffers& kept, Stamps& ready,
+                 Stamps& done) {
   ready.push_back(Clock::now());
-  const int64_t bytes = SumGradients(group, params);
+  const int64_t bytes = SumGradients(group, params, kept);
   done.push_back(Clock::now());
   return bytes;
 }
@@ -118,17 +119,17 @@ int64_t TimedSum(ProcessGroup& group, const std::vector<at::Tensor>& params, Sta
 // kRounds all-reduces of `floats` floats of gradients, each after
 // computing kBusy. The gather is the all-reduce's too: a fresh 16 MiB
 // buffer took 2 ms to fill, a tenth of the MLP's all-reduce, which read
-// 27-53% over a probe without it.
+// 27-53% over a probe without it. Each round's gradients are new, as a
+// backward's are, so each is copied into the kept buffer as mpexec's are.
 void AllReduces(ProcessGroup& group, int64_t floats, Stamps& ready, Stamps& done) {
   constexpr int kParts = 4;
   std::vector<at::Tensor> params;
-  for (int p = 0; p < kParts; ++p) {
-    params.push_back(at::zeros({floats / kParts}));
-    params.back().mutable_grad() = at::ones({floats / kParts});
-  }
+  for (int p = 0; p < kParts; ++p) params.push_back(at::zeros({floats / kParts}));
+  GatherBuffers kept;
   for (int i = 0; i < kRounds; ++i) {
+    for (const at::Tensor& p : params) p.mutable_grad() = at::ones_like(p);
     Spin(kBusy);
-    TimedSum(group, params, ready, done);
+    TimedSum(group, params, kept, ready, done);
   }
 }
 
@@ -264,7 +265,8 @@ StepAllReduce ProbeAllReduceAfterStep(const std::function<std::vector<at::Tensor
       "the all-reduce after a step between two processes",
       [&](ProcessGroup& group) {
         const int r = group.rank();
-        for (int i = 0; i < warmup + timed; ++i) bytes[r] = TimedSum(group, step(r), ready[r], done[r]);
+        GatherBuffers kept;
+        for (int i = 0; i < warmup + timed; ++i) bytes[r] = TimedSum(group, step(r), kept, ready[r], done[r]);
       },
       [] {});
   // The median, as mpexec reports a step's: rounds are few (steps are

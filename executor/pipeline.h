@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "executor/gradient_sum.h"
 #include "executor/loaded_plan.h"
 #include "executor/training.h"
 
@@ -38,6 +39,10 @@ struct Distribution {
   // This rank's stages: the group of that stage's ranks in every replica,
   // which all-reduces its gradients (replicas > 1).
   std::map<int, ProcessGroup*> stage_groups;
+  // What this rank's gradient sums gather into, kept from step to step
+  // (SumGradients): by stage, -1 the tied parameters'. A cache a run of
+  // the plan fills, so mutable.
+  mutable std::map<int, GatherBuffers> gather_buffers;
 };
 
 struct PipelineOptions {

@@ -29,17 +29,17 @@ std::vector<std::set<int>> RanksUsing(const LoadedPlan& loaded, const Distributi
 }
 
 // Sums the gradients of params[i], i in `which`, over `group` in one
-// message (SumGradients); a rank where `holds(i)` is false adds zeros and
-// keeps its own.
+// message (SumGradients, into `kept`); a rank where `holds(i)` is false
+// adds zeros and keeps its own.
 template <typename Holds>
 void SumGradientsOf(ProcessGroup& group, const std::vector<LiftedTensor>& params, const std::vector<size_t>& which,
-                    Holds holds, const std::string& what) {
+                    GatherBuffers& kept, Holds holds, const std::string& what) {
   if (which.empty()) return;
   std::vector<at::Tensor> tensors;
   std::vector<bool> held;
   for (size_t i : which) tensors.push_back(params[i].tensor), held.push_back(holds(i));
   try {
-    SumGradients(group, tensors, held);
+    SumGradients(group, tensors, kept, held);
   } catch (const std::exception& e) {
     throw Error(Concat(what, ": ", ErrorLine(e.what())));
   }
@@ -67,7 +67,8 @@ std::vector<AllReduceSpan> SyncGradients(const LoadedPlan& loaded, const Distrib
   for (size_t i = 0; i < canonical.params.size(); ++i) {
     if (ranks_using[i].size() > 1 && canonical.params[i].tensor.requires_grad()) shared.push_back(i), reduced[i] = true;
   }
-  SumGradientsOf(*dist->group, canonical.params, shared, [&](size_t i) { return ranks_using[i].count(rank) > 0; },
+  SumGradientsOf(*dist->group, canonical.params, shared, dist->gather_buffers[-1],
+                 [&](size_t i) { return ranks_using[i].count(rank) > 0; },
                  "adding up the gradients of parameters shared between ranks");
   for (const auto& [s, group] : dist->stage_groups) {
     const auto begin = std::chrono::steady_clock::now();
@@ -77,7 +78,7 @@ std::vector<AllReduceSpan> SyncGradients(const LoadedPlan& loaded, const Distrib
       if (!reduced[i] && canonical.params[i].tensor.requires_grad()) own.push_back(i), reduced[i] = true;
     }
     std::sort(own.begin(), own.end());  // the same order on every replica (the map's is by address)
-    SumGradientsOf(*group, canonical.params, own, [](size_t) { return true; },
+    SumGradientsOf(*group, canonical.params, own, dist->gather_buffers[s], [](size_t) { return true; },
                    Concat("stage ", s, ": adding up its gradients over the ", dist->replicas, " replicas"));
     const auto end = std::chrono::steady_clock::now();
     if (own.empty()) continue;

@@ -1,6 +1,7 @@
 // The executor's all-reduce after a step (link_probe.h), on two ranks of a
 // real Gloo group over loopback: every round runs each rank's step and
-// sums the gradients it leaves; a step that fails on one rank ends the
+// sums the gradients it leaves, into a buffer kept between rounds
+// (SumGradients, gradient_sum.h); a step that fails on one rank ends the
 // probe with that failure, not the other rank's wait for it.
 #include "tests/doctest_torch.h"
 
@@ -41,6 +42,39 @@ TEST_CASE("the all-reduce after a step runs each rank's step before every round 
   for (int r = 0; r < 2; ++r) {
     CHECK(at::equal(params[r][0].grad(), at::full({1000}, 3.0)));
     CHECK(at::equal(params[r][1].grad(), at::full({2, 12}, 2.0)));
+  }
+}
+
+TEST_CASE("the sum gathers into a buffer kept from round to round, but never changes a gradient a caller holds" *
+          doctest::skip(!mp::ProcessGroupsAvailable())) {
+  // Round i leaves new gradients of rank + 1 + 10 i, as a backward does,
+  // except round 4, which leaves round 3's sum in place (summed again
+  // there, no copy). Round 2 keeps the gradient round 1's sum left.
+  constexpr int kRounds = 5;
+  std::array<std::vector<at::Tensor>, 2> params;
+  for (auto& p : params) p = {at::zeros({1000}), at::zeros({2, 12})};
+  std::array<std::array<const void*, kRounds>, 2> before{};  // the first gradient's data when round i starts
+  std::array<at::Tensor, 2> held;
+  std::array<int, 2> round{};
+  const auto step = [&](int rank) {
+    const int i = round[rank]++;
+    std::vector<at::Tensor>& mine = params[rank];
+    before[rank][i] = mine[0].grad().defined() ? mine[0].grad().data_ptr() : nullptr;
+    if (i == 2) held[rank] = mine[0].grad();
+    if (i < 4) {
+      for (at::Tensor& p : mine) p.mutable_grad() = at::full(p.sizes(), rank + 1.0 + 10 * i);
+    }
+    return mine;
+  };
+  mp::ProbeAllReduceAfterStep(step, 1, kRounds - 1);
+  for (int r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    CHECK(before[r][1] == before[r][2]);  // round 1 summed into round 0's buffer
+    CHECK(before[r][3] != before[r][2]);  // round 2's a new one: round 1's sum is held
+    CHECK(before[r][4] == before[r][3]);
+    CHECK(at::equal(held[r], at::full({1000}, 23.0)));  // (1 + 10) + (2 + 10), unchanged since
+    CHECK(at::equal(params[r][0].grad(), at::full({1000}, 2 * 63.0)));  // round 3's sum, summed again
+    CHECK(at::equal(params[r][1].grad(), at::full({2, 12}, 2 * 63.0)));
   }
 }
 
