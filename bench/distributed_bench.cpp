@@ -74,7 +74,10 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
       quick ? std::vector<Case>{{"mlp train", "mlp.script.pt", "--batch 64 --microbatches 2", 2, true}}
             : std::vector<Case>{{"mlp train", "mlp.script.pt", "--batch 256 --microbatches 4", 2, true},
                                 {"gpt train", "gpt.script.pt", "--batch 16 --microbatches 2", 2, true},
-                                {"convnet train", "convnet.script.pt", "--batch 64 --microbatches 2", 2, true}};
+                                {"convnet train", "convnet.script.pt", "--batch 64 --microbatches 2", 2, true},
+                                // 97.5 MiB of gradients, six times the link
+                                // probe's largest all-reduce
+                                {"resnet50 train", "resnet50.script.pt", "--batch 8 --microbatches 2", 2, true}};
   for (const Case& c : replica_cases) {
     std::string file = c.name;
     std::replace(file.begin(), file.end(), ' ', '.');
