@@ -93,4 +93,14 @@ int64_t SumGradients(ProcessGroup& group, const std::vector<at::Tensor>& params,
   return bytes;
 }
 
+bool ZeroIfKept(const GatherBuffers& kept, const at::Tensor& param) {
+  const at::Tensor& grad = param.grad();
+  if (!grad.defined() || grad.use_count() != 1) return false;
+  const auto buffer = kept.gathered.find(grad.scalar_type());
+  if (buffer == kept.gathered.end() || !buffer->second.defined() || !grad.is_alias_of(buffer->second)) return false;
+  at::NoGradGuard no_grad;
+  param.mutable_grad().zero_();
+  return true;
+}
+
 }  // namespace mp

@@ -40,9 +40,12 @@ ProbedLinks ProbeProcessLinks();
 // The all-reduce as a replica of a model pays it (mpexec's SyncGradients):
 // two ranks as above, each running `step(rank)` before every round (a
 // training step of the model, returning its parameters, their .grad()
-// filled), then summing the gradients over the two as mpexec does, with
-// its code (gradient_sum.h: gathered into one new buffer, summed, each
-// .grad() made a view of the sum). Timed from the later rank's readiness;
+// filled: added into where they are defined, as a backward does), then
+// summing the gradients over the two as mpexec does, with its code
+// (gradient_sum.h: gathered into a buffer kept from round to round,
+// summed, each .grad() a view of the sum). Before each round after the
+// first, the last round's parameters' gradients are zeroed in that buffer
+// or dropped, as mpexec's are before a step (ZeroIfKept). Timed from the later rank's readiness;
 // the first `warmup` rounds dropped, the median of the rest (both ranks'
 // ends). Throws Error where the ranks cannot meet or a step fails.
 struct StepAllReduce {

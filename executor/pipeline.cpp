@@ -107,7 +107,8 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
     throw InternalError(Concat(training->labels.size(), " label micro-batches for ", microbatches.size(),
                                " micro-batches"));
   }
-  if (training) ClearGradients(loaded.canonical, loaded.layout);
+  const std::vector<int64_t> kept_gradients =
+      training ? ResetGradients(loaded, dist) : std::vector<int64_t>(plan.programs.size(), 0);
 
   Links links(K, M);
   Failure failure([&] {
@@ -173,7 +174,9 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
   if (meter) {
     for (int d : mine) {
       // Workers past the meter's count share its "outside" slot: unknown.
-      if (d < MemoryMeter::kOwners) run.device_step_peak_bytes[d] = meter->Peak(d) - live_before[d];
+      // The gradients kept in the sums' buffers through the step count as
+      // made in it: a step without them (the first) makes them itself.
+      if (d < MemoryMeter::kOwners) run.device_step_peak_bytes[d] = meter->Peak(d) - live_before[d] + kept_gradients[d];
     }
   }
   run.busy_ms = std::move(results.busy_ms);

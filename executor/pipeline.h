@@ -97,7 +97,9 @@ struct PipelineRun {
   std::vector<std::vector<TimedAction>> events;  // per stage, in the order run
   int64_t peak_heap_bytes = -1;      // CPU heap in use at its highest (HeapSampler); -1: not sampled or unknown
   // Per program (device) of the plan: the most its worker's tensors added
-  // to what it held at the step's start, at one moment (MemoryMeter);
+  // to what it held at the step's start, at one moment (MemoryMeter), and
+  // the gradients its backward added into where the last step's sums kept
+  // them (ResetGradients, as if it had made them);
   // -1 where no meter is installed, the step did not sample memory
   // (PipelineOptions::sample_heap) or another process ran it.
   std::vector<int64_t> device_step_peak_bytes;

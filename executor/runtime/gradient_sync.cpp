@@ -47,6 +47,30 @@ void SumGradientsOf(ProcessGroup& group, const std::vector<LiftedTensor>& params
 
 }  // namespace
 
+std::vector<int64_t> ResetGradients(const LoadedPlan& loaded, const Distribution* dist) {
+  const std::vector<LiftedTensor>& params = loaded.canonical.params;
+  std::vector<int64_t> kept(loaded.plan.programs.size(), 0);
+  std::vector<bool> zeroed(params.size(), false);
+  if (dist) {
+    for (const auto& [device, stepped] : StepsByDevice(loaded, dist)) {
+      for (size_t i : stepped) {
+        const at::Tensor& p = params[i].tensor;
+        for (const auto& [sum, buffers] : dist->gather_buffers) {
+          if (!ZeroIfKept(buffers, p)) continue;
+          zeroed[i] = true;
+          kept.at(device) += p.numel() * int64_t(p.element_size());
+          break;
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!zeroed[i]) params[i].tensor.mutable_grad() = at::Tensor();
+  }
+  for (const auto& [i, alias] : loaded.layout.aliases) alias.mutable_grad() = at::Tensor();
+  return kept;
+}
+
 std::vector<AllReduceSpan> SyncGradients(const LoadedPlan& loaded, const Distribution* dist) {
   const CanonicalGraph& canonical = loaded.canonical;
   const StageLayout& layout = loaded.layout;
@@ -54,7 +78,12 @@ std::vector<AllReduceSpan> SyncGradients(const LoadedPlan& loaded, const Distrib
   for (const auto& [i, alias] : layout.aliases) {
     if (!alias.grad().defined()) continue;
     at::Tensor& grad = canonical.params[i].tensor.mutable_grad();
-    grad = grad.defined() ? grad + alias.grad() : alias.grad().clone();
+    // In place: a gradient kept in its sum's buffer stays there (ResetGradients).
+    if (grad.defined()) {
+      grad.add_(alias.grad());
+    } else {
+      grad = alias.grad().clone();
+    }
   }
   std::vector<AllReduceSpan> spans(loaded.stages.size());
   if (!dist) return spans;

@@ -85,9 +85,4 @@ StageLayout BuildStageLayout(const CanonicalGraph& canonical, const std::vector<
   return layout;
 }
 
-void ClearGradients(const CanonicalGraph& canonical, const StageLayout& layout) {
-  for (const auto& p : canonical.params) p.tensor.mutable_grad() = at::Tensor();
-  for (const auto& [i, alias] : layout.aliases) alias.mutable_grad() = at::Tensor();
-}
-
 }  // namespace mp

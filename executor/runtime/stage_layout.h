@@ -34,7 +34,4 @@ struct StageLayout {
 
 StageLayout BuildStageLayout(const CanonicalGraph& canonical, const std::vector<StageGraph>& stages, bool training);
 
-// Before a training step: no parameter or alias holds a gradient.
-void ClearGradients(const CanonicalGraph& canonical, const StageLayout& layout);
-
 }  // namespace mp

@@ -44,7 +44,8 @@ Profile::AllReduceAfterStep MeasureAllReduceAfterStep(const CanonicalGraph& cano
   const RankStep step = [&](int rank) {
     WholeGraph& graph = *graphs.at(rank);
     pools[rank].RunAll({[&] {
-      graph.ForgetGradients();  // fresh, as at a step's first micro-batch
+      // Into the gradients as the probe left them: zeroed where the last
+      // sum kept them, else none, as mpexec's step finds them.
       graph.Forward();
       graph.Backward();
     }});

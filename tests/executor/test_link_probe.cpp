@@ -1,7 +1,7 @@
 // The executor's all-reduce after a step (link_probe.h), on two ranks of a
 // real Gloo group over loopback: every round runs each rank's step and
-// sums the gradients it leaves, into a buffer kept between rounds
-// (SumGradients, gradient_sum.h); a step that fails on one rank ends the
+// sums the gradients it leaves, in a buffer kept between rounds where
+// the next step adds into them (gradient_sum.h); a step that fails on one rank ends the
 // probe with that failure, not the other rank's wait for it.
 #include "tests/doctest_torch.h"
 
@@ -45,36 +45,46 @@ TEST_CASE("the all-reduce after a step runs each rank's step before every round 
   }
 }
 
-TEST_CASE("the sum gathers into a buffer kept from round to round, but never changes a gradient a caller holds" *
+TEST_CASE("the gradients stay in the sum's buffer from round to round, but one a caller holds is left alone" *
           doctest::skip(!mp::ProcessGroupsAvailable())) {
-  // Round i leaves new gradients of rank + 1 + 10 i, as a backward does,
-  // except round 4, which leaves round 3's sum in place (summed again
-  // there, no copy). Round 2 keeps the gradient round 1's sum left.
+  // Each round's step adds rank + 1 + 10 i to every gradient, into it where
+  // it is defined, as a backward does. Round 2's step keeps the first
+  // parameter's gradient, so that round's sum must not write into it.
   constexpr int kRounds = 5;
   std::array<std::vector<at::Tensor>, 2> params;
   for (auto& p : params) p = {at::zeros({1000}), at::zeros({2, 12})};
-  std::array<std::array<const void*, kRounds>, 2> before{};  // the first gradient's data when round i starts
+  std::array<std::array<const void*, kRounds>, 2> start{};  // the first gradient's data as round i starts
+  std::array<std::array<bool, kRounds>, 2> zeroed{};        // and whether it was all zeros
   std::array<at::Tensor, 2> held;
   std::array<int, 2> round{};
   const auto step = [&](int rank) {
     const int i = round[rank]++;
     std::vector<at::Tensor>& mine = params[rank];
-    before[rank][i] = mine[0].grad().defined() ? mine[0].grad().data_ptr() : nullptr;
-    if (i == 2) held[rank] = mine[0].grad();
-    if (i < 4) {
-      for (at::Tensor& p : mine) p.mutable_grad() = at::full(p.sizes(), rank + 1.0 + 10 * i);
+    const at::Tensor& first = mine[0].grad();
+    start[rank][i] = first.defined() ? first.data_ptr() : nullptr;
+    zeroed[rank][i] = first.defined() && at::equal(first, at::zeros_like(first));
+    const double value = rank + 1.0 + 10 * i;
+    for (at::Tensor& p : mine) {
+      if (p.grad().defined()) {
+        p.mutable_grad().add_(value);
+      } else {
+        p.mutable_grad() = at::full(p.sizes(), value);
+      }
     }
+    if (i == 2) held[rank] = mine[0].grad();
     return mine;
   };
   mp::ProbeAllReduceAfterStep(step, 1, kRounds - 1);
   for (int r = 0; r < 2; ++r) {
     CAPTURE(r);
-    CHECK(before[r][1] == before[r][2]);  // round 1 summed into round 0's buffer
-    CHECK(before[r][3] != before[r][2]);  // round 2's a new one: round 1's sum is held
-    CHECK(before[r][4] == before[r][3]);
-    CHECK(at::equal(held[r], at::full({1000}, 23.0)));  // (1 + 10) + (2 + 10), unchanged since
-    CHECK(at::equal(params[r][0].grad(), at::full({1000}, 2 * 63.0)));  // round 3's sum, summed again
-    CHECK(at::equal(params[r][1].grad(), at::full({2, 12}, 2 * 63.0)));
+    CHECK(start[r][0] == nullptr);
+    for (int i = 1; i < kRounds; ++i) CHECK(zeroed[r][i]);  // each sum's gradients zeroed where they were
+    CHECK(start[r][1] == start[r][2]);  // round 0's buffer, kept
+    CHECK(start[r][3] != start[r][2]);  // round 2's sum took a new one: the caller held a gradient of the old
+    CHECK(start[r][4] == start[r][3]);
+    CHECK(at::equal(held[r], at::full({1000}, r + 1.0 + 20)));  // its own round-2 gradient, unchanged since
+    CHECK(at::equal(params[r][0].grad(), at::full({1000}, 3.0 + 80)));  // round 4's sum
+    CHECK(at::equal(params[r][1].grad(), at::full({2, 12}, 3.0 + 80)));
   }
 }
 
