@@ -74,7 +74,9 @@ int64_t SumGradients(ProcessGroup& group, const std::vector<at::Tensor>& params,
     at::Tensor wire = flat;
     if (reduced) {
       at::Tensor& kept_wire = kept.wire[dtype];
-      if (!kept_wire.defined() || kept_wire.numel() != numel) kept_wire = at::empty({numel}, flat.options().dtype(at::kFloat));
+      if (!kept_wire.defined() || kept_wire.numel() != numel) {
+        kept_wire = at::empty({numel}, flat.options().dtype(at::kFloat));
+      }
       wire = kept_wire.copy_(flat);
     }
     group.AllReduceSum(wire);

@@ -32,12 +32,12 @@ struct GatherBuffers {
 // message per dtype (half and bfloat16 as float32), and each held
 // parameter's .grad() made a view of its part of the sum. The buffer is
 // `kept`'s from the last sum where nothing but those views of it is left
-// (a gradient already in its place there, ZeroIfKept's, is not
-// copied again); otherwise a new one, which `kept` keeps: a gradient a
-// caller still holds from an earlier sum never changes under it. A parameter with no gradient adds
-// zeros; one whose `held[i]` is false adds zeros and keeps its own gradient
-// (empty `held`: all held). Returns the bytes sent (float32's for half and
-// bfloat16). Throws what the group's sum throws.
+// (a gradient already in its place there, ZeroIfKept's, is not copied
+// again); otherwise a new one, which `kept` keeps: a gradient a caller
+// still holds from an earlier sum never changes under it. A parameter with
+// no gradient adds zeros; one whose `held[i]` is false adds zeros and keeps
+// its own gradient (empty `held`: all held). Returns the bytes sent
+// (float32's for half and bfloat16). Throws what the group's sum throws.
 int64_t SumGradients(ProcessGroup& group, const std::vector<at::Tensor>& params, GatherBuffers& kept,
                      const std::vector<bool>& held = {});
 

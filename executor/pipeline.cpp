@@ -176,7 +176,9 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
       // Workers past the meter's count share its "outside" slot: unknown.
       // The gradients kept in the sums' buffers through the step count as
       // made in it: a step without them (the first) makes them itself.
-      if (d < MemoryMeter::kOwners) run.device_step_peak_bytes[d] = meter->Peak(d) - live_before[d] + kept_gradients[d];
+      if (d < MemoryMeter::kOwners) {
+        run.device_step_peak_bytes[d] = meter->Peak(d) - live_before[d] + kept_gradients[d];
+      }
     }
   }
   run.busy_ms = std::move(results.busy_ms);

@@ -78,12 +78,9 @@ std::vector<AllReduceSpan> SyncGradients(const LoadedPlan& loaded, const Distrib
   for (const auto& [i, alias] : layout.aliases) {
     if (!alias.grad().defined()) continue;
     at::Tensor& grad = canonical.params[i].tensor.mutable_grad();
-    // In place: a gradient kept in its sum's buffer stays there (ResetGradients).
-    if (grad.defined()) {
-      grad.add_(alias.grad());
-    } else {
-      grad = alias.grad().clone();
-    }
+    // A new tensor, not added in place: a backward's gradient may share its
+    // storage with others. (One kept in its sum's buffer is copied back in.)
+    grad = grad.defined() ? grad + alias.grad() : alias.grad().clone();
   }
   std::vector<AllReduceSpan> spans(loaded.stages.size());
   if (!dist) return spans;
