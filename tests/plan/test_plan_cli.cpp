@@ -17,6 +17,7 @@
 #include "../run_tool.h"
 #include "common/atomic_file.h"
 #include "common/byte_size.h"
+#include "common/sanitizer_build.h"
 #include "common/sha256.h"
 #include "executor/process_group.h"
 #include "planner/command/search_replicas.h"
@@ -439,7 +440,11 @@ TEST_CASE("--report writes Markdown and an SVG Gantt chart, --dot writes the gra
   CHECK(mp::ReadTextFile(dot).rfind("digraph", 0) == 0);
 }
 
-TEST_CASE("the tutorial's ResNet-50 on 2 devices is compared with its hand split at split sizes 20 and 12") {
+// Not under the sanitizers, whose zoo takes MobileNetV3 for ResNet-50's
+// paths (tools/sanitize.sh): the tutorial's shape passes at batch 120 and
+// 128x128 took this case 44 s under ASan, the test's longest.
+TEST_CASE("the tutorial's ResNet-50 on 2 devices is compared with its hand split at split sizes 20 and 12" *
+          doctest::skip(mp::kUnderSanitizer)) {
   const std::string profile = TempPath("tutorial.profile.yaml");
   const auto run = Mpplan(ZooPath("resnet50.script.pt") + kQuick +
                           " --gpus 2 --input float32[120,3,128,128] --split 'layer1,layer2|layer3,layer4,fc' "
