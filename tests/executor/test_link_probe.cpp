@@ -1,8 +1,8 @@
 // The executor's all-reduce after a step (link_probe.h), on two ranks of a
 // real Gloo group over loopback: every round runs each rank's step and
-// sums the gradients it leaves, in a buffer kept between rounds where
-// the next step adds into them (gradient_sum.h); a step that fails on one rank ends the
-// probe with that failure, not the other rank's wait for it.
+// sums the gradients it leaves, in a buffer kept between rounds where the
+// next step adds into them (gradient_sum.h); a step that fails on one rank
+// ends the probe with that failure, not the other rank's wait for it.
 #include "tests/doctest_torch.h"
 
 #include <ATen/ATen.h>
