@@ -56,13 +56,14 @@ int64_t SumGradients(ProcessGroup& group, const std::vector<at::Tensor>& params,
       last = at::empty({numel}, params[mine[0]].options());
     }
     const at::Tensor& flat = last;
+    std::vector<bool> placed(mine.size(), false);  // already a view of its part
     int64_t offset = 0;
-    for (const size_t i : mine) {
-      const at::Tensor& p = params[i];
+    for (size_t k = 0; k < mine.size(); ++k) {
+      const at::Tensor& p = params[mine[k]];
       at::Tensor part = flat.narrow(0, offset, p.numel());
-      if (!holds(i) || !p.grad().defined()) {
+      if (!holds(mine[k]) || !p.grad().defined()) {
         part.zero_();
-      } else if (!InPlace(p.grad(), flat, offset, p.numel())) {
+      } else if (!(placed[k] = InPlace(p.grad(), flat, offset, p.numel()))) {
         part.copy_(p.grad().reshape(-1));
       }
       offset += p.numel();
@@ -83,12 +84,10 @@ int64_t SumGradients(ProcessGroup& group, const std::vector<at::Tensor>& params,
     if (reduced) flat.copy_(wire);
     bytes += wire.numel() * int64_t(wire.element_size());
     offset = 0;
-    for (const size_t i : mine) {
-      const at::Tensor& p = params[i];
+    for (size_t k = 0; k < mine.size(); ++k) {
+      const at::Tensor& p = params[mine[k]];
       // A view of the summed buffer, not a copy.
-      if (holds(i) && !InPlace(p.grad(), flat, offset, p.numel())) {
-        p.mutable_grad() = flat.narrow(0, offset, p.numel()).view_as(p);
-      }
+      if (holds(mine[k]) && !placed[k]) p.mutable_grad() = flat.narrow(0, offset, p.numel()).view_as(p);
       offset += p.numel();
     }
   }

@@ -13,6 +13,13 @@
 
 namespace mp {
 
+// Before a training step: every gradient dropped, as the step's first
+// micro-batch expects, but those the last step's sums left in their kept
+// buffers (Distribution::gather_buffers), zeroed there for the backward to
+// add into (ZeroIfKept, gradient_sum.h). Returns, per program of the plan,
+// the bytes of gradients so kept.
+std::vector<int64_t> ResetGradients(const LoadedPlan& loaded, const Distribution* dist);
+
 // Tied parameters: the aliases' gradients join the real tensor's. Under a
 // Distribution, a parameter read by stages of several ranks gets the sum of
 // their gradients on every one, and each of this rank's stages sums its
@@ -21,13 +28,6 @@ namespace mp {
 // rank's copy was ready to all-reduce and when the all-reduce ended (zeros
 // where none ran): the all-reduce itself starts when the last replica is
 // ready, which GatherRuns learns from the other ranks' runs.
-// Before a training step: every gradient dropped, as the step's first
-// micro-batch expects, but those the last step's sums left in their kept
-// buffers (Distribution::gather_buffers), zeroed there for the backward to
-// add into (ZeroIfKept, gradient_sum.h). Returns, per program of the plan,
-// the bytes of gradients so kept.
-std::vector<int64_t> ResetGradients(const LoadedPlan& loaded, const Distribution* dist);
-
 struct AllReduceSpan {
   int64_t ready_ns = 0, end_ns = 0;  // steady clock, common to a host's processes
 };
