@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -60,6 +61,19 @@ std::vector<int> WorkerCpus(const std::vector<int>& allowed, int worker, int wor
 std::vector<int> WorkerCpus(int worker, int workers, int threads) {
   if (!PinningEnabled()) return {};
   return WorkerCpus(AllowedCpus(), worker, workers, threads);
+}
+
+std::vector<int> RankCpus(const std::vector<int>& allowed, int rank, int ranks) {
+  const int cores = int(allowed.size());
+  if (ranks < 2 || ranks > cores || rank < 0 || rank >= ranks) return {};
+  const int share = cores / ranks, extra = cores % ranks;
+  const int first = rank * share + std::min(rank, extra);
+  return std::vector<int>(allowed.begin() + first, allowed.begin() + first + share + (rank < extra ? 1 : 0));
+}
+
+std::vector<int> RankCpus(int rank, int ranks) {
+  if (!PinningEnabled()) return {};
+  return RankCpus(AllowedCpus(), rank, ranks);
 }
 
 ScopedPin::ScopedPin(const std::vector<int>& cpus) {

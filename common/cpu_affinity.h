@@ -32,6 +32,15 @@ bool PinningEnabled();
 std::vector<int> WorkerCpus(const std::vector<int>& allowed, int worker, int workers, int threads);
 std::vector<int> WorkerCpus(int worker, int workers, int threads);
 
+// The cores of local rank `rank` of `ranks` (mpexec's processes on this
+// machine, or the profiler's probe threads that stand in for them): an
+// equal share of `allowed`, contiguous, the first `allowed.size() % ranks`
+// ranks one core more; empty for one rank or more ranks than cores. The
+// second form: empty too where pinning is off (PinningEnabled). Pinned, a
+// rank's every thread stays on its cores (Gloo's too), as its worker does.
+std::vector<int> RankCpus(const std::vector<int>& allowed, int rank, int ranks);
+std::vector<int> RankCpus(int rank, int ranks);
+
 // Pins the calling thread to `cpus` for the scope and restores its cores
 // after; empty `cpus` leaves it as it is. Threads it starts meanwhile (an
 // OpenMP team) inherit the cores.

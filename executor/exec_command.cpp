@@ -27,6 +27,7 @@
 #include "executor/verify.h"
 #include "executor/wire.h"
 #include "planner/graph/run_graph.h"
+#include "planner/profile/timer.h"
 
 namespace mp {
 namespace {
@@ -128,7 +129,7 @@ void CheckOutputFiles(const ExecCommandRequest& request, bool training, const st
 }
 
 // Each stage's busy time in the median step against the plan's, and its
-// all-reduce (`allreduce_ms`, the median over the steps).
+// all-reduce (`allreduce_ms`, the middle mean over the steps).
 nlohmann::json StagesJson(const Plan& plan, const PipelineRun& run, const std::vector<double>& allreduce_ms,
                           double predicted, const PlannedDevices& planned) {
   nlohmann::json stages = nlohmann::json::array();
@@ -155,17 +156,17 @@ double UpperMedian(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-// Per entry of `member` (as many as the median run has), its median over
-// `runs`; a run without that entry counts 0.
-std::vector<double> MediansOf(const std::vector<PipelineRun>& runs, const PipelineRun& median,
-                              std::vector<double> PipelineRun::*member) {
-  std::vector<double> medians;
+// Per entry of `member` (as many as the median run has), `statistic` of
+// it over `runs`; a run without that entry counts 0.
+std::vector<double> Over(const std::vector<PipelineRun>& runs, const PipelineRun& median,
+                         std::vector<double> PipelineRun::*member, double (*statistic)(std::vector<double>)) {
+  std::vector<double> figures;
   for (size_t i = 0; i < (median.*member).size(); ++i) {
     std::vector<double> each;
     for (const PipelineRun& run : runs) each.push_back(i < (run.*member).size() ? (run.*member)[i] : 0.0);
-    medians.push_back(UpperMedian(std::move(each)));
+    figures.push_back(statistic(std::move(each)));
   }
-  return medians;
+  return figures;
 }
 
 // The steps of a run: the warm-up ones train too, so they have losses.
@@ -176,9 +177,12 @@ struct TimedSteps {
   std::vector<double> losses;       // every step's, warm-up included
   std::vector<double> grad_norms;   // likewise: the gradients' norm before clipping (--clip-grad-norm)
   size_t median = 0;                // into runs: the median step by wall time
-  // Per stage: the median of its all-reduce over the timed steps. The
-  // median step's own was noisy: the ConvNet's small one read 0.6 to 6.1 ms
-  // over 20 steps, and the bench took 2.6 for it one time.
+  // Per stage: its all-reduce over the timed steps, the mean of their
+  // middle 80% (MiddleMean), as the profiler's probes time it: what a step
+  // pays on average. The median step's own was noisy (the ConvNet's small
+  // sum read 0.6 to 6.1 ms over 20 steps), and so was the median over the
+  // steps: most of that sum's steps took 0.5-1 ms and the rest 3-6, and a
+  // run's median read 0.6 to 2.2 where the middle mean of 50 steps was 1.5.
   std::vector<double> allreduce_ms;
   double optimizer_ms = 0;          // the median over the timed steps (this rank's)
   std::vector<double> device_optimizer_ms;  // per program, likewise; -1 where another rank's
@@ -211,8 +215,8 @@ TimedSteps Summarise(std::vector<PipelineRun> all, int warmup) {
   std::vector<double> optimizer;
   for (const PipelineRun& run : t.runs) optimizer.push_back(run.optimizer_ms);
   t.optimizer_ms = UpperMedian(std::move(optimizer));
-  t.device_optimizer_ms = MediansOf(t.runs, t.Median(), &PipelineRun::device_optimizer_ms);
-  t.allreduce_ms = MediansOf(t.runs, t.Median(), &PipelineRun::allreduce_ms);
+  t.device_optimizer_ms = Over(t.runs, t.Median(), &PipelineRun::device_optimizer_ms, UpperMedian);
+  t.allreduce_ms = Over(t.runs, t.Median(), &PipelineRun::allreduce_ms, MiddleMean);
   return t;
 }
 
@@ -462,6 +466,8 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                         {"replicas", plan.replicas},
                         {"ranks", group ? group->size() : 1},
                         {"stage_ranks", group ? dist.owner : std::vector<int>(plan.stages.size(), 0)},
+                        // the cores this process (rank 0) may run on: --launch-local binds each rank to its own
+                        {"process_cpus", CpuList(AllowedCpus())},
                         {"transport", group ? "c10d gloo" : "in-process channels"},
                         {"steps", request.steps},
                         {"warmup", request.warmup},

@@ -83,7 +83,7 @@ void FormatTiming(const nlohmann::json& r, std::ostringstream& out) {
         << s["predicted_busy_ms"].get<double>() << ", " << std::showpos << s["busy_error_pct"].get<double>()
         << std::noshowpos << "%), idle " << s["idle_ms"].get<double>() << " ms";
     if (s.contains("allreduce_ms")) {
-      out << ", gradient all-reduce " << s["allreduce_ms"].get<double>() << " ms (predicted "
+      out << ", gradient all-reduce " << s["allreduce_ms"].get<double>() << " ms a step on average (predicted "
           << s["predicted_allreduce_ms"].get<double>() << ")";
     }
     out << "\n";
@@ -130,6 +130,7 @@ std::string FormatExecReport(const nlohmann::json& r) {
       out << (s ? (replicas > 1 ? ";" : ",") : "") << " stage " << s << " on rank" << (replicas > 1 ? "s" : "");
       for (int k = 0; k < replicas; ++k) out << (k ? ", " : " ") << r["stage_ranks"][s].get<int>() + k * per_replica;
     }
+    if (r.contains("process_cpus")) out << "; rank 0 on cpus " << r["process_cpus"].get<std::string>();
     out << "\n";
   }
   if (r.contains("predicted_for")) {

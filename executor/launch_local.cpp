@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include <set>
 
 #include "common/atomic_file.h"
+#include "common/cpu_affinity.h"
 #include "common/error.h"
 #include "executor/pipeline.h"
 #include "executor/process_group.h"
@@ -67,7 +69,8 @@ std::string ReadIfThere(const std::filesystem::path& path) {
 }
 
 // Forks the ranks with torchrun's environment (and the folder they report
-// to), each one's stdout and stderr on a pipe of ours.
+// to), each one's stdout and stderr on a pipe of ours, each bound to its
+// share of this process's cores where they have one each (RankCpus).
 std::vector<Rank> StartRanks(const LaunchRequest& request, const std::filesystem::path& folder, int port) {
   // Everything the children need is built before the first fork: after it,
   // the child only calls what is safe there.
@@ -100,6 +103,12 @@ std::vector<Rank> StartRanks(const LaunchRequest& request, const std::filesystem
     std::vector<char*> envp;
     for (std::string& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
+    // Each rank on its own share of the cores (RankCpus), set here so that
+    // every thread it starts inherits it: its worker, Gloo's, OpenMP's.
+    cpu_set_t cores;
+    CPU_ZERO(&cores);
+    const std::vector<int> bound = RankCpus(r, n);
+    for (int c : bound) CPU_SET(c, &cores);
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
       throw Error(Concat("--launch-local: cannot make pipes: ", std::strerror(errno)));
@@ -111,6 +120,7 @@ std::vector<Rank> StartRanks(const LaunchRequest& request, const std::filesystem
       dup2(err[1], STDERR_FILENO);
       prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher gone, even by SIGKILL: so are the ranks
       if (getppid() != launcher) _exit(1);
+      if (!bound.empty()) (void)sched_setaffinity(0, sizeof cores, &cores);  // a refusal leaves it unbound
       execve(argv[0], argv.data(), envp.data());
       const char message[] = "mpexec: --launch-local: cannot run this program again\n";
       (void)!write(STDERR_FILENO, message, sizeof(message) - 1);

@@ -4,6 +4,7 @@
 #include <array>
 #include <memory>
 
+#include "common/cpu_affinity.h"
 #include "common/error.h"
 #include "common/worker_pool.h"
 #include "planner/graph/run_graph.h"
@@ -14,7 +15,7 @@ namespace {
 
 constexpr int kStepWarmup = 2;
 constexpr int kMinStepRounds = 4;
-constexpr int kMaxStepRounds = 10;
+constexpr int kMaxStepRounds = 30;  // enough for a small sum's slow share to settle in the middle mean
 constexpr double kStepBudgetMs = 2000;  // of steps, per rank
 
 }  // namespace
@@ -44,6 +45,8 @@ Profile::AllReduceAfterStep MeasureAllReduceAfterStep(const CanonicalGraph& cano
   const RankStep step = [&](int rank) {
     WholeGraph& graph = *graphs.at(rank);
     pools[rank].RunAll({[&] {
+      // On the rank's cores, as mpexec's rank process computes (RankCpus).
+      const ScopedPin pin(RankCpus(rank, 2));
       // Into the gradients as the probe left them: zeroed where the last
       // sum kept them, else none, as mpexec's step finds them.
       graph.Forward();

@@ -28,6 +28,15 @@ double Quantile(std::vector<double> samples, double q) {
   return samples[lo] + (pos - double(lo)) * (samples[hi] - samples[lo]);
 }
 
+double MiddleMean(std::vector<double> samples) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  const size_t cut = samples.size() / 10;
+  double sum = 0;
+  for (size_t i = cut; i < samples.size() - cut; ++i) sum += samples[i];
+  return sum / double(samples.size() - 2 * cut);
+}
+
 int64_t ThreadMinorFaults() {
 #if defined(__linux__)
   struct rusage usage {};

@@ -94,6 +94,19 @@ TEST_CASE("CPU workers get cores of their own where their threads fit, in order"
   CHECK(mp::CpuList({}).empty());
 }
 
+TEST_CASE("local ranks get equal shares of the cores, the first ones a core more where they do not divide") {
+  const std::vector<int> allowed = {0, 1, 2, 3, 6};
+  CHECK(mp::RankCpus(allowed, 0, 2) == std::vector<int>{0, 1, 2});
+  CHECK(mp::RankCpus(allowed, 1, 2) == std::vector<int>{3, 6});
+  CHECK(mp::RankCpus(allowed, 4, 5) == std::vector<int>{6});
+  CHECK(mp::RankCpus({0, 1}, 1, 2) == std::vector<int>{1});
+  // One rank, more ranks than cores, or out of range: left to the scheduler.
+  CHECK(mp::RankCpus(allowed, 0, 1).empty());
+  CHECK(mp::RankCpus(allowed, 0, 6).empty());
+  CHECK(mp::RankCpus(allowed, 2, 2).empty());
+  CHECK(mp::RankCpus(allowed, -1, 2).empty());
+}
+
 TEST_CASE("a scoped pin holds the thread on its cores and gives the old ones back") {
   const std::vector<int>& allowed = mp::AllowedCpus();
   REQUIRE(!allowed.empty());

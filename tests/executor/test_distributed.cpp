@@ -24,6 +24,7 @@
 #include "../run_tool.h"
 #include "verified_run.h"
 #include "common/atomic_file.h"
+#include "common/cpu_affinity.h"
 #include "executor/process_group.h"
 #include "planner/plan/plan_reader.h"
 
@@ -259,13 +260,23 @@ TEST_CASE("replicas: 2 copies of a 2-stage pipeline over 4 processes train as on
     if (file.rfind("mobilenet", 0) == 0) CHECK(j["verify_detail"].contains("buffers_note"));
   }
   // One process per replica (pure data parallelism): the same state.
-  const auto run = Mpexec(ReplicaPlan("replicas", "gpt.script.pt", 1, "") +
-                          " --launch-local 2 --steps 2 --lr 0.01 --verify --json --timeout 60");
+  const std::string replicas = ReplicaPlan("replicas", "gpt.script.pt", 1, "");
+  const auto run = Mpexec(replicas + " --launch-local 2 --steps 2 --lr 0.01 --verify --json --timeout 60");
   INFO(run.out);
   REQUIRE(run.status == 0);
   const auto j = nlohmann::json::parse(run.out);
   CHECK(j["verify"] == true);
   CHECK(j["verify_detail"]["max_state_relative_diff"].get<double>() <= 1e-5);
+  // Left to the scheduler by default; with MP_PIN_CPUS=1 each rank on its
+  // own share of the cores, its Gloo threads too.
+  const std::vector<int>& cores = mp::AllowedCpus();
+  CHECK(j["process_cpus"] == mp::CpuList(cores));
+  setenv("MP_PIN_CPUS", "1", 1);
+  const auto bound = Mpexec(replicas + " --launch-local 2 --steps 1 --json --timeout 60");
+  unsetenv("MP_PIN_CPUS");
+  REQUIRE(bound.status == 0);
+  const std::string first_share = cores.size() >= 2 ? mp::CpuList(mp::RankCpus(cores, 0, 2)) : mp::CpuList(cores);
+  CHECK(nlohmann::json::parse(bound.out)["process_cpus"] == first_share);
 }
 
 TEST_CASE("over processes rank 0 alone samples the drift reference, before the steps and not between them") {
