@@ -466,7 +466,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                         {"replicas", plan.replicas},
                         {"ranks", group ? group->size() : 1},
                         {"stage_ranks", group ? dist.owner : std::vector<int>(plan.stages.size(), 0)},
-                        // the cores this process (rank 0) may run on: --launch-local binds each rank to its own
+                        // the cores this process (rank 0) may run on: with MP_PIN_CPUS=1 its share (RankCpus)
                         {"process_cpus", CpuList(AllowedCpus())},
                         {"transport", group ? "c10d gloo" : "in-process channels"},
                         {"steps", request.steps},

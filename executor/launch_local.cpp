@@ -69,8 +69,8 @@ std::string ReadIfThere(const std::filesystem::path& path) {
 }
 
 // Forks the ranks with torchrun's environment (and the folder they report
-// to), each one's stdout and stderr on a pipe of ours, each bound to its
-// share of this process's cores where they have one each (RankCpus).
+// to), each one's stdout and stderr on a pipe of ours; with MP_PIN_CPUS=1
+// each bound to its share of this process's cores (RankCpus).
 std::vector<Rank> StartRanks(const LaunchRequest& request, const std::filesystem::path& folder, int port) {
   // Everything the children need is built before the first fork: after it,
   // the child only calls what is safe there.
@@ -103,8 +103,9 @@ std::vector<Rank> StartRanks(const LaunchRequest& request, const std::filesystem
     std::vector<char*> envp;
     for (std::string& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
-    // Each rank on its own share of the cores (RankCpus), set here so that
-    // every thread it starts inherits it: its worker, Gloo's, OpenMP's.
+    // Pinned, each rank on its own share of the cores (RankCpus), set here
+    // so that every thread it starts inherits it: its worker, Gloo's,
+    // OpenMP's.
     cpu_set_t cores;
     CPU_ZERO(&cores);
     const std::vector<int> bound = RankCpus(r, n);

@@ -177,9 +177,10 @@ ProbedLink Fit(const std::array<int64_t, 2>& floats, double small_ms, double lar
 }
 
 // Runs `rank(group)` on two ranks of one Gloo group, rank 1 on a thread
-// of its own, each on its rank's cores. Where one fails, `stop()` is called and the other's group
-// aborted, so neither is left waiting on the other. Throws Error naming
-// `what` and the first failure (the other's is its consequence).
+// of its own, each on its rank's cores where pinning is on. Where one
+// fails, `stop()` is called and the other's group aborted, so neither is
+// left waiting on the other. Throws Error naming `what` and the first
+// failure (the other's is its consequence).
 template <typename Rank, typename Stop>
 void TwoRanks(const char* what, Rank rank, Stop stop) {
   if (!ProcessGroupsAvailable()) throw Error("this build has no Gloo: stages cannot run as processes");
@@ -197,8 +198,8 @@ void TwoRanks(const char* what, Rank rank, Stop stop) {
     if (groups[1 - r]) groups[1 - r]->Abort();
   };
   auto run = [&](int r) {
-    // On the cores mpexec's rank r has (RankCpus), before the group starts
-    // its threads, which inherit them.
+    // On the cores mpexec's rank r has with MP_PIN_CPUS=1 (RankCpus),
+    // before the group starts its threads, which inherit them.
     const ScopedPin pin(RankCpus(r, 2));
     try {
       RankEnv env;

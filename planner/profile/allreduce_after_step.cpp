@@ -45,7 +45,7 @@ Profile::AllReduceAfterStep MeasureAllReduceAfterStep(const CanonicalGraph& cano
   const RankStep step = [&](int rank) {
     WholeGraph& graph = *graphs.at(rank);
     pools[rank].RunAll({[&] {
-      // On the rank's cores, as mpexec's rank process computes (RankCpus).
+      // On the rank's cores where pinning is on, as mpexec's rank computes.
       const ScopedPin pin(RankCpus(rank, 2));
       // Into the gradients as the probe left them: zeroed where the last
       // sum kept them, else none, as mpexec's step finds them.
