@@ -52,7 +52,10 @@ Section TutorialResNet(const Suite& suite) {
                      MakePlan(suite, kResNetModel, hand + "--microbatches " + std::to_string(batch / s), name)});
   }
   cases.push_back({"mpplan's plan", "resnet50.mpplan", own});
-  MeasurePlans(suite, cases, Pick(suite, 0, 1), Pick(suite, 1, 2), Pick(suite, 1, 2));
+  // One warm-up step even in a smoke run: a cold first step (a fresh
+  // process's allocations and caches) read 1313 ms against 194 predicted
+  // for one device, and the table does not say which steps it timed.
+  MeasurePlans(suite, cases, 1, Pick(suite, 1, 2), Pick(suite, 1, 2));
 
   const double one = cases[0].measured_ms, one_predicted = cases[0].plan.at("predicted_step_ms");
   LineChart chart;
