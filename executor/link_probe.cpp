@@ -287,7 +287,7 @@ StepAllReduce ProbeAllReduceAfterStep(const std::function<std::vector<at::Tensor
   // The middle mean, as mpexec reports a sum's over its steps: the
   // ConvNet's 248 KB took 0.5-1 ms in most rounds and 3-6 in the rest, and
   // the median of a few rounds read 0.6 where mpexec's steps paid 1.5.
-  return {bytes[0], MeanMs(FromLaterReady({&ready[0], &ready[1]}, {&done[0], &done[1]}, size_t(warmup)), 0)};
+  return {bytes[0], MiddleMean(FromLaterReady({&ready[0], &ready[1]}, {&done[0], &done[1]}, size_t(warmup)))};
 }
 
 }  // namespace mp

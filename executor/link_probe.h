@@ -46,9 +46,9 @@ ProbedLinks ProbeProcessLinks();
 // summed, each .grad() a view of the sum). Before each round after the
 // first, the last round's parameters' gradients are zeroed in that buffer
 // or dropped, as mpexec's are before a step (ZeroIfKept). Timed from the
-// later rank's readiness; the first `warmup` rounds dropped, the median of
-// the rest (both ranks' ends). Throws Error where the ranks cannot meet or
-// a step fails.
+// later rank's readiness; the first `warmup` rounds dropped, the mean of
+// the middle 80% of the rest (both ranks' ends; MiddleMean, timer.h).
+// Throws Error where the ranks cannot meet or a step fails.
 struct StepAllReduce {
   int64_t bytes = 0;  // of the summed buffer
   double ms = 0;
