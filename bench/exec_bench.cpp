@@ -17,7 +17,8 @@
 //               the predicted band in 5/6 of the turns; at most 2/3 of
 //               the errors positive.
 //   schedules   the zoo MLP and GPT on 2 devices, 1 thread each, M = 2, 4, 8,
-//               one profile per model: every schedule's measured step and
+//               one profile per model (measured at each M's micro-batch
+//               size, as mpplan measures its plan's): every schedule's measured step and
 //               bubble (idle share of device time) beside the predicted,
 //               the plans run in this process one step each in turn, 21
 //               rounds, the order rotated (the median step counts);
@@ -94,6 +95,7 @@
 #include "executor/drift.h"
 #include "executor/executor.h"
 #include "planner/plan/plan_reader.h"
+#include "planner/profile/measure.h"
 #include "planner/profile/whole_graph.h"
 
 namespace {
@@ -148,13 +150,19 @@ struct Measured {
 // Idle share of device time: each device's step time less its stages'
 // busy time and its optimizer's step (work, as the simulator counts it),
 // over devices x step.
-double Bubble(const mp::Plan& plan, const mp::PipelineRun& run) {
-  const double step_ms = run.step_ms;
+// Each device's work in a step: its stages' busy time and its optimizer's step.
+std::vector<double> DeviceBusy(const mp::Plan& plan, const mp::PipelineRun& run) {
   std::vector<double> busy(plan.programs.size(), 0);
   for (const mp::PlanStage& stage : plan.stages) busy[stage.program] += run.busy_ms.at(stage.id);
   for (size_t d = 0; d < busy.size() && d < run.device_optimizer_ms.size(); ++d) {
     busy[d] += std::max(0.0, run.device_optimizer_ms[d]);
   }
+  return busy;
+}
+
+double Bubble(const mp::Plan& plan, const mp::PipelineRun& run) {
+  const double step_ms = run.step_ms;
+  const std::vector<double> busy = DeviceBusy(plan, run);
   double idle = 0;
   for (double b : busy) idle += std::max(0.0, step_ms - b);
   return step_ms > 0 ? idle / (double(busy.size()) * step_ms) : 0;
@@ -376,8 +384,19 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
   for (const Case& c : cases) {
     const std::string model = models + "/" + c.file;
     const std::string profile = out + "/" + c.file + ".schedules.profile.yaml";
+    // Measured at every micro-batch size the cases run, as mpplan measures
+    // the size of the plan it chooses: from a profile without it, a plan's
+    // node times are interpolated between neighbouring sizes (the MLP's
+    // 32 and 64 between 6, 40 and 128), which its report says, and which
+    // a user planning at that M would not meet.
+    std::vector<int64_t> sizes = mp::DefaultMicrobatchSizes(c.batch);
+    for (int m : counts) sizes.push_back(c.batch / m);
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    std::string size_list;
+    for (int64_t size : sizes) size_list += (size_list.empty() ? "" : ",") + std::to_string(size);
     MakePlan(mpplan, model, out + "/" + c.file + ".schedules.plan.yaml", true, 2, 2, c.batch, true, "",
-             "--profile-out " + profile);
+             "--profile-out " + profile + " --microbatch-sizes " + size_list);
     for (int m : counts) {
       std::vector<std::string> plans;
       std::vector<mp::Plan> read;
@@ -402,6 +421,7 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
       std::vector<std::unique_ptr<mp::Executor>> execs;
       std::vector<std::function<mp::PipelineRun()>> step;
       std::vector<std::vector<double>> steps(schedules.size()), bubbles(schedules.size());
+      std::vector<std::vector<std::vector<double>>> device_busy(schedules.size());  // [plan][device][round]
       std::vector<double> predicted(schedules.size());
       for (size_t k = 0; k < schedules.size(); ++k) {
         execs.push_back(ran[k] ? std::make_unique<mp::Executor>(plans[k], OneThread()) : nullptr);
@@ -422,14 +442,29 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
           if (round < warmup) continue;
           steps[k].push_back(r.step_ms);
           bubbles[k].push_back(Bubble(read[k], r));
+          const std::vector<double> busy = DeviceBusy(read[k], r);
+          device_busy[k].resize(busy.size());
+          for (size_t d = 0; d < busy.size(); ++d) device_busy[k][d].push_back(busy[d]);
         }
       }
       for (size_t k = 0; k < schedules.size(); ++k) {
         if (!ran[k]) continue;
-        std::fprintf(stderr, "schedules %s M=%d: %s %.1f / %.1f ms, steps %.1f to %.1f\n", c.file.c_str(), m,
-                     schedules[k].c_str(), Median(steps[k]), predicted[k],
+        // Each device's work (its stages and its optimizer) against the
+        // plan's: a miss in the work is the compute, one beside it the waits.
+        std::string work;
+        for (size_t d = 0; d < device_busy[k].size(); ++d) {
+          double planned = 0;
+          for (const mp::PlanStage& stage : read[k].stages) {
+            if (stage.program == int(d)) planned += stage.busy_fraction * predicted[k] + stage.optimizer_ms;
+          }
+          char one[48];
+          std::snprintf(one, sizeof one, "%s%.1f / %.1f", d ? ", " : "", Median(device_busy[k][d]), planned);
+          work += one;
+        }
+        std::fprintf(stderr, "schedules %s M=%d: %s %.1f / %.1f ms, steps %.1f to %.1f; devices' work %s ms\n",
+                     c.file.c_str(), m, schedules[k].c_str(), Median(steps[k]), predicted[k],
                      *std::min_element(steps[k].begin(), steps[k].end()),
-                     *std::max_element(steps[k].begin(), steps[k].end()));
+                     *std::max_element(steps[k].begin(), steps[k].end()), work.c_str());
       }
       const mp::Drift drift = drift_probe.Result();
       drifts.push_back(drift.factor);

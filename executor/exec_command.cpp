@@ -131,7 +131,8 @@ void CheckOutputFiles(const ExecCommandRequest& request, bool training, const st
 // Each stage's busy time in the median step against the plan's, and its
 // all-reduce (`allreduce_ms`, the middle mean over the steps).
 nlohmann::json StagesJson(const Plan& plan, const PipelineRun& run, const std::vector<double>& allreduce_ms,
-                          double predicted, const PlannedDevices& planned) {
+                          const std::vector<std::vector<double>>& allreduce_steps_ms, double predicted,
+                          const PlannedDevices& planned) {
   nlohmann::json stages = nlohmann::json::array();
   for (size_t s = 0; s < run.busy_ms.size(); ++s) {
     const double predicted_busy = plan.stages[s].busy_fraction * predicted;
@@ -144,6 +145,8 @@ nlohmann::json StagesJson(const Plan& plan, const PipelineRun& run, const std::v
                       {"predicted_peak_memory_bytes", plan.stages[s].peak_memory_bytes}});
     if (plan.replicas > 1 && plan.training) {
       stages.back()["allreduce_ms"] = s < allreduce_ms.size() ? allreduce_ms[s] : 0.0;
+      stages.back()["allreduce_steps_ms"] =
+          s < allreduce_steps_ms.size() ? allreduce_steps_ms[s] : std::vector<double>();
       stages.back()["predicted_allreduce_ms"] = plan.stages[s].allreduce_ms;
     }
   }
@@ -156,16 +159,22 @@ double UpperMedian(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-// Per entry of `member` (as many as the median run has), `statistic` of
-// it over `runs`; a run without that entry counts 0.
+// Per entry of `member` (as many as the median run has), its value in
+// each of `runs`, in order; a run without that entry counts 0.
+std::vector<std::vector<double>> Each(const std::vector<PipelineRun>& runs, const PipelineRun& median,
+                                      std::vector<double> PipelineRun::*member) {
+  std::vector<std::vector<double>> each((median.*member).size());
+  for (size_t i = 0; i < each.size(); ++i) {
+    for (const PipelineRun& run : runs) each[i].push_back(i < (run.*member).size() ? (run.*member)[i] : 0.0);
+  }
+  return each;
+}
+
+// Per entry of `member`, `statistic` of it over `runs` (Each).
 std::vector<double> Over(const std::vector<PipelineRun>& runs, const PipelineRun& median,
                          std::vector<double> PipelineRun::*member, double (*statistic)(std::vector<double>)) {
   std::vector<double> figures;
-  for (size_t i = 0; i < (median.*member).size(); ++i) {
-    std::vector<double> each;
-    for (const PipelineRun& run : runs) each.push_back(i < (run.*member).size() ? (run.*member)[i] : 0.0);
-    figures.push_back(statistic(std::move(each)));
-  }
+  for (std::vector<double>& each : Each(runs, median, member)) figures.push_back(statistic(std::move(each)));
   return figures;
 }
 
@@ -184,6 +193,7 @@ struct TimedSteps {
   // steps: most of that sum's steps took 0.5-1 ms and the rest 3-6, and a
   // run's median read 0.6 to 2.2 where the middle mean of 50 steps was 1.5.
   std::vector<double> allreduce_ms;
+  std::vector<std::vector<double>> allreduce_steps_ms;  // per stage, each timed step's, in order
   double optimizer_ms = 0;          // the median over the timed steps (this rank's)
   std::vector<double> device_optimizer_ms;  // per program, likewise; -1 where another rank's
   int64_t peak_heap_bytes = -1;     // of the steps that sampled it (RunExecCommand)
@@ -216,7 +226,8 @@ TimedSteps Summarise(std::vector<PipelineRun> all, int warmup) {
   for (const PipelineRun& run : t.runs) optimizer.push_back(run.optimizer_ms);
   t.optimizer_ms = UpperMedian(std::move(optimizer));
   t.device_optimizer_ms = Over(t.runs, t.Median(), &PipelineRun::device_optimizer_ms, UpperMedian);
-  t.allreduce_ms = Over(t.runs, t.Median(), &PipelineRun::allreduce_ms, MiddleMean);
+  t.allreduce_steps_ms = Each(t.runs, t.Median(), &PipelineRun::allreduce_ms);
+  for (const std::vector<double>& each : t.allreduce_steps_ms) t.allreduce_ms.push_back(MiddleMean(each));
   return t;
 }
 
@@ -456,7 +467,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                         {"model", loaded.model_path},
                         {"model_given", !request.options.model.empty()},
                         {"mode", training ? "train" : "infer"},
-                        {"stages", StagesJson(plan, run, timed.allreduce_ms, predicted, planned)},
+                        {"stages", StagesJson(plan, run, timed.allreduce_ms, timed.allreduce_steps_ms, predicted, planned)},
                         {"microbatches", plan.microbatches},
                         {"microbatch_size", plan.microbatch_size},
                         {"batch", plan.batch},

@@ -15,7 +15,7 @@ namespace {
 
 constexpr int kStepWarmup = 2;
 constexpr int kMinStepRounds = 4;
-constexpr int kMaxStepRounds = 30;  // enough for a small sum's slow share to settle in the middle mean
+constexpr int kMaxStepRounds = 100;  // a small model's sums over about a second: its slow and fast stretches last that long
 constexpr double kStepBudgetMs = 2000;  // of steps, per rank
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "common/cpu_affinity.h"
 #include "executor/process_group.h"
 #include "planner/plan/plan_reader.h"
+#include "planner/profile/timer.h"
 
 using mp::test::TempPath;
 using mp::test::ZooPath;
@@ -256,6 +257,10 @@ TEST_CASE("replicas: 2 copies of a 2-stage pipeline over 4 processes train as on
       CHECK(stage["allreduce_ms"].get<double>() > 0);  // measured, within the step
       CHECK(stage["allreduce_ms"].get<double>() < j["step_ms"].get<double>());
       CHECK(stage["predicted_allreduce_ms"].get<double>() > 0);
+      // Each timed step's, of which allreduce_ms is the middle mean.
+      const auto each = stage["allreduce_steps_ms"].get<std::vector<double>>();
+      REQUIRE(each.size() == 2);
+      CHECK(stage["allreduce_ms"].get<double>() == doctest::Approx(mp::MiddleMean(each)));
     }
     if (file.rfind("mobilenet", 0) == 0) CHECK(j["verify_detail"].contains("buffers_note"));
   }
