@@ -31,7 +31,16 @@ MeasuredSearch SearchAtMeasuredSizes(ProfiledModel& profiled, const Cluster& clu
     const std::vector<int64_t> sizes = UnmeasuredSizes(result.search, profiled.profile);
     if (sizes.empty()) break;
     const auto start = std::chrono::steady_clock::now();
-    MergeSizes(profiled.profile, profiled.measure_sizes(sizes));
+    // A size of the profile measured again beside them sets their pace to
+    // the profile's (PaceToAnchor).
+    const int64_t anchor = AnchorSize(profiled.profile, sizes.front());
+    std::vector<int64_t> run = sizes;
+    run.push_back(anchor);
+    std::sort(run.begin(), run.end());
+    Profile more = profiled.measure_sizes(run);
+    const double pace = PaceToAnchor(more, profiled.profile, anchor);
+    MergeSizes(profiled.profile, more);
+    for (int64_t m : sizes) profiled.profile.paced_sizes.push_back({m, anchor, pace});
     if (memo) memo->Clear();  // its costs were the profile's before
     result.measure_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     result.added.insert(result.added.end(), sizes.begin(), sizes.end());

@@ -5,9 +5,10 @@
 // than the line from 6 to 16 says (a convolution changes kernel at 16),
 // and its plans at 8 ran 20% over their prediction. So when the plan the
 // search chooses, or the fastest it found (the tie window's reference),
-// runs at a size the profile only interpolated, that size is measured, the
-// profile gains it, and the search runs again, until both are measured
-// (at most kMeasureRounds rounds).
+// runs at a size the profile only interpolated, that size is measured
+// (beside a size the profile holds, which sets its pace to the profile's:
+// PaceToAnchor, merge_sizes.h), the profile gains it, and the search runs
+// again, until both are measured (at most kMeasureRounds rounds).
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,8 @@
 #include "planner/profile/merge_sizes.h"
 
 #include <algorithm>
+#include <iterator>
+#include <vector>
 
 #include "common/error.h"
 
@@ -19,7 +21,40 @@ void InsertAt(std::vector<T>& to, size_t sizes, size_t i, const std::vector<T>& 
   to.insert(to.begin() + static_cast<std::ptrdiff_t>(i), from[j]);
 }
 
+// The nodes' forward and backward times at `size`; -1 where it is not a size of `profile`.
+double TotalAt(const Profile& profile, int64_t size) {
+  const auto& sizes = profile.microbatch_sizes;
+  const auto at = std::find(sizes.begin(), sizes.end(), size);
+  if (at == sizes.end()) return -1;
+  const size_t i = static_cast<size_t>(at - sizes.begin());
+  double total = 0;
+  for (const NodeCost& n : profile.nodes) {
+    if (i < n.forward_ms.size()) total += n.forward_ms[i];
+    if (i < n.backward_ms.size()) total += n.backward_ms[i];
+  }
+  return total;
+}
+
 }  // namespace
+
+int64_t AnchorSize(const Profile& profile, int64_t size) {
+  const auto& sizes = profile.microbatch_sizes;
+  if (sizes.empty()) throw InternalError("profile: no size to measure again beside an added one");
+  const auto not_below = std::lower_bound(sizes.begin(), sizes.end(), size);
+  return not_below == sizes.begin() ? *not_below : *std::prev(not_below);
+}
+
+double PaceToAnchor(Profile& more, const Profile& profile, int64_t anchor) {
+  const double before = TotalAt(profile, anchor), again = TotalAt(more, anchor);
+  if (before <= 0 || again <= 0) return 1;
+  const double pace = before / again;
+  for (NodeCost& n : more.nodes) {
+    for (std::vector<double>* times : {&n.forward_ms, &n.backward_ms, &n.input_backward_ms, &n.weight_backward_ms}) {
+      for (double& ms : *times) ms *= pace;
+    }
+  }
+  return pace;
+}
 
 void MergeSizes(Profile& profile, const Profile& more) {
   if (more.nodes.size() != profile.nodes.size() || more.training != profile.training ||

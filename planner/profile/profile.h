@@ -90,6 +90,17 @@ struct Profile {
   // backward's is 1 in inference). Empty in profiles from before
   // 2026-11-29, whose sizes are unscaled.
   std::vector<std::vector<double>> whole_scale;
+  // Measured profiles: the sizes the planner measured after the rest (its
+  // plan's, planner/command/search_measured.h), each with the size of the
+  // profile measured again beside it (`anchor`) and the factor its times
+  // were scaled by to keep the profile's pace (PaceToAnchor,
+  // merge_sizes.h). Empty where no size was added.
+  struct PacedSize {
+    int64_t size = 0;
+    int64_t anchor = 0;
+    double pace = 1;
+  };
+  std::vector<PacedSize> paced_sizes;
   // Measured on CPU for several workers: shared_slowdown[k - 1] is how much
   // slower the whole graph ran with k copies at once (contention between
   // CPU-worker stages; see contention.h), at micro-batch size

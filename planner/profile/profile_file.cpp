@@ -6,6 +6,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -229,6 +230,17 @@ std::string ProfileToYaml(const Profile& p) {
     for (const auto& pair : p.whole_scale) EmitFlowSeq(out, pair);
     out << YAML::EndSeq;
   }
+  if (!p.paced_sizes.empty()) {
+    out << YAML::Key << "paced_sizes" << YAML::Value << YAML::BeginSeq;
+    for (const Profile::PacedSize& paced : p.paced_sizes) {
+      out << YAML::Flow << YAML::BeginMap;
+      out << YAML::Key << "size" << YAML::Value << paced.size;
+      out << YAML::Key << "anchor" << YAML::Value << paced.anchor;
+      out << YAML::Key << "pace" << YAML::Value << paced.pace;
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
   if (p.accumulate_ms_per_mib > 0) {
     out << YAML::Key << "accumulate_ms_per_mib" << YAML::Value << p.accumulate_ms_per_mib;
   }
@@ -303,7 +315,7 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
                  {"shared_slowdown", "shared_slowdown_microbatch", "shared_slowdown_sizes", "shared_slowdown_by_size",
                   "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "process_link",
                   "allreduce_link", "allreduce_after_step", "step_overhead_ms",
-                  "pass_band", "reference_ms", "reference_band", "pass_scale", "whole_scale",
+                  "pass_band", "reference_ms", "reference_band", "pass_scale", "whole_scale", "paced_sizes",
                   "engine_walk_us",  // as autograd_nodes, ignored
                   "accumulate_ms_per_mib", "optimizer_ms_per_mib", "optimizer_slowdown", "node_overhead_ms"});
   Profile p;
@@ -375,6 +387,22 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
       rows[i].ExpectList(2);
       p.whole_scale.push_back({rows[i][0].NumberIn(0, YamlCursor::kNoLimit, "a factor", true),
                                rows[i][1].NumberIn(0, YamlCursor::kNoLimit, "a factor", true)});
+    }
+  }
+  if (root.Has("paced_sizes")) {
+    const YamlCursor list = root["paced_sizes"];
+    const auto measured = [&](const YamlCursor& at) {
+      const int64_t size = at.Int();
+      const auto& sizes = p.microbatch_sizes;
+      if (std::find(sizes.begin(), sizes.end(), size) == sizes.end()) {
+        at.Fail(Concat("expected one of microbatch_sizes, found ", size));
+      }
+      return size;
+    };
+    for (int i = 0, n = list.ExpectList(); i < n; ++i) {
+      list[i].ExpectMap({"size", "anchor", "pace"}, {});
+      p.paced_sizes.push_back({measured(list[i]["size"]), measured(list[i]["anchor"]),
+                               list[i]["pace"].NumberIn(0, YamlCursor::kNoLimit, "a factor", true)});
     }
   }
   if (root.Has("accumulate_ms_per_mib")) {

@@ -49,6 +49,7 @@ mp::Profile Sample() {
   p.reference_band = {0.97, 1.05};
   p.pass_scale = 1.0125;
   p.whole_scale = {{0.875, 0.9375}, {0.9375, 1}, {1, 1.0625}};
+  p.paced_sizes = {{8, 2, 0.8125}};
   p.accumulate_ms_per_mib = 0.0625;
   p.optimizer_ms_per_mib = {{"sgd", 0.125}, {"momentum", 0.25}, {"adam", 0.5}, {"adamw", 0.5625}};
   p.optimizer_slowdown = {1, 1.5};
@@ -386,6 +387,54 @@ TEST_CASE("I and W: measured where the profile has them, else halves for a node 
   text.erase(at, text.find(']', at) + 1 - at);
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(text, "p.yaml"),
                        doctest::Contains("expected input_backward_ms and weight_backward_ms together"), mp::InputError);
+}
+
+TEST_CASE("a size measured later takes the profile's pace from a size it holds, measured again beside it") {
+  const mp::Profile p = Sample();  // sizes 1, 2, 8
+  CHECK(mp::AnchorSize(p, 4) == 2);  // the largest below
+  CHECK(mp::AnchorSize(p, 16) == 8);
+  mp::Profile without_one = p;
+  without_one.microbatch_sizes = {2, 8};
+  CHECK(mp::AnchorSize(without_one, 1) == 2);  // none below: the smallest above
+  // Measured in a stretch 1.5x slower: the anchor (2) too.
+  mp::Profile more = Sample();
+  more.microbatch_sizes = {2, 4};
+  more.whole_scale = {{1, 1}, {1, 1}};
+  for (mp::NodeCost& n : more.nodes) {
+    n.forward_ms = {1.5 * (1.0 + n.id), 1.5 * (2.0 + n.id)};
+    n.backward_ms = {1.5 * 2.0, 1.5 * 4.0};
+    if (!n.input_backward_ms.empty()) n.input_backward_ms = {1.5 * 0.9, 1.5 * 1.8}, n.weight_backward_ms = {1.5 * 1.2, 1.5 * 2.4};
+    n.spread = {0.02, 0.02};
+    n.flops = {2e6, 4e6};
+    n.bytes_moved = {8192, 16384};
+    if (!n.backward_working_bytes.empty()) n.forward_working_bytes = {0, 0}, n.backward_working_bytes = {600, 1200};
+  }
+  mp::Profile elsewhere = more;  // a profile without the anchor: left alone
+  CHECK(mp::PaceToAnchor(elsewhere, p, 4) == 1);
+  CHECK(elsewhere.nodes[1].forward_ms == more.nodes[1].forward_ms);
+  CHECK(mp::PaceToAnchor(more, p, 2) == doctest::Approx(1 / 1.5));
+  mp::Profile merged = p;
+  mp::MergeSizes(merged, more);
+  CHECK(merged.microbatch_sizes == std::vector<int64_t>{1, 2, 4, 8});
+  for (const mp::NodeCost& n : merged.nodes) {
+    CAPTURE(n.id);
+    CHECK(n.forward_ms[2] == doctest::Approx(2.0 + n.id));  // the profile's pace, not the stretch's
+    CHECK(n.backward_ms[2] == doctest::Approx(4.0));
+    CHECK(n.forward_ms[1] == p.nodes[size_t(n.id)].forward_ms[1]);  // the anchor keeps the profile's own
+  }
+  CHECK(merged.nodes[1].input_backward_ms[2] == doctest::Approx(1.8));
+  CHECK(merged.nodes[1].weight_backward_ms[2] == doctest::Approx(2.4));
+}
+
+TEST_CASE("a profile's paced sizes must be sizes it holds") {
+  std::string text = mp::ProfileToYaml(Sample());
+  const size_t at = text.find("paced_sizes:");
+  REQUIRE(at != std::string::npos);
+  const size_t size = text.find("size: 8", at);
+  REQUIRE(size != std::string::npos);
+  text.replace(size, 7, "size: 4");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(text, "p.yaml"),
+                       doctest::Contains("expected one of microbatch_sizes, found 4"), mp::InputError);
 }
 
 TEST_CASE("sizes measured later join the profile in order, and replace the line between their neighbours") {
