@@ -116,9 +116,8 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
     // middle mean read 0.6 to 3.2 ms, five runs in a row).
     std::vector<std::string> stepping;
     for (const mp::Plan& plan : read) {
-      stepping.push_back(quick ? steps
-                               : "--warmup 2 --steps " +
-                                     std::to_string(std::clamp(int(1000 / std::max(plan.predicted.step_ms, 1.0)), 10, 100)));
+      const int count = std::clamp(int(1000 / std::max(plan.predicted.step_ms, 1.0)), 10, 100);
+      stepping.push_back(quick ? steps : "--warmup 2 --steps " + std::to_string(count));
     }
     for (int r = 0; r < repeats; ++r) {
       for (size_t l = 0; l < layouts.size(); ++l) {

@@ -147,10 +147,8 @@ struct Measured {
   double optimizer_ms = 0;         // training: the device with the most to step (device_optimizer_ms' largest)
 };
 
-// Idle share of device time: each device's step time less its stages'
-// busy time and its optimizer's step (work, as the simulator counts it),
-// over devices x step.
-// Each device's work in a step: its stages' busy time and its optimizer's step.
+// Each device's work in a step: its stages' busy time and its optimizer's
+// step (work, as the simulator counts it).
 std::vector<double> DeviceBusy(const mp::Plan& plan, const mp::PipelineRun& run) {
   std::vector<double> busy(plan.programs.size(), 0);
   for (const mp::PlanStage& stage : plan.stages) busy[stage.program] += run.busy_ms.at(stage.id);
@@ -160,6 +158,8 @@ std::vector<double> DeviceBusy(const mp::Plan& plan, const mp::PipelineRun& run)
   return busy;
 }
 
+// Idle share of device time: each device's step time less its work, over
+// devices x step.
 double Bubble(const mp::Plan& plan, const mp::PipelineRun& run) {
   const double step_ms = run.step_ms;
   const std::vector<double> busy = DeviceBusy(plan, run);

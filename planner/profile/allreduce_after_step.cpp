@@ -6,6 +6,7 @@
 
 #include "common/cpu_affinity.h"
 #include "common/error.h"
+#include "common/sanitizer_build.h"
 #include "common/worker_pool.h"
 #include "planner/graph/run_graph.h"
 #include "planner/profile/whole_graph.h"
@@ -15,7 +16,10 @@ namespace {
 
 constexpr int kStepWarmup = 2;
 constexpr int kMinStepRounds = 4;
-constexpr int kMaxStepRounds = 100;  // a small model's sums over about a second: its slow and fast stretches last that long
+// A small model's sums over about a second: its slow and fast stretches
+// last hundreds of milliseconds. Under a sanitizer the figures mean
+// nothing and every byte summed is checked: the fewest.
+constexpr int kMaxStepRounds = kUnderSanitizer ? kMinStepRounds : 100;
 constexpr double kStepBudgetMs = 2000;  // of steps, per rank
 
 }  // namespace

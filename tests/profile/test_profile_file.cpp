@@ -403,7 +403,10 @@ TEST_CASE("a size measured later takes the profile's pace from a size it holds, 
   for (mp::NodeCost& n : more.nodes) {
     n.forward_ms = {1.5 * (1.0 + n.id), 1.5 * (2.0 + n.id)};
     n.backward_ms = {1.5 * 2.0, 1.5 * 4.0};
-    if (!n.input_backward_ms.empty()) n.input_backward_ms = {1.5 * 0.9, 1.5 * 1.8}, n.weight_backward_ms = {1.5 * 1.2, 1.5 * 2.4};
+    if (!n.input_backward_ms.empty()) {
+      n.input_backward_ms = {1.5 * 0.9, 1.5 * 1.8};
+      n.weight_backward_ms = {1.5 * 1.2, 1.5 * 2.4};
+    }
     n.spread = {0.02, 0.02};
     n.flops = {2e6, 4e6};
     n.bytes_moved = {8192, 16384};
