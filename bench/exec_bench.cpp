@@ -393,10 +393,8 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
     for (int m : counts) sizes.push_back(c.batch / m);
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-    std::string size_list;
-    for (int64_t size : sizes) size_list += (size_list.empty() ? "" : ",") + std::to_string(size);
     MakePlan(mpplan, model, out + "/" + c.file + ".schedules.plan.yaml", true, 2, 2, c.batch, true, "",
-             "--profile-out " + profile + " --microbatch-sizes " + size_list);
+             "--profile-out " + profile + " --microbatch-sizes " + mp::SizeList(sizes));
     for (int m : counts) {
       std::vector<std::string> plans;
       std::vector<mp::Plan> read;

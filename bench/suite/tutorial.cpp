@@ -9,6 +9,7 @@
 
 #include "bench/suite/process.h"
 #include "bench/suite/svg_chart.h"
+#include "planner/profile/profile.h"
 
 namespace mp::bench {
 namespace {
@@ -31,8 +32,7 @@ Section TutorialResNet(const Suite& suite) {
   std::set<int64_t> sizes(splits.begin(), splits.end());
   sizes.insert(batch);
   if (!suite.smoke) sizes.insert(24);  // between 20 and 40, where mpplan's choice tends to be
-  std::string size_list;
-  for (int64_t s : sizes) size_list += (size_list.empty() ? "" : ",") + std::to_string(s);
+  const std::string size_list = SizeList({sizes.begin(), sizes.end()});
 
   const std::string profile = suite.out + "/tutorial_resnet50.profile.yaml";
   std::vector<PlanCase> cases;

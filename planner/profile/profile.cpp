@@ -149,4 +149,10 @@ double OptimizerMsPerMib(const Profile& profile, const std::string& optimizer) {
   return it == profile.optimizer_ms_per_mib.end() ? 0 : it->second;
 }
 
+std::string SizeList(const std::vector<int64_t>& sizes) {
+  std::string out;
+  for (int64_t s : sizes) out += (out.empty() ? "" : ",") + std::to_string(s);
+  return out;
+}
+
 }  // namespace mp

@@ -257,4 +257,7 @@ int64_t ForwardWorkingBytes(const Profile& profile, int node, int64_t microbatch
 int64_t BackwardWorkingBytes(const Profile& profile, int node, int64_t microbatch);
 int64_t ValueBytesAt(const Profile& profile, int value, int64_t microbatch);
 
+// Micro-batch sizes as --microbatch-sizes takes them: "1,8,32".
+std::string SizeList(const std::vector<int64_t>& sizes);
+
 }  // namespace mp

@@ -56,12 +56,6 @@ Profile Measure(const CanonicalGraph& canonical, const ProfileRequest& request,
   return profile;
 }
 
-std::string JoinSizes(const std::vector<int64_t>& sizes) {
-  std::string out;
-  for (int64_t s : sizes) out += (out.empty() ? "" : ",") + std::to_string(s);
-  return out;
-}
-
 std::vector<int64_t> SortedUnique(std::vector<int64_t> sizes) {
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
@@ -128,8 +122,8 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
                        request.device, request.profile_in);
     const std::vector<int64_t> sizes = SortedUnique(request.microbatch_sizes);
     if (!sizes.empty() && sizes != result.profile.microbatch_sizes) {
-      throw InputError(Concat("--microbatch-sizes ", JoinSizes(request.microbatch_sizes), ": ", request.profile_in,
-                              " was measured at ", JoinSizes(result.profile.microbatch_sizes),
+      throw InputError(Concat("--microbatch-sizes ", SizeList(request.microbatch_sizes), ": ", request.profile_in,
+                              " was measured at ", SizeList(result.profile.microbatch_sizes),
                               "; to plan at others, profile again without --profile-in"));
     }
   } else if (!request.device_profile.empty()) {
