@@ -15,3 +15,17 @@
 #undef CHECK_GT
 
 #include <doctest/doctest.h>
+
+#include "common/sanitizer_build.h"
+
+namespace mp::test {
+
+// `TEST_CASE("..." * NotUnderTsan())`: a case that runs no thread of ours
+// that other cases of its file do not run the same way, and checks what a
+// feature makes of it: a checkpoint, torch.save files, Python reading the
+// results, or how close a prediction comes. The TSan job (tools/sanitize.sh
+// tsan), which looks for races between threads, skips it: it spent a
+// quarter of that job's test time there. The plain and ASan builds run it.
+inline doctest::skip NotUnderTsan() { return doctest::skip(mp::kUnderThreadSanitizer); }
+
+}  // namespace mp::test

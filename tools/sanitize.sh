@@ -13,7 +13,11 @@
 #                            allocate through (test_memory), and the link probe's
 #                            two ranks, threads of one process (test_link_probe; its
 #                            failing-rank case skips itself under TSan: Gloo's
-#                            exception hand-off is not instrumented).
+#                            exception hand-off is not instrumented). Cases marked
+#                            NotUnderTsan (tests/doctest_torch.h) skip themselves:
+#                            they run no thread the others do not (a checkpoint,
+#                            torch.save files, Python reading results, how close a
+#                            memory prediction comes).
 #
 # Both run every test case of theirs but test_bench_suite (asan: the
 # benchmark harness's smoke run, over 5 minutes under ASan for mpplan and

@@ -247,7 +247,8 @@ TEST_CASE("a frozen feature extractor holds no gradients or optimizer state, pre
   CHECK(params == ParameterBytes("heldout/finetune.script.pt"));
 }
 
-TEST_CASE("stages that recompute hold less, measured and predicted, for a forward more in the backward") {
+TEST_CASE("stages that recompute hold less, measured and predicted, for a forward more in the backward" *
+          mp::test::NotUnderTsan()) {
   // GPipe holds all 8 micro-batches' activations at once: the case recomputation is for.
   const std::string flags = "--gpus 2 --stages 2 --microbatches 8 --batch 16 --schedule gpipe --optimizer sgd";
   const std::string keep = Plan("gpt.script.pt", "keep", flags + " --recompute never");
@@ -265,7 +266,8 @@ TEST_CASE("stages that recompute hold less, measured and predicted, for a forwar
 }
 
 
-TEST_CASE("a stage of zb-h1 that runs B in place of I and W holds what 1f1b's does, measured and predicted") {
+TEST_CASE("a stage of zb-h1 that runs B in place of I and W holds what 1f1b's does, measured and predicted" *
+          mp::test::NotUnderTsan()) {
   // WithWholeBackward (the planner's choice where I + W costs more than it
   // fills): the last stage's micro-batches were done only at W, which that
   // stage no longer runs, so each was held to the end of the step: the
@@ -329,7 +331,8 @@ TEST_CASE("what I keeps for W inside aten::lstm is predicted: the zb-h1 device w
 // zb-h1 first device kept the inputs the second saved for its W. mpexec now
 // copies what it receives while it counts, and a split backward lets go of
 // the gradients that came back, and of the ones it sent, at I.
-TEST_CASE("a device holds what it receives: Branchy's 2-stage devices are predicted within 10%, run after run") {
+TEST_CASE("a device holds what it receives: Branchy's 2-stage devices are predicted within 10%, run after run" *
+          mp::test::NotUnderTsan()) {
   for (const std::string schedule : {"1f1b", "zb-h1"}) {
     CAPTURE(schedule);
     const std::string flags = "--gpus 2 --stages 2 --batch 16 --microbatches 4 --optimizer momentum --schedule ";
@@ -355,7 +358,8 @@ TEST_CASE("a device holds what it receives: Branchy's 2-stage devices are predic
 // mpexec held until W: 11% over the plan on GPT's 4-stage zb-h1 last
 // device, which reads as planned (0.0%) once I drops them. Its W makes the
 // stage's gradients before it lets go of what I kept for it.
-TEST_CASE("zb-h1's last stage lets go of the model's outputs at I: GPT's last device predicted within 5%") {
+TEST_CASE("zb-h1's last stage lets go of the model's outputs at I: GPT's last device predicted within 5%" *
+          mp::test::NotUnderTsan()) {
   const std::string plan = Plan("gpt.script.pt", "zb-h1-4",
                                 "--gpus 4 --stages 4 --batch 16 --microbatches 4 --optimizer sgd --schedule zb-h1");
   const auto devices = MemoryDevices(plan + " --steps 1");

@@ -213,7 +213,7 @@ TEST_CASE("a plan profiled with 2 threads a stage, run with 1: the drift referen
 }
 
 TEST_CASE("a plan for devices that are not here is refused, and runs on CPU workers with --device cpu without an "
-          "error figure") {
+          "error figure" * mp::test::NotUnderTsan()) {
   const std::string plan = Plan(ZooPath("mlp.script.pt"), "mlp.a100", "--mode infer --gpus 2 --stages 2");
   const auto refused = mp::test::RunTool(MP_MPEXEC, plan + " --steps 1");
   CHECK(refused.status == 1);
@@ -364,7 +364,7 @@ TEST_CASE("a model's warnings.warn is printed once a process, not at every forwa
   CHECK(mp::testing::Count(run.out, "GoogleNetOutputs") == 1);  // nor in c10's own form
 }
 
-TEST_CASE("a model changed since planning is refused") {
+TEST_CASE("a model changed since planning is refused" * mp::test::NotUnderTsan()) {
   std::filesystem::create_directories(TempPath("changed"));
   const std::string model = TempPath("changed/model.pt");
   std::filesystem::copy_file(ZooPath("toy.script.pt"), model, std::filesystem::copy_options::overwrite_existing);
@@ -376,7 +376,8 @@ TEST_CASE("a model changed since planning is refused") {
   CHECK(run.out.find("has changed since it was planned") != std::string::npos);
 }
 
-TEST_CASE("--model runs the plan on a checkpoint of the same graph: training goes on from its weights") {
+TEST_CASE("--model runs the plan on a checkpoint of the same graph: training goes on from its weights" *
+          mp::test::NotUnderTsan()) {
   std::filesystem::create_directories(TempPath("resume"));
   const std::string model = TempPath("resume/mlp.pt"), trained = TempPath("resume/mlp.trained.pt");
   std::filesystem::copy_file(ZooPath("mlp.script.pt"), model, std::filesystem::copy_options::overwrite_existing);
@@ -414,7 +415,8 @@ TEST_CASE("--model runs the plan on a checkpoint of the same graph: training goe
   CHECK(mp::Sha256File(model) == mp::Sha256File(ZooPath("mlp.script.pt")));
 }
 
-TEST_CASE("--input takes a dict of tensors by input name, as a Hugging Face batch is, and refuses a key the plan lacks") {
+TEST_CASE("--input takes a dict of tensors by input name, as a Hugging Face batch is, and refuses a key the plan lacks" *
+          mp::test::NotUnderTsan()) {
   // heldout/bert_style planned with input_ids and token_type_ids, its
   // attention_mask left out (named inputs, bound by name).
   const std::string plan = Plan(ZooPath("heldout/bert_style.script.pt"), "bert_style.dict",
@@ -457,7 +459,7 @@ TEST_CASE("--input takes a dict of tensors by input name, as a Hugging Face batc
   CHECK(fewer.out.find("the dict has no 'token_type_ids'") != std::string::npos);
 }
 
-TEST_CASE("--input and --output exchange tensors with Python's torch.save and torch.load") {
+TEST_CASE("--input and --output exchange tensors with Python's torch.save and torch.load" * mp::test::NotUnderTsan()) {
   const std::string in = TempPath("lstm.in.pt"), out = TempPath("lstm.out.pt");
   std::filesystem::remove(out);
   const std::string python = MP_PYTHON;

@@ -319,7 +319,8 @@ TEST_CASE("a teacher under torch.no_grad() stays frozen over 2 stages and replic
   }
 }
 
-TEST_CASE("a model with Hugging Face's signature trains with its optional inputs left out and given") {
+TEST_CASE("a model with Hugging Face's signature trains with its optional inputs left out and given" *
+          mp::test::NotUnderTsan()) {
   // heldout/bert_style: its spec gives input_ids, so attention_mask and
   // token_type_ids are None (ones and zeros inside); given by --input,
   // they are the plan's inputs.
@@ -354,7 +355,8 @@ TEST_CASE("a model with Hugging Face's signature trains with its optional inputs
   }
 }
 
-TEST_CASE("the trained model is saved as TorchScript that Python loads, and mpplan plans it again") {
+TEST_CASE("the trained model is saved as TorchScript that Python loads, and mpplan plans it again" *
+          mp::test::NotUnderTsan()) {
   const std::string plan = TrainPlan("mlp.script.pt", 2, "1f1b");
   const std::string saved = TempPath("mlp.trained.pt");
   std::filesystem::remove(saved);
@@ -435,7 +437,8 @@ TEST_CASE("a model's own loss is a mean, a sum or neither by what it did with th
   CHECK(mp::MicrobatchLoss(loss, ones, mp::LossKind::kOutput, 8, mp::LossReduction::kSum).item<double>() == 3.0);
 }
 
-TEST_CASE("a model that computes its own loss trains on it with --loss output, as on one device") {
+TEST_CASE("a model that computes its own loss trains on it with --loss output, as on one device" *
+          mp::test::NotUnderTsan()) {
   // heldout/nanogpt: forward(idx, targets) returns (logits, loss), a mean
   // cross-entropy. mpexec trained mse on the logits and said nothing.
   // heldout/hf_classifier returns {"loss": ..., "logits": ...}.
@@ -525,7 +528,8 @@ TEST_CASE("mpexec runs the plan's optimizer: AdamW with clipped gradients trains
   CHECK(Mpexec(infer + " --optimizer adam").out == "mpexec: --optimizer: this is an inference plan; it trains nothing\n");
 }
 
-TEST_CASE("pipelined over two processes, the model trains as PyTorch's torch.optim and clip_grad_norm_ train it") {
+TEST_CASE("pipelined over two processes, the model trains as PyTorch's torch.optim and clip_grad_norm_ train it" *
+          mp::test::NotUnderTsan()) {
   // The same 8 sequences, 4 micro-batches of 2, 3 steps: PyTorch eager in
   // Python (the micro-batches' losses scaled by their share and
   // accumulated, clip_grad_norm_, then the optimizer) against mpexec.
@@ -594,7 +598,8 @@ TEST_CASE("pipelined over two processes, the model trains as PyTorch's torch.opt
   }
 }
 
-TEST_CASE("a run resumed with --model and --load-optimizer goes on as one run of all the steps would") {
+TEST_CASE("a run resumed with --model and --load-optimizer goes on as one run of all the steps would" *
+          mp::test::NotUnderTsan()) {
   // --save keeps the weights only; without the optimizer's state a resumed
   // AdamW starts its moments afresh and trains another model.
   const std::string plan = TrainPlan("heldout/nanogpt.script.pt", 2, "zbv", "--optimizer adamw", 4);
@@ -631,7 +636,7 @@ TEST_CASE("a run resumed with --model and --load-optimizer goes on as one run of
         "mpexec: --save-optimizer " + state + ": the same file as --save\n");
 }
 
-TEST_CASE("labels come from torch.save files, checked against the loss") {
+TEST_CASE("labels come from torch.save files, checked against the loss" * mp::test::NotUnderTsan()) {
   const std::string plan = TrainPlan("gpt.script.pt", 2, "1f1b");
   const std::string good = TempPath("gpt.labels.pt"), bad = TempPath("gpt.badlabels.pt");
   const auto saved = mp::test::RunTool(
