@@ -47,10 +47,11 @@
 # Set MP_TEST_ZOO yourself to choose others, or to empty to sweep the whole
 # zoo (MP_TEST_ZOO= tools/sanitize.sh asan).
 #
-# On 2 cores (2026-12-05, fresh clones): asan 355-428 s to build with
+# On 2 cores (2026-12-05, fresh clones): asan 355-443 s to build with
 # clang (GCC took 749 to 844 s on a slow host; the same translation unit
-# 0.47x of GCC's time, alternated) and 627-759 s to test (CI's run of the
-# code before asan_cpu_cache.cpp: 796 s); tsan 161-192 + 376-516 s.
+# 0.47x of GCC's time, alternated) and 616-759 s to test (CI's run of the
+# code before asan_cpu_cache.cpp: 796 s); tsan 135-192 + 281-516 s (281
+# with the NotUnderTsan cases skipped, 438 before on the same host).
 #
 # Any report fails the test it happens in: UB aborts (-fno-sanitize-recover),
 # ASan and TSan halt on the first error, and every sanitizer exits with 66,

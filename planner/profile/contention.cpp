@@ -32,8 +32,9 @@ struct RunTimes {
 namespace {
 
 // Turns until they span this long, after the fewest asked for. Under a
-// sanitizer the factor means nothing and the span's two to four workers
-// kept both cores of a CI machine busy in every measured plan: the fewest.
+// sanitizer the factor means nothing (as the link probe's figures, and
+// the after-step probe's): the fewest, not a span of two or more workers
+// in every measured plan of the sanitizer jobs' tests.
 constexpr double kSpanMs = kUnderSanitizer ? 0 : 400;
 constexpr int kMaxTurns = 40;
 
