@@ -415,8 +415,8 @@ TEST_CASE("--model runs the plan on a checkpoint of the same graph: training goe
   CHECK(mp::Sha256File(model) == mp::Sha256File(ZooPath("mlp.script.pt")));
 }
 
-TEST_CASE("--input takes a dict of tensors by input name, as a Hugging Face batch is, and refuses a key the plan lacks" *
-          mp::test::NotUnderTsan()) {
+TEST_CASE("--input takes a dict of tensors by input name, as a Hugging Face batch is, and refuses a key the plan "
+          "lacks" * mp::test::NotUnderTsan()) {
   // heldout/bert_style planned with input_ids and token_type_ids, its
   // attention_mask left out (named inputs, bound by name).
   const std::string plan = Plan(ZooPath("heldout/bert_style.script.pt"), "bert_style.dict",
