@@ -17,11 +17,13 @@
 //               the predicted band in 5/6 of the turns; at most 2/3 of
 //               the errors positive.
 //   schedules   the zoo MLP and GPT on 2 devices, 1 thread each, M = 2, 4, 8,
-//               one profile per model (measured at each M's micro-batch
-//               size, as mpplan measures its plan's): every schedule's measured step and
+//               in 3 turns, each profiling the model afresh (measured at
+//               each M's micro-batch size, as mpplan measures its plan's)
+//               and planning from that: every schedule's measured step and
 //               bubble (idle share of device time) beside the predicted,
-//               the plans run in this process one step each in turn, 21
-//               rounds, the order rotated (the median step counts);
+//               the plans run in this process one step each in turn, 7
+//               rounds a turn, the order rotated (a turn's median step
+//               counts; every figure judged is the median turn's);
 //               dualpipev at M >= 4 (2K);
 //               targets: interleaved-1f1b, zb-h1, zbv and dualpipev faster
 //               than 1f1b wherever predicted more than 5% faster, and every
@@ -352,11 +354,118 @@ bool OptimizerStep(const std::string& mpplan, const std::string& mpexec, const s
 }
 
 // schedules: the zoo MLP and GPT on 2 devices, M = 2, 4, 8, every schedule
-// (and auto, and 1f1b twice for the noise) planned from one profile per
-// model, then run in this process, one step of each plan in turn (the
+// (and auto, and 1f1b twice for the noise), in turns: each turn profiles
+// the model afresh and plans every (M, schedule) from that profile, then
+// runs each M's plans in this process, one step of each plan in turn (the
 // order rotated each round), so a slow stretch of the machine falls on
-// every schedule alike; a plan's step is the median of its steps. Writes
+// every schedule alike; a plan's step in a turn is the median of its
+// steps, and a figure judged is the median turn's. Writes
 // OUT/schedules.svg. True when every target is met.
+const std::vector<std::string> kSchedules = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1",
+                                             "zbv",   "dualpipev", "auto", "1f1b"};
+// kAuto is the search's own choice; kAgain repeats 1f1b for the noise.
+const size_t kOneF = 1, kAuto = 6, kAgain = 7;
+const std::vector<size_t> kHandPicked = {0, 2, 3, 4, 5}, kBeyond1F1B = {2, 3, 4, 5};
+
+// One turn of one model at one M: every schedule's plan from the turn's
+// profile, and what its steps measured.
+struct ScheduleTurn {
+  std::vector<bool> ran;       // dualpipev needs M >= 2K: not at M = 2
+  std::vector<mp::Plan> read;  // [schedule]
+  std::vector<double> measured, predicted, bubble;
+  double drift = 1;
+  bool drift_measured = false;
+};
+
+ScheduleTurn RunScheduleTurn(const std::string& mpplan, const std::string& model, const std::string& prefix,
+                             const std::string& profile, int64_t batch, int m, int warmup, int rounds) {
+  ScheduleTurn t;
+  const size_t n = kSchedules.size();
+  t.ran.assign(n, true);
+  t.read.resize(n);
+  t.measured.resize(n);
+  t.predicted.resize(n);
+  t.bubble.resize(n);
+  std::vector<std::string> plans(n);
+  for (size_t k = 0; k < n; ++k) {
+    if (kSchedules[k] == "dualpipev" && m < 4) {
+      t.ran[k] = false;
+      continue;
+    }
+    plans[k] = MakePlan(mpplan, model,
+                        prefix + ".M" + std::to_string(m) + "." + kSchedules[k] + (k == kAgain ? ".again" : "") +
+                            ".plan.yaml",
+                        true, 2, m, batch, true, "", "--schedule " + kSchedules[k] + " --profile-in " + profile);
+    t.read[k] = mp::ReadPlan(plans[k]);
+    t.predicted[k] = t.read[k].predicted.step_ms;
+  }
+  // Every plan in this process, one step of each in turn: the step
+  // interleaving puts each plan on the machine as it is at that moment,
+  // where a process a plan would meet a different stretch of it (the
+  // VM's vCPUs trade speeds every few seconds). Rotated each round.
+  std::vector<std::unique_ptr<mp::Executor>> execs;
+  std::vector<std::function<mp::PipelineRun()>> step;
+  std::vector<std::vector<double>> steps(n), bubbles(n);
+  std::vector<std::vector<std::vector<double>>> device_busy(n);  // [plan][device][round]
+  for (size_t k = 0; k < n; ++k) {
+    execs.push_back(t.ran[k] ? std::make_unique<mp::Executor>(plans[k], OneThread()) : nullptr);
+    step.push_back(t.ran[k] ? Stepper(*execs.back()) : nullptr);
+  }
+  // The machine's speed against the profile's, as mpexec --rescale
+  // takes it: the drift reference before the rounds and after every
+  // step (the plans share the profile, so its reference).
+  mp::DriftProbe drift_probe(t.read[kOneF], 1);
+  drift_probe.Sample(5);
+  for (int round = 0; round < warmup + rounds; ++round) {
+    for (size_t i = 0; i < n; ++i) {
+      const size_t k = (i + size_t(round) * 3) % n;
+      if (!t.ran[k]) continue;
+      const mp::PipelineRun r = step[k]();
+      drift_probe.AfterStep();
+      if (round < warmup) continue;
+      steps[k].push_back(r.step_ms);
+      bubbles[k].push_back(Bubble(t.read[k], r));
+      const std::vector<double> busy = DeviceBusy(t.read[k], r);
+      device_busy[k].resize(busy.size());
+      for (size_t d = 0; d < busy.size(); ++d) device_busy[k][d].push_back(busy[d]);
+    }
+  }
+  for (size_t k = 0; k < n; ++k) {
+    if (!t.ran[k]) continue;
+    t.measured[k] = Median(steps[k]);
+    t.bubble[k] = Median(bubbles[k]);
+    // Each device's work (its stages and its optimizer) against the
+    // plan's: a miss in the work is the compute, one beside it the waits.
+    std::string work;
+    for (size_t d = 0; d < device_busy[k].size(); ++d) {
+      double planned = 0;
+      for (const mp::PlanStage& stage : t.read[k].stages) {
+        if (stage.program == int(d)) planned += stage.busy_fraction * t.predicted[k] + stage.optimizer_ms;
+      }
+      char one[48];
+      std::snprintf(one, sizeof one, "%s%.1f / %.1f", d ? ", " : "", Median(device_busy[k][d]), planned);
+      work += one;
+    }
+    std::fprintf(stderr, "schedules %s M=%d: %s %.1f / %.1f ms, steps %.1f to %.1f; devices' work %s ms\n",
+                 std::filesystem::path(prefix).filename().c_str(), m, kSchedules[k].c_str(), t.measured[k], t.predicted[k],
+                 *std::min_element(steps[k].begin(), steps[k].end()),
+                 *std::max_element(steps[k].begin(), steps[k].end()), work.c_str());
+  }
+  const mp::Drift drift = drift_probe.Result();
+  t.drift = drift.factor;
+  t.drift_measured = drift.measured;
+  return t;
+}
+
+// The median over the turns of f(turn).
+double OverTurns(const std::vector<ScheduleTurn>& turns, const std::function<double(const ScheduleTurn&)>& f) {
+  std::vector<double> v;
+  for (const ScheduleTurn& t : turns) v.push_back(f(t));
+  return Median(v);
+}
+
+double OneF(const ScheduleTurn& t) { return (t.measured[kOneF] + t.measured[kAgain]) / 2; }
+
 bool Schedules(const std::string& mpplan, const std::string& models, const std::string& out, bool quick) {
   struct Case {
     std::string file, name;
@@ -364,13 +473,7 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
   };
   std::vector<Case> cases = {{"mlp.script.pt", "MLP", 256}, {"gpt.script.pt", "GPT", 16}};
   const std::vector<int> counts = quick ? std::vector<int>{2} : std::vector<int>{2, 4, 8};
-  // kAuto is the search's own choice; kAgain repeats 1f1b for the noise.
-  // dualpipev needs M >= 2K: not at M = 2.
-  const std::vector<std::string> schedules = {"gpipe", "1f1b",      "interleaved-1f1b", "zb-h1",
-                                              "zbv",   "dualpipev", "auto",             "1f1b"};
-  const size_t kOneF = 1, kAuto = 6, kAgain = 7;
-  const std::vector<size_t> kHandPicked = {0, 2, 3, 4, 5}, kBeyond1F1B = {2, 3, 4, 5};
-  const int warmup = 2, rounds = quick ? 3 : 21;
+  const int warmup = 2, rounds = quick ? 3 : 7, turn_count = quick ? 1 : 3;
   if (quick) cases.resize(1);
   int faster = 0, faster_wanted = 0, within = 0, rescaled_within = 0, runs = 0, relative_within = 0, relative_runs = 0;
   std::vector<double> noise, auto_excess, drifts;
@@ -378,12 +481,12 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
   std::vector<size_t> identical_case;  // the case (index into auto_excess) of each
   std::string auto_choices;
   mp::bench::BarChart chart;
-  chart.title = "Measured step against 1f1b's on 2 CPU devices (median of " + std::to_string(rounds) + " interleaved steps)";
+  chart.title = "Measured step against 1f1b's on 2 CPU devices (median of " + std::to_string(turn_count) +
+                " turns, each the median of " + std::to_string(rounds) + " interleaved steps)";
   chart.y_label = "step / 1f1b step";
-  chart.series.assign(schedules.begin(), schedules.end() - 1);
+  chart.series.assign(kSchedules.begin(), kSchedules.end() - 1);
   for (const Case& c : cases) {
     const std::string model = models + "/" + c.file;
-    const std::string profile = out + "/" + c.file + ".schedules.profile.yaml";
     // Measured at every micro-batch size the cases run, as mpplan measures
     // the size of the plan it chooses: from a profile without it, a plan's
     // node times are interpolated between neighbouring sizes (the MLP's
@@ -393,143 +496,122 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
     for (int m : counts) sizes.push_back(c.batch / m);
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-    MakePlan(mpplan, model, out + "/" + c.file + ".schedules.plan.yaml", true, 2, 2, c.batch, true, "",
-             "--profile-out " + profile + " --microbatch-sizes " + mp::SizeList(sizes));
-    for (int m : counts) {
-      std::vector<std::string> plans;
-      std::vector<mp::Plan> read;
-      std::vector<bool> ran(schedules.size(), true);
-      for (size_t k = 0; k < schedules.size(); ++k) {
-        if (schedules[k] == "dualpipev" && m < 4) {
-          ran[k] = false;
-          plans.emplace_back();
-          read.emplace_back();
-          continue;
-        }
-        const std::string path = out + "/" + c.file + ".M" + std::to_string(m) + "." + schedules[k] +
-                                 (k == kAgain ? ".again" : "") + ".plan.yaml";
-        plans.push_back(MakePlan(mpplan, model, path, true, 2, m, c.batch, true, "",
-                                 "--schedule " + schedules[k] + " --profile-in " + profile));
-        read.push_back(mp::ReadPlan(path));
+    std::vector<std::vector<ScheduleTurn>> turns(counts.size());  // [M][turn]
+    for (int turn = 0; turn < turn_count; ++turn) {
+      // A profile a turn: on this shared machine the same model profiles
+      // 5-20% faster or slower minutes apart, and a plan inherits its
+      // profile's minute (the GPT's 1f1b at 2 x 8 was predicted 118 to 175
+      // ms from 20 profiles in a row).
+      const std::string prefix = out + "/" + c.file + ".t" + std::to_string(turn + 1);
+      const std::string profile = prefix + ".schedules.profile.yaml";
+      MakePlan(mpplan, model, prefix + ".schedules.plan.yaml", true, 2, 2, c.batch, true, "",
+               "--profile-out " + profile + " --microbatch-sizes " + mp::SizeList(sizes));
+      for (size_t i = 0; i < counts.size(); ++i)
+        turns[i].push_back(RunScheduleTurn(mpplan, model, prefix, profile, c.batch, counts[i], warmup, rounds));
+    }
+    for (size_t i = 0; i < counts.size(); ++i) {
+      const int m = counts[i];
+      const std::vector<ScheduleTurn>& ts = turns[i];
+      const std::vector<bool>& ran = ts[0].ran;
+      std::string list, drift_list;
+      for (const ScheduleTurn& t : ts) {
+        drifts.push_back(t.drift);
+        char one[32];
+        std::snprintf(one, sizeof one, "%s%.2f", drift_list.empty() ? "" : ", ", t.drift);
+        drift_list += one;
       }
-      // Every plan in this process, one step of each in turn: the step
-      // interleaving puts each plan on the machine as it is at that moment,
-      // where a process a plan would meet a different stretch of it (the
-      // VM's vCPUs trade speeds every few seconds). Rotated each round.
-      std::vector<std::unique_ptr<mp::Executor>> execs;
-      std::vector<std::function<mp::PipelineRun()>> step;
-      std::vector<std::vector<double>> steps(schedules.size()), bubbles(schedules.size());
-      std::vector<std::vector<std::vector<double>>> device_busy(schedules.size());  // [plan][device][round]
-      std::vector<double> predicted(schedules.size());
-      for (size_t k = 0; k < schedules.size(); ++k) {
-        execs.push_back(ran[k] ? std::make_unique<mp::Executor>(plans[k], OneThread()) : nullptr);
-        step.push_back(ran[k] ? Stepper(*execs.back()) : nullptr);
-        predicted[k] = read[k].predicted.step_ms;
-      }
-      // The machine's speed against the profile's, as mpexec --rescale
-      // takes it: the drift reference before the rounds and after every
-      // step (the plans share the profile, so its reference).
-      mp::DriftProbe drift_probe(read[kOneF], 1);
-      drift_probe.Sample(5);
-      for (int round = 0; round < warmup + rounds; ++round) {
-        for (size_t i = 0; i < schedules.size(); ++i) {
-          const size_t k = (i + size_t(round) * 3) % schedules.size();
-          if (!ran[k]) continue;
-          const mp::PipelineRun r = step[k]();
-          drift_probe.AfterStep();
-          if (round < warmup) continue;
-          steps[k].push_back(r.step_ms);
-          bubbles[k].push_back(Bubble(read[k], r));
-          const std::vector<double> busy = DeviceBusy(read[k], r);
-          device_busy[k].resize(busy.size());
-          for (size_t d = 0; d < busy.size(); ++d) device_busy[k][d].push_back(busy[d]);
-        }
-      }
-      for (size_t k = 0; k < schedules.size(); ++k) {
+      for (size_t k = 0; k < kSchedules.size(); ++k) {
         if (!ran[k]) continue;
-        // Each device's work (its stages and its optimizer) against the
-        // plan's: a miss in the work is the compute, one beside it the waits.
-        std::string work;
-        for (size_t d = 0; d < device_busy[k].size(); ++d) {
-          double planned = 0;
-          for (const mp::PlanStage& stage : read[k].stages) {
-            if (stage.program == int(d)) planned += stage.busy_fraction * predicted[k] + stage.optimizer_ms;
-          }
-          char one[48];
-          std::snprintf(one, sizeof one, "%s%.1f / %.1f", d ? ", " : "", Median(device_busy[k][d]), planned);
-          work += one;
-        }
-        std::fprintf(stderr, "schedules %s M=%d: %s %.1f / %.1f ms, steps %.1f to %.1f; devices' work %s ms\n",
-                     c.file.c_str(), m, schedules[k].c_str(), Median(steps[k]), predicted[k],
-                     *std::min_element(steps[k].begin(), steps[k].end()),
-                     *std::max_element(steps[k].begin(), steps[k].end()), work.c_str());
-      }
-      const mp::Drift drift = drift_probe.Result();
-      drifts.push_back(drift.factor);
-      std::vector<double> measured(schedules.size());
-      std::string list;
-      for (size_t k = 0; k < schedules.size(); ++k) {
-        if (!ran[k]) continue;
-        measured[k] = Median(steps[k]);
-        within += std::abs(measured[k] / predicted[k] - 1) <= 0.10;
-        rescaled_within += std::abs(measured[k] / (predicted[k] * drift.factor) - 1) <= 0.10;
+        const double error = OverTurns(ts, [&](const ScheduleTurn& t) { return t.measured[k] / t.predicted[k]; });
+        const double rescaled =
+            OverTurns(ts, [&](const ScheduleTurn& t) { return t.measured[k] / (t.predicted[k] * t.drift); });
+        within += std::abs(error - 1) <= 0.10;
+        rescaled_within += std::abs(rescaled - 1) <= 0.10;
         runs += 1;
-        std::string label = k == kAgain ? "1f1b again" : schedules[k];
-        if (k == kAuto) {
-          std::string same;
-          for (size_t h = 0; h < kAuto; ++h) {
-            if (!ran[h] || !mp::bench::SamePlan(read[k], read[h])) continue;
-            same = ", the " + schedules[h] + " plan";
-            identical.push_back(std::abs(measured[k] / measured[h] - 1));
-            identical_case.push_back(auto_excess.size());
-          }
-          label = "auto (" + mp::ScheduleName(read[k].schedule) + same + ")";
-          auto_choices += (auto_choices.empty() ? "" : ", ") + mp::ScheduleName(read[k].schedule);
+        std::string label = k == kAgain ? "1f1b again" : kSchedules[k], errors;
+        for (const ScheduleTurn& t : ts) {
+          char one[32];
+          std::snprintf(one, sizeof one, "%s%+.1f", errors.empty() ? "" : ", ",
+                        100 * (t.measured[k] / t.predicted[k] - 1));
+          errors += one;
         }
-        char line[256];
-        std::snprintf(line, sizeof line, "%s %.1f / %.1f ms (%+.1f%%; rescaled %+.1f%%), bubble %.0f%% / %.0f%%",
-                      label.c_str(), measured[k], predicted[k], 100 * (measured[k] / predicted[k] - 1),
-                      100 * (measured[k] / (predicted[k] * drift.factor) - 1), 100 * Median(bubbles[k]),
-                      100 * read[k].predicted.bubble_fraction);
+        if (k == kAuto) {
+          std::string chose;
+          for (const ScheduleTurn& t : ts) chose += (chose.empty() ? "" : ", ") + mp::ScheduleName(t.read[k].schedule);
+          label = "auto (" + chose + ")";
+          auto_choices += (auto_choices.empty() ? "" : "; ") + chose;
+        }
+        char line[320];
+        std::snprintf(line, sizeof line,
+                      "%s %.1f / %.1f ms (turns %s%%: %+.1f%%; rescaled %+.1f%%), bubble %.0f%% / %.0f%%",
+                      label.c_str(), OverTurns(ts, [&](const ScheduleTurn& t) { return t.measured[k]; }),
+                      OverTurns(ts, [&](const ScheduleTurn& t) { return t.predicted[k]; }), errors.c_str(),
+                      100 * (error - 1), 100 * (rescaled - 1),
+                      100 * OverTurns(ts, [&](const ScheduleTurn& t) { return t.bubble[k]; }),
+                      100 * OverTurns(ts, [&](const ScheduleTurn& t) { return t.read[k].predicted.bubble_fraction; }));
         list += (list.empty() ? "" : "; ") + std::string(line);
       }
-      noise.push_back(std::abs(measured[kAgain] / measured[kOneF] - 1));
-      const double onef = (measured[kOneF] + measured[kAgain]) / 2;
-      double best_hand = onef;
-      for (size_t k : kHandPicked) {
-        if (ran[k]) best_hand = std::min(best_hand, measured[k]);
+      noise.push_back(OverTurns(ts, [&](const ScheduleTurn& t) {
+        return std::abs(t.measured[kAgain] / t.measured[kOneF] - 1);
+      }));
+      // Auto against the hand-picked plan it equals file for file, in the
+      // turns where it does: the same plan run in the same rounds.
+      std::vector<double> same;
+      for (const ScheduleTurn& t : ts) {
+        for (size_t h = 0; h < kAuto; ++h) {
+          if (t.ran[h] && mp::bench::SamePlan(t.read[kAuto], t.read[h])) {
+            same.push_back(std::abs(t.measured[kAuto] / t.measured[h] - 1));
+            break;
+          }
+        }
       }
-      auto_excess.push_back(measured[kAuto] / best_hand - 1);
+      if (!same.empty()) {
+        identical.push_back(Median(same));
+        identical_case.push_back(auto_excess.size());
+      }
+      auto_excess.push_back(OverTurns(ts, [&](const ScheduleTurn& t) {
+        double best_hand = OneF(t);
+        for (size_t k : kHandPicked) {
+          if (t.ran[k]) best_hand = std::min(best_hand, t.measured[k]);
+        }
+        return t.measured[kAuto] / best_hand - 1;
+      }));
       // Each step against 1f1b's, measured and predicted: what the plans'
       // differences come to, whatever speed the machine ran at meanwhile.
       std::string against;
       std::vector<size_t> compared = kHandPicked;
       compared.push_back(kAuto);
+      std::vector<double> bars(kAgain, 0);
       for (size_t k : compared) {
         if (!ran[k]) continue;
-        const double got = measured[k] / onef, want = predicted[k] / predicted[kOneF];
-        relative_within += std::abs(got / want - 1) <= 0.10;
+        const double got = OverTurns(ts, [&](const ScheduleTurn& t) { return t.measured[k] / OneF(t); });
+        const double want =
+            OverTurns(ts, [&](const ScheduleTurn& t) { return t.predicted[k] / t.predicted[kOneF]; });
+        const double off = OverTurns(ts, [&](const ScheduleTurn& t) {
+          return (t.measured[k] / OneF(t)) / (t.predicted[k] / t.predicted[kOneF]);
+        });
+        relative_within += std::abs(off - 1) <= 0.10;
         relative_runs += 1;
+        if (k < kAgain) bars[k] = got;
         char line[96];
         std::snprintf(line, sizeof line, "%s%s %.3f / %.3f (%+.1f%%)", against.empty() ? "" : "; ",
-                      schedules[k].c_str(), got, want, 100 * (got / want - 1));
+                      kSchedules[k].c_str(), got, want, 100 * (off - 1));
         against += line;
-      }
-      for (size_t k : kBeyond1F1B) {
-        if (ran[k] && predicted[k] < 0.95 * predicted[kOneF]) {
+        if (std::find(kBeyond1F1B.begin(), kBeyond1F1B.end(), k) != kBeyond1F1B.end() && want < 0.95) {
           faster_wanted += 1;
-          faster += measured[k] < onef;
+          faster += got < 1;
         }
       }
+      bars[kOneF] = 1;
       chart.groups.push_back(c.name + ", M = " + std::to_string(m));
-      std::vector<double> bars;
-      for (size_t k = 0; k < kAgain; ++k) bars.push_back(ran[k] ? (k == kOneF ? onef : measured[k]) / onef : 0);
       chart.values.push_back(bars);
-      std::printf("schedules   %-14s M=%d  drift %.3fx (%s); measured / predicted: %s\n", c.file.c_str(), m,
-                  drift.factor, drift.measured ? "the reference now over when profiled" : "not measured",
+      std::printf("schedules   %-14s M=%d  median of %zu turns, drift %s (the reference now over when profiled%s); "
+                  "measured / predicted: %s\n",
+                  c.file.c_str(), m, ts.size(), drift_list.c_str(), ts[0].drift_measured ? "" : ": not measured",
                   list.c_str());
       std::printf("schedules   %-14s M=%d  against 1f1b, measured / predicted: %s\n", c.file.c_str(), m,
                   against.c_str());
+      std::fflush(stdout);
     }
   }
   std::ofstream(out + "/schedules.svg") << mp::bench::RenderSvg(chart);
@@ -557,21 +639,22 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
               "predicted "
               "more than 5%% faster %s\n",
               faster, faster_wanted, faster_ok ? "ok" : "MISSED");
-  std::printf("schedules   medians within 10%% of the prediction for %d of %d plans %s (rescaled by the drift "
-              "reference, as mpexec --rescale, no target: %d; drift %.3f to %.3fx); 1f1b planned twice differed by "
-              "%.1f%% (median), %.1f%% at most\n",
+  std::printf("schedules   the median turn within 10%% of the prediction for %d of %d plans %s (rescaled by the "
+              "drift reference, as mpexec --rescale, no target: %d; drift %.3f to %.3fx); 1f1b planned twice differed "
+              "by %.1f%% (the cases' median turns: their median), %.1f%% at most\n",
               within, runs, within_ok ? "ok" : "MISSED", rescaled_within,
               *std::min_element(drifts.begin(), drifts.end()), *std::max_element(drifts.begin(), drifts.end()),
               100 * Median(noise), 100 * worst_1f1b);
   std::printf("schedules   steps against 1f1b's within 10%% of the predicted ratio for %d of %d plans (no target: "
               "the machine's speed cancels)\n",
               relative_within, relative_runs);
-  std::printf("schedules   auto chose %s; at worst %+.1f%% against the best hand-picked schedule (target: each "
-              "case within the largest difference between two identical plans of the other cases, up to %.1f%%) %s\n",
+  std::printf("schedules   auto chose %s (a case's turns); its median turn at worst %+.1f%% against the best "
+              "hand-picked schedule (target: each case within the largest difference between two identical plans of "
+              "the other cases, up to %.1f%%) %s\n",
               auto_choices.c_str(), 100 * worst_auto, 100 * worst_noise, auto_ok ? "ok" : "MISSED");
   if (!identical.empty()) {
-    std::printf("schedules   auto's plan was a hand-picked one in %zu of %zu cases; those identical plans differed by "
-                "%.1f%% at most (median %.1f%%)\n",
+    std::printf("schedules   auto's plan was a hand-picked one in %zu of %zu cases (in a turn or more); those "
+                "identical plans differed by %.1f%% at most (median %.1f%%)\n",
                 identical.size(), auto_excess.size(), 100 * *std::max_element(identical.begin(), identical.end()),
                 100 * Median(identical));
   }
