@@ -112,8 +112,9 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
     std::replace(file.begin(), file.end(), ' ', '.');
     std::vector<std::vector<LayoutTurn>> turns;  // [turn][layout]
     std::vector<double> probe_lines;             // [turn]
-    std::vector<std::string> choices;            // [turn]: auto's verdict
-    std::vector<bool> choices_ok;
+    std::vector<size_t> chosen;                  // [turn]: the layout auto chose, 2: neither
+    std::vector<double> noises;                  // auto against the layout whose plan it is, where it is
+    std::string choices;
     for (int t = 0; t < turn_count; ++t) {
       // A profile a turn: the all-reduce's prediction is the probe's
       // minute after a step, and a small sum's slow and fast stretches
@@ -188,35 +189,18 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
                            {"probe_line_allreduce_ms", l == 1 ? probe_lines.back() : 0.0},
                            {"steps_ms", lt.steps_ms}});
       }
-      // Did auto choose the layout that measured faster in this turn?
+      // What auto chose: one of the two layouts (and whether its plan is
+      // that layout's own, file for file), or neither.
       const mp::Plan& chose = layouts[2].read;
+      const bool is_layout = chose.replicas * chose.programs.size() == 2;
+      const size_t layout = !is_layout ? 2 : chose.replicas > 1 ? 1 : 0;
+      chosen.push_back(layout);
       const double auto_ms = layouts[2].step_ms;
-      char verdict[200];
-      bool ok = false;
-      if (chose.replicas * chose.programs.size() == 2) {
-        // Where auto's plan is the layout's own, the two ran the same plan:
-        // their difference is this turn's noise, and a choice slower by
-        // less than it is a tie, not a miss.
-        const size_t same = chose.replicas > 1 ? 1 : 0, other = 1 - same;
-        const double mine = layouts[same].step_ms, theirs = layouts[other].step_ms;
-        const bool identical = mp::bench::SamePlan(layouts[same].read, chose);
-        const double noise = identical ? std::abs(auto_ms - mine) / std::min(auto_ms, mine) : 0;
-        ok = mine <= theirs * (1 + noise);
-        char apart[64] = "";
-        if (identical) std::snprintf(apart, sizeof apart, ", the same plan twice %.1f%% apart", noise * 100);
-        std::snprintf(verdict, sizeof verdict, "%d x %zu, %s (%.1f against %.1f ms%s)", chose.replicas,
-                      chose.stages.size(),
-                      mine <= theirs ? "the faster" : ok ? "slower within the noise, a tie" : "MISSED", mine, theirs,
-                      apart);
-      } else {
-        const double best = std::min(layouts[0].step_ms, layouts[1].step_ms);
-        ok = auto_ms <= best;
-        std::snprintf(verdict, sizeof verdict, "%d x %zu on %zu device(s), neither layout: %s (%.1f against %.1f ms)",
-                      chose.replicas, chose.stages.size(), chose.programs.size() * size_t(chose.replicas),
-                      ok ? "no slower" : "MISSED", auto_ms, best);
+      if (is_layout && mp::bench::SamePlan(layouts[layout].read, chose)) {
+        noises.push_back(std::abs(auto_ms - layouts[layout].step_ms) / std::min(auto_ms, layouts[layout].step_ms));
       }
-      choices.push_back(verdict);
-      choices_ok.push_back(ok);
+      choices += (choices.empty() ? "" : ", ") + std::to_string(chose.replicas) + " x " +
+                 std::to_string(chose.stages.size()) + (is_layout ? "" : " (neither layout)");
       turns.push_back(std::move(layouts));
     }
     for (size_t l = 0; l < names.size(); ++l) {
@@ -259,15 +243,38 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
                   c.name, names[l], each.c_str(), *low, *high, 100 * (*high / std::max(*low, 1e-9) - 1),
                   100 * ar_error, std::abs(ar_error) <= 0.15 ? "within 15%, ok" : "MISSED 15%");
     }
-    // Auto's choice: right in the median turn (in most turns).
-    std::string each;
-    int right = 0;
-    for (size_t t = 0; t < choices.size(); ++t) {
-      each += (t ? "; " : "") + choices[t];
-      right += choices_ok[t];
+    // Auto's choice: the layout it chose in most turns, against the
+    // layouts' steps in the median turn (which layout runs faster does not
+    // hang on a turn's profile, and two runs a turn do not tell apart
+    // layouts 5% apart). Where auto's plan was the layout's own, the two
+    // ran the same plan: their difference (the median turn's) is the
+    // noise, and a choice slower by less than it is a tie, not a miss.
+    std::vector<double> step;
+    for (size_t l = 0; l < names.size(); ++l) {
+      step.push_back(OverTurns(turns, l, [](const LayoutTurn& lt) { return lt.step_ms; }));
     }
-    std::printf("%-22s  auto chose, turn by turn: %s: %d of %zu right, %s\n", c.name, each.c_str(), right,
-                choices.size(), 2 * right > int(choices.size()) ? "ok" : "MISSED");
+    size_t most = 2;
+    int votes = 0;
+    for (size_t l = 0; l < names.size(); ++l) {
+      const int n = int(std::count(chosen.begin(), chosen.end(), l));
+      if (n > votes) most = l, votes = n;
+    }
+    if (most < 2) {
+      const double mine = step[most], theirs = step[1 - most], noise = noises.empty() ? 0 : Median(noises);
+      std::printf("%-22s  auto chose %s: %s in %d of %zu turns, %s (%.1f against %.1f ms; the same plan as auto "
+                  "%.1f%% apart)\n",
+                  c.name, choices.c_str(), names[most], votes, chosen.size(),
+                  mine <= theirs                ? "the faster, ok"
+                  : mine <= theirs * (1 + noise) ? "slower within the noise, a tie"
+                                                 : "MISSED",
+                  mine, theirs, 100 * noise);
+    } else {
+      const double best = std::min(step[0], step[1]);
+      std::printf("%-22s  auto chose %s: neither layout in %d of %zu turns, %s (measured %.1f against the faster "
+                  "layout's %.1f ms)\n",
+                  c.name, choices.c_str(), votes, chosen.size(), step[2] <= best ? "no slower, ok" : "MISSED", step[2],
+                  best);
+    }
   }
 }
 

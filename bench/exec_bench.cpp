@@ -447,7 +447,8 @@ ScheduleTurn RunScheduleTurn(const std::string& mpplan, const std::string& model
       work += one;
     }
     std::fprintf(stderr, "schedules %s M=%d: %s %.1f / %.1f ms, steps %.1f to %.1f; devices' work %s ms\n",
-                 std::filesystem::path(prefix).filename().c_str(), m, kSchedules[k].c_str(), t.measured[k], t.predicted[k],
+                 std::filesystem::path(prefix).filename().c_str(), m, kSchedules[k].c_str(), t.measured[k],
+                 t.predicted[k],
                  *std::min_element(steps[k].begin(), steps[k].end()),
                  *std::max_element(steps[k].begin(), steps[k].end()), work.c_str());
   }
@@ -537,7 +538,9 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
         }
         if (k == kAuto) {
           std::string chose;
-          for (const ScheduleTurn& t : ts) chose += (chose.empty() ? "" : ", ") + mp::ScheduleName(t.read[k].schedule);
+          for (const ScheduleTurn& t : ts) {
+            chose += (chose.empty() ? "" : ", ") + mp::ScheduleName(t.read[k].schedule);
+          }
           label = "auto (" + chose + ")";
           auto_choices += (auto_choices.empty() ? "" : "; ") + chose;
         }
@@ -548,7 +551,9 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
                       OverTurns(ts, [&](const ScheduleTurn& t) { return t.predicted[k]; }), errors.c_str(),
                       100 * (error - 1), 100 * (rescaled - 1),
                       100 * OverTurns(ts, [&](const ScheduleTurn& t) { return t.bubble[k]; }),
-                      100 * OverTurns(ts, [&](const ScheduleTurn& t) { return t.read[k].predicted.bubble_fraction; }));
+                      100 * OverTurns(ts, [&](const ScheduleTurn& t) {
+                        return t.read[k].predicted.bubble_fraction;
+                      }));
         list += (list.empty() ? "" : "; ") + std::string(line);
       }
       noise.push_back(OverTurns(ts, [&](const ScheduleTurn& t) {
