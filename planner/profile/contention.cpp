@@ -186,6 +186,10 @@ void SharedSlowdownProbe::Turn() {
   // Alone and together in the same turn, so a neighbour's load on this
   // shared machine falls on both sides of the ratio. Pinned workers also
   // run alone on each worker's own cores: its speed against worker 0's.
+  // The graph alone after an untimed run of it: a turn comes after
+  // passes of the profiler's, which left this copy's memory and caches
+  // cold, where a copy's sample together is a run after another run.
+  workers_->RunCopies(0, 1);
   const RunTimes first = workers_->RunCopies(0, 1)[0];
   std::vector<double> alone{first.Total()};
   for (int w = 1; pinned_ && w < count_; ++w) {
