@@ -448,8 +448,7 @@ ScheduleTurn RunScheduleTurn(const std::string& mpplan, const std::string& model
     }
     std::fprintf(stderr, "schedules %s M=%d: %s %.1f / %.1f ms, steps %.1f to %.1f; devices' work %s ms\n",
                  std::filesystem::path(prefix).filename().c_str(), m, kSchedules[k].c_str(), t.measured[k],
-                 t.predicted[k],
-                 *std::min_element(steps[k].begin(), steps[k].end()),
+                 t.predicted[k], *std::min_element(steps[k].begin(), steps[k].end()),
                  *std::max_element(steps[k].begin(), steps[k].end()), work.c_str());
   }
   const mp::Drift drift = drift_probe.Result();
