@@ -34,7 +34,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,6 +50,7 @@
 namespace {
 
 using mp::bench::Median;
+using mp::bench::MedianOver;
 using mp::bench::RunCommand;
 
 nlohmann::json RunJson(const std::string& command, const std::string& out) {
@@ -80,14 +80,6 @@ struct LayoutTurn {
   std::vector<double> steps_ms;           // each run's median step
   double samples_per_s = 0;
 };
-
-// The median over the turns of f(turn).
-double OverTurns(const std::vector<std::vector<LayoutTurn>>& turns, size_t layout,
-                 const std::function<double(const LayoutTurn&)>& f) {
-  std::vector<double> v;
-  for (const auto& turn : turns) v.push_back(f(turn[layout]));
-  return Median(v);
-}
 
 // The same two workers as one 2-stage pipeline and as 2 replicas of 1
 // stage: step and all-reduce, measured and predicted, in turns.
@@ -203,16 +195,22 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
                  std::to_string(chose.stages.size()) + (is_layout ? "" : " (neither layout)");
       turns.push_back(std::move(layouts));
     }
+    // A layout's figure over the turns: the median of f(its LayoutTurn).
+    const auto over_turns = [&](size_t l, auto f) {
+      return MedianOver(turns, [&](const std::vector<LayoutTurn>& turn) { return f(turn[l]); });
+    };
+    std::vector<double> step;  // each layout's median turn
     for (size_t l = 0; l < names.size(); ++l) {
-      const double ms = OverTurns(turns, l, [](const LayoutTurn& lt) { return lt.step_ms; });
-      const double error = OverTurns(turns, l, [](const LayoutTurn& lt) { return lt.step_ms / lt.predicted_ms; });
-      const double allreduce = OverTurns(turns, l, [](const LayoutTurn& lt) { return lt.allreduce_ms; });
-      const double predicted_allreduce =
-          OverTurns(turns, l, [](const LayoutTurn& lt) { return lt.predicted_allreduce_ms; });
+      step.push_back(over_turns(l, [](const LayoutTurn& lt) { return lt.step_ms; }));
+    }
+    for (size_t l = 0; l < names.size(); ++l) {
+      const double error = over_turns(l, [](const LayoutTurn& lt) { return lt.step_ms / lt.predicted_ms; });
+      const double allreduce = over_turns(l, [](const LayoutTurn& lt) { return lt.allreduce_ms; });
+      const double predicted_allreduce = over_turns(l, [](const LayoutTurn& lt) { return lt.predicted_allreduce_ms; });
       const bool one_stage = l == 1;
-      std::printf("%-22s  %-14s %7.1f  %9.1f  %+4.0f%%  %9.1f  %13.1f  %9.1f", c.name, names[l], ms,
-                  OverTurns(turns, l, [](const LayoutTurn& lt) { return lt.predicted_ms; }), (error - 1) * 100,
-                  OverTurns(turns, l, [](const LayoutTurn& lt) { return lt.samples_per_s; }), allreduce,
+      std::printf("%-22s  %-14s %7.1f  %9.1f  %+4.0f%%  %9.1f  %13.1f  %9.1f", c.name, names[l], step[l],
+                  over_turns(l, [](const LayoutTurn& lt) { return lt.predicted_ms; }), (error - 1) * 100,
+                  over_turns(l, [](const LayoutTurn& lt) { return lt.samples_per_s; }), allreduce,
                   predicted_allreduce);
       if (one_stage && Median(probe_lines) > 0) {
         std::printf("  %12.1f\n", Median(probe_lines));
@@ -236,7 +234,7 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
         all_runs.insert(all_runs.end(), lt.allreduce_runs_ms.begin(), lt.allreduce_runs_ms.end());
       }
       const double ar_error =
-          OverTurns(turns, l, [](const LayoutTurn& lt) { return lt.allreduce_ms / lt.predicted_allreduce_ms; }) - 1;
+          over_turns(l, [](const LayoutTurn& lt) { return lt.allreduce_ms / lt.predicted_allreduce_ms; }) - 1;
       const auto [low, high] = std::minmax_element(all_runs.begin(), all_runs.end());
       std::printf("%-22s  %-14s all-reduce, turns %s ms (runs %.1f to %.1f, %.0f%% apart): the median turn %+.0f%%, "
                   "%s\n",
@@ -249,10 +247,6 @@ void BenchReplicas(const Tools& tools, const std::string& models, const std::str
     // layouts 5% apart). Where auto's plan was the layout's own, the two
     // ran the same plan: their difference (the median turn's) is the
     // noise, and a choice slower by less than it is a tie, not a miss.
-    std::vector<double> step;
-    for (size_t l = 0; l < names.size(); ++l) {
-      step.push_back(OverTurns(turns, l, [](const LayoutTurn& lt) { return lt.step_ms; }));
-    }
     size_t most = 2;
     int votes = 0;
     for (size_t l = 0; l < names.size(); ++l) {

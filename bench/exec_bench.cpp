@@ -105,6 +105,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 using mp::bench::Median;
+using mp::bench::MedianOver;
 
 double TimeMs(const std::function<void()>& work) {
   const auto start = Clock::now();
@@ -457,13 +458,6 @@ ScheduleTurn RunScheduleTurn(const std::string& mpplan, const std::string& model
   return t;
 }
 
-// The median over the turns of f(turn).
-double OverTurns(const std::vector<ScheduleTurn>& turns, const std::function<double(const ScheduleTurn&)>& f) {
-  std::vector<double> v;
-  for (const ScheduleTurn& t : turns) v.push_back(f(t));
-  return Median(v);
-}
-
 double OneF(const ScheduleTurn& t) { return (t.measured[kOneF] + t.measured[kAgain]) / 2; }
 
 bool Schedules(const std::string& mpplan, const std::string& models, const std::string& out, bool quick) {
@@ -522,9 +516,9 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
       }
       for (size_t k = 0; k < kSchedules.size(); ++k) {
         if (!ran[k]) continue;
-        const double error = OverTurns(ts, [&](const ScheduleTurn& t) { return t.measured[k] / t.predicted[k]; });
+        const double error = MedianOver(ts, [&](const ScheduleTurn& t) { return t.measured[k] / t.predicted[k]; });
         const double rescaled =
-            OverTurns(ts, [&](const ScheduleTurn& t) { return t.measured[k] / (t.predicted[k] * t.drift); });
+            MedianOver(ts, [&](const ScheduleTurn& t) { return t.measured[k] / (t.predicted[k] * t.drift); });
         within += std::abs(error - 1) <= 0.10;
         rescaled_within += std::abs(rescaled - 1) <= 0.10;
         runs += 1;
@@ -546,16 +540,16 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
         char line[320];
         std::snprintf(line, sizeof line,
                       "%s %.1f / %.1f ms (turns %s%%: %+.1f%%; rescaled %+.1f%%), bubble %.0f%% / %.0f%%",
-                      label.c_str(), OverTurns(ts, [&](const ScheduleTurn& t) { return t.measured[k]; }),
-                      OverTurns(ts, [&](const ScheduleTurn& t) { return t.predicted[k]; }), errors.c_str(),
+                      label.c_str(), MedianOver(ts, [&](const ScheduleTurn& t) { return t.measured[k]; }),
+                      MedianOver(ts, [&](const ScheduleTurn& t) { return t.predicted[k]; }), errors.c_str(),
                       100 * (error - 1), 100 * (rescaled - 1),
-                      100 * OverTurns(ts, [&](const ScheduleTurn& t) { return t.bubble[k]; }),
-                      100 * OverTurns(ts, [&](const ScheduleTurn& t) {
+                      100 * MedianOver(ts, [&](const ScheduleTurn& t) { return t.bubble[k]; }),
+                      100 * MedianOver(ts, [&](const ScheduleTurn& t) {
                         return t.read[k].predicted.bubble_fraction;
                       }));
         list += (list.empty() ? "" : "; ") + std::string(line);
       }
-      noise.push_back(OverTurns(ts, [&](const ScheduleTurn& t) {
+      noise.push_back(MedianOver(ts, [&](const ScheduleTurn& t) {
         return std::abs(t.measured[kAgain] / t.measured[kOneF] - 1);
       }));
       // Auto against the hand-picked plan it equals file for file, in the
@@ -573,7 +567,7 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
         identical.push_back(Median(same));
         identical_case.push_back(auto_excess.size());
       }
-      auto_excess.push_back(OverTurns(ts, [&](const ScheduleTurn& t) {
+      auto_excess.push_back(MedianOver(ts, [&](const ScheduleTurn& t) {
         double best_hand = OneF(t);
         for (size_t k : kHandPicked) {
           if (t.ran[k]) best_hand = std::min(best_hand, t.measured[k]);
@@ -588,10 +582,10 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
       std::vector<double> bars(kAgain, 0);
       for (size_t k : compared) {
         if (!ran[k]) continue;
-        const double got = OverTurns(ts, [&](const ScheduleTurn& t) { return t.measured[k] / OneF(t); });
+        const double got = MedianOver(ts, [&](const ScheduleTurn& t) { return t.measured[k] / OneF(t); });
         const double want =
-            OverTurns(ts, [&](const ScheduleTurn& t) { return t.predicted[k] / t.predicted[kOneF]; });
-        const double off = OverTurns(ts, [&](const ScheduleTurn& t) {
+            MedianOver(ts, [&](const ScheduleTurn& t) { return t.predicted[k] / t.predicted[kOneF]; });
+        const double off = MedianOver(ts, [&](const ScheduleTurn& t) {
           return (t.measured[k] / OneF(t)) / (t.predicted[k] / t.predicted[kOneF]);
         });
         relative_within += std::abs(off - 1) <= 0.10;

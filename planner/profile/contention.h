@@ -52,10 +52,11 @@ class SharedSlowdownProbe {
   SharedSlowdownProbe& operator=(const SharedSlowdownProbe&) = delete;
 
   // One turn: the graph alone after an untimed run of it (and, pinned,
-  // alone on each other worker's cores), then k copies at once for each k = 2..workers, copy i starting
-  // i/k of the time alone after the first; a copy's sample is its first
-  // run to start once all have started, and every copy keeps running until
-  // each has its sample, so every sample saw k at work.
+  // alone on each other worker's cores), then k copies at once for each
+  // k = 2..workers, copy i starting i/k of the time alone after the first;
+  // a copy's sample is its first run to start once all have started, and
+  // every copy keeps running until each has its sample, so every sample
+  // saw k at work.
   void Turn();
   // A turn if the probe has spent under its share of the time since it was
   // built: called between the profiler's passes, this spreads the turns
