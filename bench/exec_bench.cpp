@@ -500,8 +500,12 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
       const std::string profile = prefix + ".schedules.profile.yaml";
       MakePlan(mpplan, model, prefix + ".schedules.plan.yaml", true, 2, 2, c.batch, true, "",
                "--profile-out " + profile + " --microbatch-sizes " + mp::SizeList(sizes));
-      for (size_t i = 0; i < counts.size(); ++i)
+      // The Ms in an order rotated each turn: the later an M runs after
+      // its profile, the further the machine has moved from it.
+      for (size_t j = 0; j < counts.size(); ++j) {
+        const size_t i = (j + size_t(turn)) % counts.size();
         turns[i].push_back(RunScheduleTurn(mpplan, model, prefix, profile, c.batch, counts[i], warmup, rounds));
+      }
     }
     for (size_t i = 0; i < counts.size(); ++i) {
       const int m = counts[i];
