@@ -23,7 +23,8 @@
 //               bubble (idle share of device time) beside the predicted,
 //               the plans run in this process one step each in turn, 7
 //               rounds a turn, the order rotated (a turn's median step
-//               counts; every figure judged is the median turn's);
+//               counts; every figure judged is the median turn's), and
+//               the Ms' order rotated from turn to turn;
 //               dualpipev at M >= 4 (2K);
 //               targets: interleaved-1f1b, zb-h1, zbv and dualpipev faster
 //               than 1f1b wherever predicted more than 5% faster, and every
