@@ -99,6 +99,7 @@
 #include "executor/executor.h"
 #include "planner/plan/plan_reader.h"
 #include "planner/profile/measure.h"
+#include "planner/profile/memory_meter.h"
 #include "planner/profile/whole_graph.h"
 
 namespace {
@@ -668,6 +669,7 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
 
 int main(int argc, char** argv) {
   mp::KeepFreedMemory();
+  mp::InstallAligningCpuAllocator();  // as mpexec does
   const auto args = mp::bench::ParseToolBenchArgs(argc, argv, "bench_exec");
   if (!args) return 2;
   const std::string &models = args->models, &out = args->out, &mpplan = args->mpplan, &mpexec = args->mpexec;

@@ -19,9 +19,11 @@
 #include "planner/graph/input_spec.h"
 #include "planner/graph/model_file.h"
 #include "planner/profile/measure.h"
+#include "planner/profile/memory_meter.h"
 
 int main(int argc, char** argv) {
   mp::KeepFreedMemory();  // as mpplan does: see common/allocator.h
+  mp::InstallAligningCpuAllocator();
   std::vector<std::string> models;
   bool training = true;
   int threads = 0;

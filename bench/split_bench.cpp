@@ -23,12 +23,13 @@
 #include "bench/median.h"
 #include "common/allocator.h"
 #include "common/error.h"
-#include "planner/graph/split_backward.h"
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/cut.h"
 #include "planner/graph/input_spec.h"
 #include "planner/graph/model_file.h"
 #include "planner/graph/run_graph.h"
+#include "planner/graph/split_backward.h"
+#include "planner/profile/memory_meter.h"
 
 namespace {
 
@@ -124,6 +125,7 @@ Split Measure(const mp::CanonicalGraph& canonical, const std::vector<mp::TensorS
 
 int main(int argc, char** argv) {
   mp::KeepFreedMemory();  // as mpexec does: see common/allocator.h
+  mp::InstallAligningCpuAllocator();
   at::set_num_threads(1);
   std::vector<std::string> models;
   int rounds = 30;

@@ -12,11 +12,28 @@
 // handed out, and only the frees of counted tensors come back here.
 #pragma once
 
+#include <c10/core/Allocator.h>
+
 #include <atomic>
 #include <cstdint>
 #include <unordered_map>
 
 namespace mp {
+
+// LibTorch's own CPU allocator asks glibc for 64-byte-aligned blocks
+// (posix_memalign). Under KeepFreedMemory (one arena, no mmap, no trim)
+// glibc serves such a request from a free chunk only with room for the
+// alignment beyond the size, so a freed block never takes the next request
+// of its own size, and a training step's freed gradients were left behind
+// while the heap grew: the zoo MLP's mpexec held 1.5 GB after 180 s with
+// 113 MB in use, 0.6 MB more each step (docs/BENCHMARKS.md). This one
+// takes the alignment from inside a plain malloc of 64 bytes more (the
+// offset kept in the byte before the block), so a freed block fits the
+// next request of its size. Install it first thing in main, after
+// KeepFreedMemory and before any tensor: a block made by another allocator
+// must not come back through its raw_deleter. The meter below wraps it.
+c10::Allocator* AligningCpuAllocator();
+void InstallAligningCpuAllocator();
 
 class MemoryMeter {
  public:

@@ -8,12 +8,16 @@
 #include <torch/script.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <thread>
 
 #include "../graph/zoo.h"
 #include "../mpexec_in_process.h"
 #include "../mpplan_in_process.h"
 #include "whole_backward_plan.h"
+#include "common/allocator.h"
+#include "common/sanitizer_build.h"
 #include "planner/plan/plan_reader.h"
 #include "planner/profile/memory_meter.h"
 
@@ -142,6 +146,34 @@ TEST_CASE("memory made while the meter is off is not counted, and raw allocation
   }
   cpu->raw_deallocate(raw);  // counted, freed after counting stopped: still uncounted
   CHECK(meter.Live(MemoryMeter::kOutside) == outside);
+}
+
+// mpexec and mpplan install it (memory_meter.h): under KeepFreedMemory,
+// LibTorch's own posix_memalign left each freed block unused by the next
+// request of its size, and a training run's heap grew without bound.
+TEST_CASE("the aligning CPU allocator gives 64-byte blocks, and a freed block serves the next request of its size") {
+  c10::Allocator* aligning = mp::AligningCpuAllocator();
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; };
+  for (size_t n : {size_t(1), size_t(63), size_t(64), size_t(1000), size_t(1) << 20}) {
+    c10::DataPtr block = aligning->allocate(n);
+    REQUIRE(block.get() != nullptr);
+    CHECK(aligned(block.get()));
+    std::memset(block.get(), 0xab, n);  // every byte its own (under ASan, checked)
+  }
+  CHECK(aligning->allocate(0).get() == nullptr);
+  void* raw = aligning->raw_allocate(4096);  // as oneDNN's scratch buffers are made
+  CHECK(aligned(raw));
+  aligning->raw_deallocate(raw);
+  if (mp::kUnderSanitizer) return;  // its allocator holds freed blocks back
+#if defined(__GLIBC__)
+  mp::KeepFreedMemory();  // as mpexec runs: one arena, no mmap
+  c10::DataPtr first = aligning->allocate(size_t(1) << 20);
+  const c10::DataPtr between = aligning->allocate(200);  // keeps the freed block off the heap's top
+  void* const where = first.get();
+  first.clear();
+  const c10::DataPtr next = aligning->allocate(size_t(1) << 20);
+  CHECK(next.get() == where);
+#endif
 }
 
 TEST_CASE("mpexec reports each device's peak memory, predicted and measured, by category") {
