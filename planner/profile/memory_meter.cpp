@@ -10,6 +10,8 @@
 #include <new>
 #include <unordered_map>
 
+#include "common/sanitizer_build.h"
+
 namespace mp {
 namespace {
 
@@ -148,6 +150,11 @@ c10::Allocator* AligningCpuAllocator() {
 }
 
 void InstallAligningCpuAllocator() {
+  // Under a sanitizer its own allocator serves every block, not glibc's
+  // arena (and the ASan build keeps its cache, tools/sanitizers/
+  // asan_cpu_cache.cpp): nothing to mend. Nor over any allocator but
+  // LibTorch's own.
+  if (kUnderSanitizer || c10::GetAllocator(c10::DeviceType::CPU) != c10::GetDefaultCPUAllocator()) return;
   // Above LibTorch's own (0), below the meter's (255), which wraps it.
   c10::SetAllocator(c10::DeviceType::CPU, AligningCpuAllocator(), /*priority=*/1);
 }

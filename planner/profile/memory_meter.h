@@ -32,6 +32,8 @@ namespace mp {
 // next request of its size. Install it first thing in main, after
 // KeepFreedMemory and before any tensor: a block made by another allocator
 // must not come back through its raw_deleter. The meter below wraps it.
+// Not installed under a sanitizer (whose allocator is not glibc's) nor over
+// an allocator other than LibTorch's own.
 c10::Allocator* AligningCpuAllocator();
 void InstallAligningCpuAllocator();
 
