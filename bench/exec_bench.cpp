@@ -93,13 +93,12 @@
 #include "bench/same_plan.h"
 #include "bench/suite/svg_chart.h"
 #include "bench/tool_bench_args.h"
-#include "common/allocator.h"
 #include "common/cpu_affinity.h"
 #include "executor/drift.h"
 #include "executor/executor.h"
 #include "planner/plan/plan_reader.h"
 #include "planner/profile/measure.h"
-#include "planner/profile/memory_meter.h"
+#include "planner/profile/aligning_allocator.h"
 #include "planner/profile/whole_graph.h"
 
 namespace {
@@ -668,8 +667,7 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
 }  // namespace
 
 int main(int argc, char** argv) {
-  mp::KeepFreedMemory();
-  mp::InstallAligningCpuAllocator();  // as mpexec does
+  mp::KeepFreedMemoryAligned();  // as mpplan and mpexec allocate: see aligning_allocator.h
   const auto args = mp::bench::ParseToolBenchArgs(argc, argv, "bench_exec");
   if (!args) return 2;
   const std::string &models = args->models, &out = args->out, &mpplan = args->mpplan, &mpexec = args->mpexec;

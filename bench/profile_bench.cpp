@@ -13,17 +13,15 @@
 #include <string>
 #include <thread>
 
-#include "common/allocator.h"
 #include "common/error.h"
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/input_spec.h"
 #include "planner/graph/model_file.h"
 #include "planner/profile/measure.h"
-#include "planner/profile/memory_meter.h"
+#include "planner/profile/aligning_allocator.h"
 
 int main(int argc, char** argv) {
-  mp::KeepFreedMemory();  // as mpplan does: see common/allocator.h
-  mp::InstallAligningCpuAllocator();
+  mp::KeepFreedMemoryAligned();  // as mpplan and mpexec allocate: see aligning_allocator.h
   std::vector<std::string> models;
   bool training = true;
   int threads = 0;

@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "bench/median.h"
-#include "common/allocator.h"
 #include "common/error.h"
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/cut.h"
@@ -29,7 +28,7 @@
 #include "planner/graph/model_file.h"
 #include "planner/graph/run_graph.h"
 #include "planner/graph/split_backward.h"
-#include "planner/profile/memory_meter.h"
+#include "planner/profile/aligning_allocator.h"
 
 namespace {
 
@@ -124,8 +123,7 @@ Split Measure(const mp::CanonicalGraph& canonical, const std::vector<mp::TensorS
 }  // namespace
 
 int main(int argc, char** argv) {
-  mp::KeepFreedMemory();  // as mpexec does: see common/allocator.h
-  mp::InstallAligningCpuAllocator();
+  mp::KeepFreedMemoryAligned();  // as mpplan and mpexec allocate: see aligning_allocator.h
   at::set_num_threads(1);
   std::vector<std::string> models;
   int rounds = 30;

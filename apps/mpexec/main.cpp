@@ -3,11 +3,9 @@
 #include <iostream>
 
 #include "apps/mpexec/run_mpexec.h"
-#include "common/allocator.h"
-#include "planner/profile/memory_meter.h"
+#include "planner/profile/aligning_allocator.h"
 
 int main(int argc, char** argv) {
-  mp::KeepFreedMemory();  // as the profiler measured: see common/allocator.h
-  mp::InstallAligningCpuAllocator();  // as mpplan: see planner/profile/memory_meter.h
+  mp::KeepFreedMemoryAligned();  // as the profiler measured: see aligning_allocator.h
   return mp::RunMpexec(std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr, "/proc/self/exe");
 }

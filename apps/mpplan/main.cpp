@@ -3,11 +3,9 @@
 #include <iostream>
 
 #include "apps/mpplan/run_mpplan.h"
-#include "common/allocator.h"
-#include "planner/profile/memory_meter.h"
+#include "planner/profile/aligning_allocator.h"
 
 int main(int argc, char** argv) {
-  mp::KeepFreedMemory();  // before LibTorch starts threads: see allocator.h
-  mp::InstallAligningCpuAllocator();  // before any tensor: see memory_meter.h
+  mp::KeepFreedMemoryAligned();  // before LibTorch starts threads and before any tensor: see aligning_allocator.h
   return mp::RunMpplan(std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr);
 }

@@ -1,8 +1,9 @@
 // Live CPU tensor bytes per device worker, like torch.cuda.memory_allocated
 // and max_memory_allocated per GPU. CPU workers share one heap, so the
 // heap's own figures (heap_sampler.h) cannot say which stage holds what;
-// this wraps LibTorch's CPU allocator (registered through c10::SetAllocator,
-// as a caching allocator would be) and charges each allocation to the
+// this wraps the CPU allocator installed before it (in mpplan and mpexec
+// the aligning one, aligning_allocator.h), registered through
+// c10::SetAllocator as a caching allocator would be, and charges each allocation to the
 // worker whose thread made it, and its free to that worker too, whichever
 // thread frees it. Allocations made outside a worker (loading, the
 // optimizer step, gathering) are charged to kOutside. It counts only while
@@ -19,23 +20,6 @@
 #include <unordered_map>
 
 namespace mp {
-
-// LibTorch's own CPU allocator asks glibc for 64-byte-aligned blocks
-// (posix_memalign). Under KeepFreedMemory (one arena, no mmap, no trim)
-// glibc serves such a request from a free chunk only with room for the
-// alignment beyond the size, so a freed block never takes the next request
-// of its own size, and a training step's freed gradients were left behind
-// while the heap grew: the zoo MLP's mpexec held 1.5 GB after 180 s with
-// 113 MB in use, 0.6 MB more each step (docs/BENCHMARKS.md). This one
-// takes the alignment from inside a plain malloc of 64 bytes more (the
-// offset kept in the byte before the block), so a freed block fits the
-// next request of its size. Install it first thing in main, after
-// KeepFreedMemory and before any tensor: a block made by another allocator
-// must not come back through its raw_deleter. The meter below wraps it.
-// Not installed under a sanitizer (whose allocator is not glibc's) nor over
-// an allocator other than LibTorch's own.
-c10::Allocator* AligningCpuAllocator();
-void InstallAligningCpuAllocator();
 
 class MemoryMeter {
  public:

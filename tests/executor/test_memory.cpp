@@ -19,6 +19,7 @@
 #include "common/allocator.h"
 #include "common/sanitizer_build.h"
 #include "planner/plan/plan_reader.h"
+#include "planner/profile/aligning_allocator.h"
 #include "planner/profile/memory_meter.h"
 
 using mp::MemoryMeter;
@@ -148,7 +149,7 @@ TEST_CASE("memory made while the meter is off is not counted, and raw allocation
   CHECK(meter.Live(MemoryMeter::kOutside) == outside);
 }
 
-// mpexec and mpplan install it (memory_meter.h): under KeepFreedMemory,
+// mpexec and mpplan install it (aligning_allocator.h): under KeepFreedMemory,
 // LibTorch's own posix_memalign left each freed block unused by the next
 // request of its size, and a training run's heap grew without bound.
 TEST_CASE("the aligning CPU allocator gives 64-byte blocks, and a freed block serves the next request of its size") {
