@@ -32,9 +32,12 @@
 //               within 10% of the prediction scaled by the drift
 //               reference timed before the rounds and after every step,
 //               as mpexec --rescale would: whether the machine's speed
-//               explains a miss). 1f1b is planned and run twice, for
-//               the noise between two identical plans; `auto` (the
-//               search's choice of schedule at that M) is measured too,
+//               explains a miss; and, on turns whose two cores' drift
+//               factors read within 10% of each other and on the others,
+//               how many plans' turns were within 10%: whether a core
+//               slower than the other does). 1f1b is planned and run
+//               twice, for the noise between two identical plans; `auto`
+//               (the search's choice of schedule at that M) is measured too,
 //               and must not be slower than the best hand-picked schedule
 //               by more than the largest difference between two identical
 //               plans (1f1b's pairs, and auto's plan against the
@@ -78,6 +81,7 @@
 #include <torch/script.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -97,8 +101,8 @@
 #include "executor/drift.h"
 #include "executor/executor.h"
 #include "planner/plan/plan_reader.h"
-#include "planner/profile/measure.h"
 #include "planner/profile/aligning_allocator.h"
+#include "planner/profile/measure.h"
 #include "planner/profile/whole_graph.h"
 
 namespace {
@@ -377,7 +381,21 @@ struct ScheduleTurn {
   std::vector<double> measured, predicted, bubble;
   double drift = 1;
   bool drift_measured = false;
+  // The drift reference on each worker's core, now over when profiled
+  // (drift.worker_factors): the VM slows one vCPU at a time, by up to a
+  // third for 20-60 s, and a turn whose cores ran apart set its step by
+  // the device on the slower one (docs/BENCHMARKS.md). Empty when not
+  // measured.
+  std::vector<double> cores;
 };
+
+// Whether a turn's two cores read within 10% of each other: a figure
+// beside the target, decided before any run counted it, not the target.
+bool CoresLevel(const ScheduleTurn& t) {
+  if (t.cores.size() < 2) return true;
+  const auto [low, high] = std::minmax_element(t.cores.begin(), t.cores.end());
+  return *high <= *low * 1.10;
+}
 
 ScheduleTurn RunScheduleTurn(const std::string& mpplan, const std::string& model, const std::string& prefix,
                              const std::string& profile, int64_t batch, int m, int warmup, int rounds) {
@@ -456,6 +474,7 @@ ScheduleTurn RunScheduleTurn(const std::string& mpplan, const std::string& model
   const mp::Drift drift = drift_probe.Result();
   t.drift = drift.factor;
   t.drift_measured = drift.measured;
+  t.cores = drift.worker_factors;
   return t;
 }
 
@@ -471,6 +490,10 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
   const int warmup = 2, rounds = quick ? 3 : 7, turn_count = quick ? 1 : 3;
   if (quick) cases.resize(1);
   int faster = 0, faster_wanted = 0, within = 0, rescaled_within = 0, runs = 0, relative_within = 0, relative_runs = 0;
+  // Plan-turns within 10% of the prediction, on turns whose cores read
+  // level and on the others: [level][within].
+  std::array<std::array<int, 2>, 2> by_cores{};
+  int level_turns = 0, all_turns = 0;
   std::vector<double> noise, auto_excess, drifts;
   std::vector<double> identical;  // auto against the hand-picked plan it equals
   std::vector<size_t> identical_case;  // the case (index into auto_excess) of each
@@ -515,9 +538,19 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
       std::string list, drift_list;
       for (const ScheduleTurn& t : ts) {
         drifts.push_back(t.drift);
-        char one[32];
+        char one[64];
         std::snprintf(one, sizeof one, "%s%.2f", drift_list.empty() ? "" : ", ", t.drift);
         drift_list += one;
+        for (size_t w = 0; w < t.cores.size(); ++w) {
+          const char* end = w + 1 < t.cores.size() ? "" : ")";
+          std::snprintf(one, sizeof one, "%s%.2f%s", w ? "/" : " (cores ", t.cores[w], end);
+          drift_list += one;
+        }
+        level_turns += CoresLevel(t);
+        all_turns += 1;
+        for (size_t k = 0; k < kSchedules.size(); ++k) {
+          if (t.ran[k]) by_cores[CoresLevel(t)][std::abs(t.measured[k] / t.predicted[k] - 1) <= 0.10] += 1;
+        }
       }
       for (size_t k = 0; k < kSchedules.size(); ++k) {
         if (!ran[k]) continue;
@@ -651,6 +684,11 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
   std::printf("schedules   steps against 1f1b's within 10%% of the predicted ratio for %d of %d plans (no target: "
               "the machine's speed cancels)\n",
               relative_within, relative_runs);
+  std::printf("schedules   the two cores' drift factors within 10%% of each other in %d of %d turns; a plan's turn "
+              "within 10%% of the prediction in %d of %d on those turns, %d of %d on the others (no target: the host's "
+              "cores, not the plans)\n",
+              level_turns, all_turns, by_cores[1][1], by_cores[1][0] + by_cores[1][1], by_cores[0][1],
+              by_cores[0][0] + by_cores[0][1]);
   std::printf("schedules   auto chose %s (a case's turns); its median turn at worst %+.1f%% against the best "
               "hand-picked schedule (target: each case within the largest difference between two identical plans of "
               "the other cases, up to %.1f%%) %s\n",

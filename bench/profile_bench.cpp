@@ -17,8 +17,8 @@
 #include "planner/graph/canonical_graph.h"
 #include "planner/graph/input_spec.h"
 #include "planner/graph/model_file.h"
-#include "planner/profile/measure.h"
 #include "planner/profile/aligning_allocator.h"
+#include "planner/profile/measure.h"
 
 int main(int argc, char** argv) {
   mp::KeepFreedMemoryAligned();  // as mpplan and mpexec allocate: see aligning_allocator.h
