@@ -546,10 +546,11 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
           std::snprintf(one, sizeof one, "%s%.2f%s", w ? "/" : " (cores ", t.cores[w], end);
           drift_list += one;
         }
-        level_turns += CoresLevel(t);
+        const bool level = CoresLevel(t);
+        level_turns += level;
         all_turns += 1;
         for (size_t k = 0; k < kSchedules.size(); ++k) {
-          if (t.ran[k]) by_cores[CoresLevel(t)][std::abs(t.measured[k] / t.predicted[k] - 1) <= 0.10] += 1;
+          if (t.ran[k]) by_cores[level][std::abs(t.measured[k] / t.predicted[k] - 1) <= 0.10] += 1;
         }
       }
       for (size_t k = 0; k < kSchedules.size(); ++k) {

@@ -3,8 +3,8 @@
 // heap's own figures (heap_sampler.h) cannot say which stage holds what;
 // this wraps the CPU allocator installed before it (in mpplan and mpexec
 // the aligning one, aligning_allocator.h), registered through
-// c10::SetAllocator as a caching allocator would be, and charges each allocation to the
-// worker whose thread made it, and its free to that worker too, whichever
+// c10::SetAllocator as a caching allocator would be, and charges each
+// allocation to the worker whose thread made it, and its free to that worker too, whichever
 // thread frees it. Allocations made outside a worker (loading, the
 // optimizer step, gathering) are charged to kOutside. It counts only while
 // counting is on (mpexec: the last warm-up step, as it samples the heap):
@@ -12,8 +12,6 @@
 // ConvNet step of 6 ms; otherwise the wrapped allocator's own DataPtr is
 // handed out, and only the frees of counted tensors come back here.
 #pragma once
-
-#include <c10/core/Allocator.h>
 
 #include <atomic>
 #include <cstdint>
