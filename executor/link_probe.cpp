@@ -1,7 +1,7 @@
 // ProbeProcessLinks: two ranks as threads on one Gloo group; messages
 // through bridge threads, then all-reduces, each at two sizes.
-// ProbeAllReduceAfterStep: the same two ranks summing a step's gradients
-// as mpexec does (SumGradients).
+// ProbeAllReduceAfterStep: two ranks as processes, rank 1 forked, summing
+// a step's gradients as mpexec does (SumGradients).
 #include "executor/link_probe.h"
 
 #include <ATen/ATen.h>
@@ -10,15 +10,20 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "common/channel.h"
 #include "common/cpu_affinity.h"
+#include "common/dump.h"
 #include "common/error.h"
+#include "common/forked_child.h"
 #include "common/sanitizer_build.h"
 #include "executor/gradient_sum.h"
 #include "executor/process_group.h"
@@ -234,6 +239,106 @@ void TwoRanks(const char* what, Rank rank, Stop stop) {
   }
 }
 
+// A rank's sums in the all-reduce after a step: the buffer's bytes, and
+// each round's stamps before the gather and after the views.
+struct RankSums {
+  int64_t bytes = 0;
+  Stamps ready, done;
+};
+
+// As text, to come back from a child process: bytes, rounds, then each
+// round's two stamps in steady-clock ticks (CLOCK_MONOTONIC: one clock
+// for every process of the machine).
+std::string Write(const RankSums& sums) {
+  std::ostringstream out;
+  out << sums.bytes << " " << sums.ready.size();
+  for (size_t i = 0; i < sums.ready.size(); ++i) {
+    out << " " << sums.ready[i].time_since_epoch().count() << " " << sums.done.at(i).time_since_epoch().count();
+  }
+  return out.str();
+}
+
+RankSums ReadSums(const std::string& text) {
+  std::istringstream in(text);
+  RankSums sums;
+  size_t rounds = 0;
+  in >> sums.bytes >> rounds;
+  for (size_t i = 0; i < rounds && in; ++i) {
+    Clock::rep ready = 0, done = 0;
+    in >> ready >> done;
+    sums.ready.push_back(Clock::time_point(Clock::duration(ready)));
+    sums.done.push_back(Clock::time_point(Clock::duration(done)));
+  }
+  if (!in) throw InternalError(Concat("a rank's sums came back unreadable: '", text.substr(0, 80), "'"));
+  return sums;
+}
+
+// One rank of TwoProcesses: its result, or its failure's line and when it
+// was caught, while its group still lived (the other rank, waiting on it,
+// fails only once the group is gone: the earlier failure is the cause).
+struct RankOutcome {
+  bool ok = false;
+  std::string text;
+  Clock::rep failed_at = 0;
+};
+
+template <typename Rank>
+RankOutcome RunRank(int r, int port, Rank& rank) {
+  RankOutcome outcome;
+  const auto failed = [&outcome](const char* what) {
+    outcome.failed_at = Clock::now().time_since_epoch().count();
+    outcome.text = ErrorLine(what);
+  };
+  try {
+    const ScopedPin pin(RankCpus(r, 2));  // before the group starts its threads, which inherit it
+    RankEnv env;
+    env.rank = r;
+    env.world_size = 2;
+    env.master_port = port;
+    ProcessGroup group(env, kTimeout);
+    try {
+      outcome.text = rank(group);
+      outcome.ok = true;
+    } catch (const std::exception& e) {
+      failed(e.what());
+    }
+  } catch (const std::exception& e) {
+    if (outcome.failed_at == 0) failed(e.what());
+  }
+  return outcome;
+}
+
+// Runs `rank(group)` (returning a string) on two ranks of one Gloo group,
+// rank 0 in this process and rank 1 in a child forked from it
+// (forked_child.h), each on its rank's cores where pinning is on, as
+// mpexec's replicas run: two processes, not two threads of one. Returns
+// the two ranks' strings; throws Error naming `what` and the earlier
+// failure where either fails (the other's is its consequence).
+template <typename Rank>
+std::array<std::string, 2> TwoProcesses(const char* what, Rank rank) {
+  if (!ProcessGroupsAvailable()) throw Error("this build has no Gloo: stages cannot run as processes");
+  const int port = FreePort();
+  ForkedChild child([&] {
+    const RankOutcome outcome = RunRank(1, port, rank);
+    return Concat(outcome.ok ? "ok " : "failed ", outcome.failed_at, "\n", outcome.text);
+  });
+  const RankOutcome mine = RunRank(0, port, rank);
+  RankOutcome theirs;
+  try {
+    const std::string text = child.Wait(4 * kTimeout);
+    const size_t space = text.find(' '), line = text.find('\n');
+    theirs.ok = text.compare(0, space, "ok") == 0;
+    theirs.failed_at = std::stoll(text.substr(space + 1, line - space - 1));
+    theirs.text = text.substr(line + 1);
+  } catch (const std::exception& e) {  // the child died, or did not end
+    theirs.text = ErrorLine(e.what());
+    theirs.failed_at = Clock::now().time_since_epoch().count();
+  }
+  if (mine.ok && theirs.ok) return {mine.text, theirs.text};
+  const bool theirs_first = !theirs.ok && (mine.ok || theirs.failed_at < mine.failed_at);
+  throw Error(Concat(what, " failed: ", theirs_first ? theirs.text : mine.text));
+}
+
 }  // namespace
 
 ProbedLinks ProbeProcessLinks() {
@@ -267,27 +372,40 @@ StepAllReduce ProbeAllReduceAfterStep(const std::function<std::vector<at::Tensor
   if (warmup < 0 || timed < 1) {
     throw InternalError(Concat("all-reduce after a step: ", warmup, " + ", timed, " rounds"));
   }
-  std::array<Stamps, 2> ready, done;
-  std::array<int64_t, 2> bytes{};
-  TwoRanks(
-      "the all-reduce after a step between two processes",
-      [&](ProcessGroup& group) {
-        const int r = group.rank();
-        GatherBuffers kept;
-        std::vector<at::Tensor> params;  // the last round's
-        for (int i = 0; i < warmup + timed; ++i) {
-          for (const at::Tensor& p : params) {  // as mpexec's ResetGradients
-            if (!ZeroIfKept(kept, p)) p.mutable_grad() = at::Tensor();
-          }
-          params = step(r);
-          bytes[r] = TimedSum(group, params, kept, ready[r], done[r]);
-        }
-      },
-      [] {});
+  const char* what = "the all-reduce after a step between two processes";
+  const auto rank = [&](ProcessGroup& group) {
+    GatherBuffers kept;
+    std::vector<at::Tensor> params;  // the last round's
+    RankSums sums;
+    for (int i = 0; i < warmup + timed; ++i) {
+      for (const at::Tensor& p : params) {  // as mpexec's ResetGradients
+        if (!ZeroIfKept(kept, p)) p.mutable_grad() = at::Tensor();
+      }
+      params = step(group.rank());
+      sums.bytes = TimedSum(group, params, kept, sums.ready, sums.done);
+    }
+    return sums;
+  };
+  std::array<RankSums, 2> sums;
+  if (kUnderThreadSanitizer) {
+    // A forked child may not start threads there (forked_child.h).
+    TwoRanks(what, [&](ProcessGroup& group) { sums[group.rank()] = rank(group); }, [] {});
+  } else {
+    const std::array<std::string, 2> texts =
+        TwoProcesses(what, [&](ProcessGroup& group) { return Write(rank(group)); });
+    for (int r = 0; r < 2; ++r) sums[r] = ReadSums(texts[r]);
+  }
   // The middle mean, as mpexec reports a sum's over its steps: the
   // ConvNet's 248 KB took 0.5-1 ms in most rounds and 3-6 in the rest, and
   // the median of a few rounds read 0.6 where mpexec's steps paid 1.5.
-  return {bytes[0], MiddleMean(FromLaterReady({&ready[0], &ready[1]}, {&done[0], &done[1]}, size_t(warmup)))};
+  const std::vector<double> rounds =
+      FromLaterReady({&sums[0].ready, &sums[1].ready}, {&sums[0].done, &sums[1].done}, size_t(warmup));
+  if (DumpRequested("allreduce")) {
+    std::string line = "all-reduce after a step, " + std::to_string(sums[0].bytes) + " bytes, ms:";
+    for (double ms : rounds) line += " " + std::to_string(ms);
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  return {sums[0].bytes, MiddleMean(rounds)};
 }
 
 }  // namespace mp

@@ -38,7 +38,9 @@ struct ProbedLinks {
 ProbedLinks ProbeProcessLinks();
 
 // The all-reduce as a replica of a model pays it (mpexec's SyncGradients):
-// two ranks as above, each running `step(rank)` before every round (a
+// two ranks as mpexec's replicas are, processes (rank 1 in a child forked
+// from this one, forked_child.h; threads under ThreadSanitizer), each
+// running `step(rank)` before every round (a
 // training step of the model, returning its parameters, their .grad()
 // filled: added into where they are defined, as a backward does), then
 // summing the gradients over the two as mpexec does, with its code

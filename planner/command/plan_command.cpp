@@ -9,6 +9,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/sanitizer_build.h"
 #include "common/sha256.h"
 #include "executor/link_probe.h"
 #include "executor/process_group.h"
@@ -223,6 +224,10 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   // replicas (which run over processes): the all-reduce in training, the
   // messages between a copy's stages.
   const bool links_charged = request.processes || MayReplicate(request);
+  // Replicas run as processes: the contention probe times its copies so
+  // too. Not under ThreadSanitizer, where a forked child may not start
+  // threads (common/forked_child.h).
+  profile_request.replica_processes = cpu_here && MayReplicate(request) && !kUnderThreadSanitizer;
   if (cpu_here && links_charged && ProcessGroupsAvailable()) {
     profile_request.measure_links = [](Profile& profile) {
       const ProbedLinks links = ProbeProcessLinks();

@@ -374,7 +374,7 @@ std::vector<int> MicrobatchCandidates(const Profile& profile, int64_t batch) {
 
 std::vector<double> SharedSlowdownFor(const Cluster& cluster, const Profile& profile, int64_t microbatch) {
   if (cluster.shared_slowdown.empty() || profile.shared_slowdown_sizes.empty()) return cluster.shared_slowdown;
-  return SharedSlowdownAt(profile, microbatch);
+  return SharedSlowdownAt(profile, microbatch, cluster.replicas > 1);  // replicas run as processes
 }
 
 DeviceChoice ChooseOnFewestDevices(const std::vector<const PlanCandidate*>& alternatives, double fastest_ms,

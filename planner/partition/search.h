@@ -185,7 +185,9 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
 // The cluster's contention factors (Cluster::shared_slowdown) for
 // micro-batches of `microbatch` samples: CPU workers slow each other more
 // at small sizes, so where the profile measured several sizes, the factors
-// interpolated at this one (SharedSlowdownAt); else the cluster's own.
+// interpolated at this one (SharedSlowdownAt; for a cluster of replicas,
+// which run as processes, the processes' rows where measured); else the
+// cluster's own.
 std::vector<double> SharedSlowdownFor(const Cluster& cluster, const Profile& profile, int64_t microbatch);
 
 }  // namespace mp

@@ -45,6 +45,8 @@ Profile::AllReduceAfterStep MeasureAllReduceAfterStep(const CanonicalGraph& cano
     graphs.push_back(std::make_unique<WholeGraph>(canonical, SyntheticInputs(WithBatch(inputs, m), r), options));
   }
   if (graphs[0]->Parameters().empty()) return {};  // nothing to sum
+  // Rank r's pool starts its thread at its first step, in rank r's
+  // process: the probe forks rank 1 before it (link_probe.h).
   std::array<WorkerPool, 2> pools;
   const RankStep step = [&](int rank) {
     WholeGraph& graph = *graphs.at(rank);

@@ -1,5 +1,6 @@
 // The all-reduce after a training step, measured on the model itself: two
-// copies of the whole graph, one per rank, each running a training step at
+// copies of the whole graph, one per rank (two processes, as mpexec's
+// replicas run), each running a training step at
 // a micro-batch size before every round on a pool thread (as mpexec's
 // stage worker does), then the rank's own thread summing the gradients
 // over the two with mpexec's own code (Profile::allreduce_after_step;

@@ -1,33 +1,18 @@
 #include "planner/profile/contention.h"
 
-#include <ATen/Parallel.h>
-
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <cstdint>
 #include <cstdio>
-#include <exception>
-#include <mutex>
 #include <string>
-#include <thread>
 
 #include "common/cpu_affinity.h"
 #include "common/dump.h"
 #include "common/error.h"
 #include "common/sanitizer_build.h"
+#include "planner/profile/process_copies.h"
 #include "planner/profile/timer.h"
 #include "planner/profile/whole_graph.h"
 
 namespace mp {
-
-// One run of a copy: its forward and (training) backward, timed apart.
-// Outside the anonymous namespace: SharedSlowdownProbe::Workers, a class
-// of the header's, holds them.
-struct RunTimes {
-  double forward_ms = 0, backward_ms = 0;
-  double Total() const { return forward_ms + backward_ms; }
-};
 
 namespace {
 
@@ -38,13 +23,6 @@ namespace {
 constexpr double kSpanMs = kUnderSanitizer ? 0 : 400;
 constexpr int kMaxTurns = 40;
 
-RunTimes RunOnce(WholeGraph& graph) {
-  RunTimes times;
-  times.forward_ms = graph.Forward();
-  times.backward_ms = graph.Backward();
-  return times;
-}
-
 std::vector<double> Totals(const std::vector<RunTimes>& runs) {
   std::vector<double> totals;
   for (const RunTimes& r : runs) totals.push_back(r.Total());
@@ -53,128 +31,24 @@ std::vector<double> Totals(const std::vector<RunTimes>& runs) {
 
 }  // namespace
 
-// One thread per graph, kept for the probe's life: a thread made per turn
-// starts on a cold allocator arena and its first runs paid for it. With
-// MP_PIN_CPUS=1 thread w runs on CPU worker w's cores (WorkerCpus), as
-// mpexec's worker w then does.
-class SharedSlowdownProbe::Workers {
- public:
-  Workers(std::vector<std::unique_ptr<WholeGraph>> graphs, int threads)
-      : graphs_(std::move(graphs)), samples_(graphs_.size()), errors_(graphs_.size()) {
-    for (size_t w = 0; w < graphs_.size(); ++w)
-      threads_.emplace_back([this, w, threads] { Loop(static_cast<int>(w), threads); });
-  }
-
-  ~Workers() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-
-  // One sample of each of the graphs [first, first + copies), all running
-  // together, copy i starting `stagger_ms` * i / copies after the first.
-  std::vector<RunTimes> RunCopies(int first, int copies, double stagger_ms = 0) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      first_ = first;
-      copies_ = copies;
-      stagger_ms_ = stagger_ms;
-      ready_ = 0;
-      started_ = 0;
-      counted_ = 0;
-      finished_ = 0;
-      std::fill(errors_.begin(), errors_.end(), nullptr);
-      ++generation_;
-    }
-    wake_.notify_all();
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [&] { return finished_ == copies_; });
-    for (int w = first; w < first + copies; ++w)
-      if (errors_[w]) std::rethrow_exception(errors_[w]);
-    return std::vector<RunTimes>(samples_.begin() + first, samples_.begin() + first + copies);
-  }
-
- private:
-  void Loop(int w, int threads) {
-    PinThisThread(WorkerCpus(w, int(graphs_.size()), threads));
-    at::set_num_threads(threads);
-    uint64_t seen = 0;
-    for (;;) {
-      int first = 0, copies = 0;
-      double stagger_ms = 0;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-        if (stop_) return;
-        seen = generation_;
-        first = first_;
-        copies = copies_;
-        stagger_ms = stagger_ms_;
-      }
-      if (w < first || w >= first + copies) continue;
-      ready_.fetch_add(1);
-      while (ready_.load() < copies) std::this_thread::yield();  // start together
-      if (stagger_ms > 0) {
-        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(stagger_ms * (w - first) / copies));
-      }
-      started_.fetch_add(1);
-      bool counted = false;
-      try {
-        // A copy's sample is its first run that starts once every copy has
-        // started; a copy that has its sample runs again, untimed, until
-        // every copy has one.
-        while (counted_.load() < copies) {
-          const bool all_started = started_.load() == copies;
-          const RunTimes times = RunOnce(*graphs_[w]);
-          if (!counted && all_started) {
-            samples_[w] = times;
-            counted = true;
-            counted_.fetch_add(1);
-          }
-        }
-      } catch (...) {
-        errors_[w] = std::current_exception();
-        if (!counted) counted_.fetch_add(1);
-      }
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        ++finished_;
-      }
-      done_.notify_one();
-    }
-  }
-
-  std::vector<std::unique_ptr<WholeGraph>> graphs_;
-  std::vector<RunTimes> samples_;
-  std::vector<std::exception_ptr> errors_;
-  std::vector<std::thread> threads_;
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  uint64_t generation_ = 0;
-  int first_ = 0, copies_ = 0;
-  double stagger_ms_ = 0;
-  int finished_ = 0;
-  bool stop_ = false;
-  std::atomic<int> ready_{0}, started_{0}, counted_{0};
-};
-
 SharedSlowdownProbe::SharedSlowdownProbe(const CanonicalGraph& canonical,
                                          const std::vector<c10::IValue>& model_inputs, const PassOptions& options,
-                                         int workers, int threads, double share)
+                                         int workers, int threads, double share, bool processes)
     : count_(workers), share_(share), ratios_(std::max(workers, 1)), speed_ratios_(std::max(workers, 1)) {
   if (workers < 2 || threads < 1)
     throw InternalError(Concat("contention probe: workers ", workers, ", threads ", threads));
-  std::vector<std::unique_ptr<WholeGraph>> graphs;
-  for (int w = 0; w < workers; ++w) {
-    // Each copy on its own inputs, in case the graph writes to them.
-    std::vector<c10::IValue> inputs;
-    for (const auto& v : model_inputs) inputs.push_back(MapTensors(v, [](const at::Tensor& t) { return t.clone(); }));
-    graphs.push_back(std::make_unique<WholeGraph>(canonical, inputs, options));
+  // Each copy on its own inputs, in case the graph writes to them.
+  std::vector<std::vector<c10::IValue>> inputs(static_cast<size_t>(workers));
+  for (auto& mine : inputs) {
+    for (const auto& v : model_inputs) mine.push_back(MapTensors(v, [](const at::Tensor& t) { return t.clone(); }));
   }
-  workers_ = std::make_unique<Workers>(std::move(graphs), threads);
+  if (processes) {
+    copies_ = CopiesInProcesses(canonical, inputs, options, threads);
+  } else {
+    std::vector<std::unique_ptr<WholeGraph>> graphs;
+    for (const auto& mine : inputs) graphs.push_back(std::make_unique<WholeGraph>(canonical, mine, options));
+    copies_ = CopiesOnThreads(std::move(graphs), threads);
+  }
   pinned_ = !WorkerCpus(0, workers, threads).empty();
   start_ = std::chrono::steady_clock::now();
 }
@@ -189,11 +63,11 @@ void SharedSlowdownProbe::Turn() {
   // The graph alone after an untimed run of it: a turn comes after
   // passes of the profiler's, which left this copy's memory and caches
   // cold, where a copy's sample together is a run after another run.
-  workers_->RunCopies(0, 1);
-  const RunTimes first = workers_->RunCopies(0, 1)[0];
+  copies_->Run(0, 1, 0);
+  const RunTimes first = copies_->Run(0, 1, 0)[0];
   std::vector<double> alone{first.Total()};
   for (int w = 1; pinned_ && w < count_; ++w) {
-    alone.push_back(workers_->RunCopies(w, 1)[0].Total());
+    alone.push_back(copies_->Run(w, 1, 0)[0].Total());
     speed_ratios_[w].push_back(alone[0] > 0 ? alone[w] / alone[0] : 1.0);
   }
   std::string dump;
@@ -206,7 +80,7 @@ void SharedSlowdownProbe::Turn() {
     // at the same moment, which a pipeline's stages never do (in 1F1B one
     // stage's forward runs beside the other's backward), and read 5-20%
     // more (docs/profile.md).
-    const std::vector<RunTimes> runs = workers_->RunCopies(0, k, alone[0]);
+    const std::vector<RunTimes> runs = copies_->Run(0, k, alone[0]);
     const std::vector<double> together = Totals(runs);
     ratios_[k - 1].push_back(alone[0] > 0 ? Quantile(together, 0.5) / alone[0] : 1.0);
     if (!dump.empty()) {

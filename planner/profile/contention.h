@@ -12,6 +12,10 @@
 // ConvNet) caught either, and the plan inherited it (a 2-stage ConvNet plan
 // predicted 13.4 ms, measured 9.4). So the probe's turns are spread over
 // the whole profile, between its passes, and each turn is a paired ratio.
+//
+// The copies run as threads of this process, as a pipeline's stages run in
+// mpexec, or as processes, as its data-parallel replicas do (copies.h):
+// the planner charges a plan with replicas the processes' factor.
 #pragma once
 
 #include <torch/script.h>
@@ -22,6 +26,7 @@
 
 #include "planner/graph/canonical_graph.h"
 #include "planner/profile/band.h"
+#include "planner/profile/copies.h"
 #include "planner/profile/node_by_node.h"
 
 namespace mp {
@@ -42,11 +47,12 @@ class SharedSlowdownProbe {
  public:
   // Copies of the whole graph (forward, and backward in training) on
   // `model_inputs`, one per worker, each run by a thread of its own with
-  // `threads` intra-op threads; the threads live as long as the probe.
-  // `share`: the fraction of the time since it was built that MaybeTurn
-  // may spend.
+  // `threads` intra-op threads, or with `processes` by a child process of
+  // its own (process_copies.h); the threads or processes live as long as
+  // the probe. `share`: the fraction of the time since it was built that
+  // MaybeTurn may spend.
   SharedSlowdownProbe(const CanonicalGraph& canonical, const std::vector<c10::IValue>& model_inputs,
-                      const PassOptions& options, int workers, int threads, double share);
+                      const PassOptions& options, int workers, int threads, double share, bool processes = false);
   ~SharedSlowdownProbe();
   SharedSlowdownProbe(const SharedSlowdownProbe&) = delete;
   SharedSlowdownProbe& operator=(const SharedSlowdownProbe&) = delete;
@@ -71,8 +77,7 @@ class SharedSlowdownProbe {
   int Turns() const { return turns_; }
 
  private:
-  class Workers;
-  std::unique_ptr<Workers> workers_;
+  std::unique_ptr<Copies> copies_;
   int count_;
   bool pinned_ = false;  // each worker on cores of its own (WorkerCpus)
   double share_;

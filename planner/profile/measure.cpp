@@ -201,23 +201,37 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   // first, both together spending a tenth of the profile (contention.h).
   std::vector<int64_t> probe_sizes{sizes.size() > 1 ? sizes[sizes.size() - 2] : sizes.back()};
   if (sizes.front() < probe_sizes.front()) probe_sizes.insert(probe_sizes.begin(), sizes.front());
-  std::vector<std::unique_ptr<SharedSlowdownProbe>> probes;
+  // With replicas in view, the same again with the copies as processes
+  // (copies.h), each kind a probe per size, all sharing the tenth.
+  std::vector<std::unique_ptr<SharedSlowdownProbe>> probes, process_probes;
   if (options.timed && options.workers > 1 && device.is_cpu()) {
+    const double share = kProbeShare / double(probe_sizes.size() * (options.replica_processes ? 2 : 1));
     for (int64_t m : probe_sizes) {
       try {
-        probes.push_back(std::make_unique<SharedSlowdownProbe>(
-            canonical, SyntheticInputs(WithBatch(inputs, m), options.seed), pass, options.workers, profile.threads,
-            kProbeShare / double(probe_sizes.size())));
+        probes.push_back(std::make_unique<SharedSlowdownProbe>(canonical,
+                                                               SyntheticInputs(WithBatch(inputs, m), options.seed),
+                                                               pass, options.workers, profile.threads, share));
       } catch (const Error&) {
         throw;
       } catch (const std::exception& e) {
         ThrowModelFails(m, e, sizes, run_at);
       }
     }
+    // Forked after the threads' copies were built: a size the model fails
+    // at has failed above, here, with its own message.
+    for (int64_t m : options.replica_processes ? probe_sizes : std::vector<int64_t>{}) {
+      process_probes.push_back(std::make_unique<SharedSlowdownProbe>(
+          canonical, SyntheticInputs(WithBatch(inputs, m), options.seed), pass, options.workers, profile.threads,
+          share, true));
+    }
     pass.between_passes = [&] {
-      auto fewest = std::min_element(probes.begin(), probes.end(),
-                                     [](const auto& a, const auto& b) { return a->Turns() < b->Turns(); });
-      (*fewest)->MaybeTurn();
+      SharedSlowdownProbe* fewest = nullptr;
+      for (const auto* kind : {&probes, &process_probes}) {
+        for (const auto& p : *kind) {
+          if (!fewest || p->Turns() < fewest->Turns()) fewest = p.get();
+        }
+      }
+      fewest->MaybeTurn();
     };
   }
 
@@ -373,6 +387,10 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     }
     profile.shared_slowdown = profile.shared_slowdown_by_size.back();
     profile.shared_slowdown_microbatch = probe_sizes.back();
+    for (const auto& p : process_probes) {
+      profile.process_slowdown_by_size.push_back(p->Finish(std::clamp(options.timing.repeats, 1, 3)).factors);
+    }
+    process_probes.clear();  // their processes end
     if (!pinned.empty()) profile.worker_speed = speeds;  // at the larger size, as shared_slowdown
     probes.clear();  // their threads stop before the hand-off is timed
     profile.handoff_ms = MeasureHandoffMs(kHandoffMessages);

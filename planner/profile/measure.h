@@ -31,6 +31,10 @@ struct MeasureOptions {
   // CPU, timed: also run the contention probe for up to this many workers
   // sharing the machine (Profile::shared_slowdown); 1: do not.
   int workers = 1;
+  // With workers: the plan may have data-parallel replicas, which mpexec
+  // runs as processes: also run the probe with its copies as processes
+  // (Profile::process_slowdown_by_size).
+  bool replica_processes = false;
   // Training, timed: also time the optimizer's step (optimizer_rate.h).
   // False for sizes added to a profile: MergeSizes keeps the profile's.
   bool optimizer = true;

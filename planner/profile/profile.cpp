@@ -109,9 +109,10 @@ double AllReduceAfterStepFactor(const Profile& profile) {
   return probed > 0 ? std::max(1.0, step.ms / probed) : 1;
 }
 
-std::vector<double> SharedSlowdownAt(const Profile& profile, int64_t microbatch) {
+std::vector<double> SharedSlowdownAt(const Profile& profile, int64_t microbatch, bool processes) {
   const auto& sizes = profile.shared_slowdown_sizes;
-  const auto& rows = profile.shared_slowdown_by_size;
+  const bool as_processes = processes && profile.process_slowdown_by_size.size() == sizes.size();
+  const auto& rows = as_processes ? profile.process_slowdown_by_size : profile.shared_slowdown_by_size;
   if (sizes.empty() || rows.size() != sizes.size()) return profile.shared_slowdown;
   if (microbatch <= sizes.front()) return rows.front();
   if (microbatch >= sizes.back()) return rows.back();

@@ -115,6 +115,14 @@ struct Profile {
   // before 2026-11-24: shared_slowdown serves every size.
   std::vector<int64_t> shared_slowdown_sizes;
   std::vector<std::vector<double>> shared_slowdown_by_size;
+  // The same rows with the probe's copies as processes (copies.h), as
+  // mpexec runs a plan with replicas, one process per device: the search
+  // charges such a plan these. Two threads of one process slowed each
+  // other more than two processes did (the ConvNet 1.22-1.34x against
+  // 1.04-1.15x). Measured where the plan may replicate; empty elsewhere,
+  // and in profiles from before 2026-12-06: shared_slowdown_by_size
+  // serves replicas too.
+  std::vector<std::vector<double>> process_slowdown_by_size;
   // How far the probe's turns strayed from their factor (SharedSlowdown),
   // and how many turns the factor is the median of. Empty and 0 in
   // profiles from before 2026-11-24.
@@ -201,7 +209,9 @@ struct Profile {
 // shared_slowdown[k - 1] for micro-batches of `microbatch` samples:
 // interpolated linearly between the sizes it was measured at, the nearest
 // row beyond them; shared_slowdown itself where no sizes were measured.
-std::vector<double> SharedSlowdownAt(const Profile& profile, int64_t microbatch);
+// With `processes` (a plan whose devices are processes: replicas), the
+// rows of process_slowdown_by_size where it has them.
+std::vector<double> SharedSlowdownAt(const Profile& profile, int64_t microbatch, bool processes = false);
 
 // optimizer_ms_per_mib for `optimizer` (sgd, momentum, adam, adamw); 0
 // where the profile has none.

@@ -46,6 +46,7 @@ Profile Measure(const CanonicalGraph& canonical, const ProfileRequest& request,
   options.device = request.device;
   options.timed = timed;
   options.workers = workers;
+  options.replica_processes = request.replica_processes && workers > 1;
   // Sizes added to a profile keep its optimizer rates (MergeSizes); a
   // calibrated profile estimates them for the device it names.
   options.optimizer = sizes.empty() && !request.calibrate;

@@ -23,6 +23,7 @@ struct ProfileRequest {
   int64_t batch = 0;                      // --batch; 0: the input spec's
   int threads = 0;                        // --threads; 0: DefaultThreads(stages)
   int stages = 1;                         // stages that will share this machine's cores
+  bool replica_processes = false;         // and may run as replicas, processes (MeasureOptions)
   std::vector<int64_t> microbatch_sizes;  // empty: DefaultMicrobatchSizes
   TimingOptions timing;
   std::string device = "cpu";             // where to measure

@@ -133,6 +133,18 @@ void ReadSharedSlowdown(const YamlCursor& root, Profile& p) {
                             p.shared_slowdown.size()));
       }
     }
+    if (root.Has("process_slowdown_by_size")) {
+      const YamlCursor process_rows = root["process_slowdown_by_size"];
+      for (int i = 0, m = process_rows.ExpectList(n); i < m; ++i) {
+        p.process_slowdown_by_size.push_back(FactorsAtLeastOne(process_rows[i]));
+        if (p.process_slowdown_by_size.back().size() != p.shared_slowdown.size()) {
+          process_rows[i].Fail(Concat(p.process_slowdown_by_size.back().size(), " factors, shared_slowdown has ",
+                                      p.shared_slowdown.size()));
+        }
+      }
+    }
+  } else if (root.Has("process_slowdown_by_size")) {
+    root["process_slowdown_by_size"].Fail("given without shared_slowdown_sizes");
   }
   if (root.Has("shared_slowdown_turns")) {
     const YamlCursor turns = root["shared_slowdown_turns"];
@@ -184,6 +196,11 @@ std::string ProfileToYaml(const Profile& p) {
       out << YAML::Key << "shared_slowdown_by_size" << YAML::Value << YAML::BeginSeq;
       for (const auto& row : p.shared_slowdown_by_size) EmitFlowSeq(out, row);
       out << YAML::EndSeq;
+      if (!p.process_slowdown_by_size.empty()) {
+        out << YAML::Key << "process_slowdown_by_size" << YAML::Value << YAML::BeginSeq;
+        for (const auto& row : p.process_slowdown_by_size) EmitFlowSeq(out, row);
+        out << YAML::EndSeq;
+      }
     }
     if (p.shared_slowdown_turns > 0) {
       out << YAML::Key << "shared_slowdown_band" << YAML::Value;
@@ -313,7 +330,7 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
                   "repeats", "microbatch_sizes", "whole_forward_ms", "whole_backward_ms", "coverage",
                   "backward_coverage", "nodes", "values"},
                  {"shared_slowdown", "shared_slowdown_microbatch", "shared_slowdown_sizes", "shared_slowdown_by_size",
-                  "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "process_link",
+                  "process_slowdown_by_size", "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "process_link",
                   "allreduce_link", "allreduce_after_step", "step_overhead_ms",
                   "pass_band", "reference_ms", "reference_band", "pass_scale", "whole_scale", "paced_sizes",
                   "engine_walk_us",  // as autograd_nodes, ignored

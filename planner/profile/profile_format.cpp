@@ -101,6 +101,11 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
       out << "CPU workers at once (micro-batch " << m << "):";
       for (size_t k = 1; k < factors.size(); ++k)
         out << (k > 1 ? "," : "") << " " << k + 1 << " run " << Format("%.2f", factors[k]) << "x slower";
+      if (!p.process_slowdown_by_size.empty()) {
+        const std::vector<double> apart = SharedSlowdownAt(p, m, true);
+        out << "; as processes";
+        for (size_t k = 1; k < apart.size(); ++k) out << (k > 1 ? "," : "") << " " << Format("%.2f", apart[k]) << "x";
+      }
       out << "\n";
     }
   }

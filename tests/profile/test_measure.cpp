@@ -5,19 +5,23 @@
 #include <torch/cuda.h>
 
 #include <ATen/Parallel.h>
+#include <sys/wait.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <thread>
 
 #include "common/cpu_affinity.h"
 #include "common/error.h"
+#include "common/sanitizer_build.h"
 #include "planner/graph/build_op_graph.h"
 #include "planner/graph/model_file.h"
 #include "planner/graph/run_graph.h"
 #include "planner/profile/measure.h"
 #include "planner/profile/node_by_node.h"
 #include "planner/profile/pass_scale.h"
+#include "planner/profile/process_copies.h"
 #include "planner/profile/profile_format.h"
 #include "../graph/zoo.h"
 
@@ -442,6 +446,58 @@ TEST_CASE("the contention probe measures CPU workers running at once") {
   for (double ms : p.step_overhead_ms) CHECK((ms > 0 && ms < 10));
   REQUIRE(alone.step_overhead_ms.size() == 1);
   CHECK(alone.step_overhead_ms[0] > 0);
+}
+
+// Replicas run as processes in mpexec (one per device): with them in view
+// the probe runs its copies as child processes too, and the search charges
+// a plan of replicas their rows. Not under ThreadSanitizer, where a forked
+// child may not start threads (common/forked_child.h).
+TEST_CASE("with replicas in view the probe also times its copies as processes" *
+          doctest::skip(mp::kUnderThreadSanitizer)) {
+  Model m = Load("mlp.script.pt", true);
+  auto options = Quick(true);
+  options.workers = 3;
+  options.replica_processes = true;
+  const mp::Profile p = mp::MeasureProfile(m.canonical, m.inputs, options);
+  REQUIRE(p.shared_slowdown_by_size.size() == 2);
+  REQUIRE(p.process_slowdown_by_size.size() == 2);  // a row per size, as the threads'
+  // Three processes on two cores wait for a core as three threads do
+  // (1.05x: see the case above); copies run one after another would read
+  // 1.0x.
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  for (const auto& row : p.process_slowdown_by_size) {
+    REQUIRE(row.size() == 3);
+    CHECK(row[0] == 1);
+    for (double f : row) CHECK(f >= 1);
+    if (cores < 3) CHECK(row[2] > 1.05);
+  }
+  // The planner's lookup: the processes' rows for a plan of processes.
+  const int64_t m_size = p.shared_slowdown_sizes.back();
+  CHECK(mp::SharedSlowdownAt(p, m_size, true) == p.process_slowdown_by_size.back());
+  CHECK(mp::SharedSlowdownAt(p, m_size, false) == p.shared_slowdown_by_size.back());
+  // This process is left with no child, running or a zombie.
+  errno = 0;
+  CHECK(waitpid(-1, nullptr, WNOHANG) == -1);
+  CHECK(errno == ECHILD);
+}
+
+TEST_CASE("a copy that cannot run in its process fails the probe's run with a line naming it" *
+          doctest::skip(mp::kUnderThreadSanitizer)) {
+  Model m = Load("mlp.script.pt", true);
+  mp::PassOptions pass;
+  pass.training = true;
+  // Copy 1's input has the wrong width: the MLP's first layer refuses it.
+  std::vector<std::vector<c10::IValue>> inputs = {mp::SyntheticInputs(mp::WithBatch(m.inputs, 2), 0),
+                                                  {c10::IValue(at::zeros({2, 3}))}};
+  const auto copies = mp::CopiesInProcesses(m.canonical, inputs, pass, 1);
+  CHECK(copies->Count() == 2);
+  const std::vector<mp::RunTimes> one = copies->Run(0, 1, 0);  // copy 0 alone runs
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].forward_ms > 0);
+  CHECK(one[0].backward_ms > 0);
+  CHECK_THROWS_WITH_AS(copies->Run(0, 2, 0), doctest::Contains("the contention probe's copy 1 could not run: "),
+                       mp::Error);
+  CHECK(copies->Run(0, 1, 0).size() == 1);  // the others still serve
 }
 
 TEST_CASE("profiling on a GPU" * doctest::skip(!torch::cuda::is_available())) {

@@ -36,6 +36,7 @@ mp::Profile Sample() {
   p.shared_slowdown_microbatch = 2;
   p.shared_slowdown_sizes = {1, 2};
   p.shared_slowdown_by_size = {{1, 1.5}, {1, 1.25}};
+  p.process_slowdown_by_size = {{1, 1.125}, {1, 1.0625}};
   p.shared_slowdown_band = {0.75, 1.5};
   p.shared_slowdown_turns = 25;
   p.worker_speed = {1, 1.375};
@@ -113,6 +114,7 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.worker_speed == p.worker_speed);
   CHECK(q.shared_slowdown_sizes == p.shared_slowdown_sizes);
   CHECK(q.shared_slowdown_by_size == p.shared_slowdown_by_size);
+  CHECK(q.process_slowdown_by_size == p.process_slowdown_by_size);
   CHECK(q.handoff_ms == doctest::Approx(p.handoff_ms));
   CHECK(q.process_link.latency_ms == doctest::Approx(0.5625));
   CHECK(q.process_link.bytes_per_s == doctest::Approx(1.25e9));
@@ -226,6 +228,12 @@ TEST_CASE("malformed profile files name the problem") {
   const std::string short_row = SampleYamlWith("  - [1, 1.5]", "  - [1.5]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(short_row, "p.yaml"),
                        "p.yaml: shared_slowdown_by_size[0]: 1 factors, shared_slowdown has 2", mp::InputError);
+  const std::string short_process_row = SampleYamlWith("  - [1, 1.0625]", "  - [1.0625]");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(short_process_row, "p.yaml"),
+                       "p.yaml: process_slowdown_by_size[1]: 1 factors, shared_slowdown has 2", mp::InputError);
+  const std::string process_rows_short = SampleYamlWith("  - [1, 1.0625]\n", "");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(process_rows_short, "p.yaml"),
+                       doctest::Contains("p.yaml: process_slowdown_by_size: expected 2"), mp::InputError);
   const std::string no_turns = SampleYamlWith("shared_slowdown_turns: 25", "shared_slowdown_turns: 0");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_turns, "p.yaml"),
                        "p.yaml: shared_slowdown_turns: expected a count >= 1, found 0", mp::InputError);
@@ -343,6 +351,11 @@ TEST_CASE("the contention factor at a micro-batch size interpolates between the 
   CHECK(mp::SharedSlowdownAt(p, 1)[1] == doctest::Approx(1.5));
   CHECK(mp::SharedSlowdownAt(p, 2)[1] == doctest::Approx(1.25));
   CHECK(mp::SharedSlowdownAt(p, 8)[1] == doctest::Approx(1.25));  // the nearest row beyond
+  // A plan of processes (replicas) reads the processes' rows, the same way.
+  CHECK(mp::SharedSlowdownAt(p, 1, true)[1] == doctest::Approx(1.125));
+  CHECK(mp::SharedSlowdownAt(p, 8, true)[1] == doctest::Approx(1.0625));
+  p.process_slowdown_by_size.clear();  // not measured: the threads' rows serve
+  CHECK(mp::SharedSlowdownAt(p, 1, true)[1] == doctest::Approx(1.5));
   p.shared_slowdown_sizes = {1, 5};
   // In log size: 2 is log 2 / log 5 of the way from 1 to 5.
   CHECK(mp::SharedSlowdownAt(p, 2)[1] == doctest::Approx(1.5 - 0.25 * std::log(2.0) / std::log(5.0)));
