@@ -3,6 +3,12 @@
 // heap, and M_TRIM_THRESHOLD -1 keeps freed memory there.
 // Measured on ResNet-50 (batch 120, 128x128, training, 2 cores): coverage
 // 2.06 -> 1.04 and profiling wall time 95 s -> 48 s.
+// The price of one arena: every thread allocates under its one lock. The
+// ConvNet's 2-stage pipeline (threads) at 64 micro-batches of 1 ran 28-46
+// ms a step, 17-19 with 8 arenas; the contention probe's threads read 4-5x
+// at 1 sample where processes read 1.1x. But with 8 arenas ResNet-50's
+// 64-sample micro-batch ran 3.5x slower (its large blocks mmapped afresh
+// in the threads' heaps). docs/BENCHMARKS.md, 2026-12-06.
 #include "common/allocator.h"
 
 #include <unistd.h>

@@ -41,6 +41,7 @@ std::string HowItEnded(int status) {
 ForkedChild::ForkedChild(const std::function<std::string()>& body) {
   int fds[2];
   if (pipe(fds) != 0) throw Error(Concat("cannot make a pipe for a child process: ", std::strerror(errno)));
+  const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ < 0) {
     const int error = errno;
@@ -50,6 +51,7 @@ ForkedChild::ForkedChild(const std::function<std::string()>& body) {
   }
   if (pid_ == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);  // the parent ended before the line above
     close(fds[0]);
     std::string out;
     try {

@@ -25,7 +25,9 @@ class ForkedChild {
  public:
   // Forks; the child runs `body`, writes what it returns back and exits
   // (_exit: no static destructor of this process runs there). The child
-  // dies with this process. Throws Error where it cannot fork.
+  // is killed when the thread that forked it ends (PR_SET_PDEATHSIG): fork
+  // from a thread that outlives the child (mpplan's main thread does).
+  // Throws Error where it cannot fork.
   explicit ForkedChild(const std::function<std::string()>& body);
   ~ForkedChild();  // a child not waited for is killed and reaped
   ForkedChild(const ForkedChild&) = delete;

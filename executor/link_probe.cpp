@@ -403,6 +403,10 @@ StepAllReduce ProbeAllReduceAfterStep(const std::function<std::vector<at::Tensor
   if (DumpRequested("allreduce")) {
     std::string line = "all-reduce after a step, " + std::to_string(sums[0].bytes) + " bytes, ms:";
     for (double ms : rounds) line += " " + std::to_string(ms);
+    line += "; rank 0's step ended after rank 1's by, ms:";  // the earlier rank's wait for the later
+    for (size_t i = size_t(warmup); i < sums[0].ready.size(); ++i) {
+      line += " " + std::to_string(Ms(sums[0].ready[i] - sums[1].ready.at(i)));
+    }
     std::fprintf(stderr, "%s\n", line.c_str());
   }
   return {sums[0].bytes, MiddleMean(rounds)};

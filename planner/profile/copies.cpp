@@ -46,10 +46,7 @@ namespace {
 class ThreadCopies : public Copies {
  public:
   ThreadCopies(std::vector<std::unique_ptr<WholeGraph>> graphs, int threads)
-      : graphs_(std::move(graphs)), samples_(graphs_.size()), errors_(graphs_.size()) {
-    for (size_t w = 0; w < graphs_.size(); ++w)
-      threads_.emplace_back([this, w, threads] { Loop(static_cast<int>(w), threads); });
-  }
+      : graphs_(std::move(graphs)), samples_(graphs_.size()), errors_(graphs_.size()), threads_per_copy_(threads) {}
 
   ~ThreadCopies() override {
     {
@@ -63,6 +60,13 @@ class ThreadCopies : public Copies {
   int Count() const override { return int(graphs_.size()); }
 
   std::vector<RunTimes> Run(int first, int copies, double stagger_ms) override {
+    // The threads start at the first run, not when built: a child process
+    // forked while one of them held a lock of LibTorch's (at::set_num_threads
+    // as it started) waited for it forever (process_copies.h).
+    if (threads_.empty()) {
+      for (size_t w = 0; w < graphs_.size(); ++w)
+        threads_.emplace_back([this, w] { Loop(static_cast<int>(w), threads_per_copy_); });
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       first_ = first;
@@ -124,6 +128,7 @@ class ThreadCopies : public Copies {
   int finished_ = 0;
   bool stop_ = false;
   CopySync sync_;
+  int threads_per_copy_;
 };
 
 }  // namespace

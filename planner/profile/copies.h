@@ -60,8 +60,9 @@ class Copies {
   virtual int Count() const = 0;
 };
 
-// One thread per graph, kept for the copies' life (a thread made per run
-// started on a cold allocator arena, and its first runs paid for it), with
+// One thread per graph, started at the first run and kept for the copies'
+// life (a thread made per run started on a cold allocator arena, and its
+// first runs paid for it), with
 // `threads` intra-op threads each; with MP_PIN_CPUS=1 thread w runs on CPU
 // worker w's cores (WorkerCpus), as mpexec's worker w then does.
 std::unique_ptr<Copies> CopiesOnThreads(std::vector<std::unique_ptr<WholeGraph>> graphs, int threads);

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <array>
@@ -33,7 +34,15 @@ struct Command {
 constexpr char kDone = 'k';
 constexpr char kFailed = 'e';
 constexpr auto kStopWait = std::chrono::seconds(10);
+// The longest a run may take before its copy counts as lost: a child that
+// hangs (one forked while a thread here held a lock it then needs) ends
+// the probe with an error, not mpplan with a hang.
+constexpr int kAnswerSeconds = 300;
 
+bool Contains(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
+
+// False where the other end is gone, or (this process's ends) gave no
+// answer in kAnswerSeconds.
 bool ReadFull(int fd, void* data, size_t size) {
   size_t done = 0;
   while (done < size) {
@@ -104,6 +113,8 @@ class ProcessCopies : public Copies {
     try {
       for (int w = 0; w < count; ++w) {
         const std::array<int, 2> line = MakeLine();
+        const timeval answer_within{kAnswerSeconds, 0};
+        setsockopt(line[0], SOL_SOCKET, SO_RCVTIMEO, &answer_within, sizeof answer_within);
         // This process's ends of the earlier children's lines, which the
         // new child closes (it has copies of them).
         std::vector<int> theirs;
@@ -185,8 +196,9 @@ class ProcessCopies : public Copies {
     }
   }
 
-  // Child w's pipe closed mid-run: it died. The others are let go (their
-  // wait for its sample ended), and its end said.
+  // Child w's line closed mid-run (it died) or gave no answer (it hung).
+  // The others are let go (their wait for its sample ended), and what
+  // became of it said.
   [[noreturn]] void Lost(int w, int first, int copies) {
     shared_.Sync().Skip(copies);
     for (int v = first; v < first + copies; ++v) {
@@ -198,11 +210,12 @@ class ProcessCopies : public Copies {
         }
       }
     }
-    std::string how = "ended without a word";
+    std::string how = Concat("gave no answer in ", kAnswerSeconds, " s");
     try {
       children_[size_t(w)].process->Wait(kStopWait);
+      how = "ended without a word";
     } catch (const std::exception& e) {
-      how = e.what();
+      if (!Contains(e.what(), "ran past")) how = e.what();  // it died; else it hung
     }
     children_[size_t(w)].process.reset();  // waited for
     throw Error(Concat("the contention probe's copy ", w, " in a process of its own failed: ", how));
