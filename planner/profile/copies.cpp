@@ -16,7 +16,9 @@ namespace mp {
 RunTimes RunCopy(WholeGraph& graph, CopySync& sync, int index, int copies, double stagger_ms) {
   sync.ready.fetch_add(1);
   while (sync.ready.load() < copies) std::this_thread::yield();  // start together
-  if (stagger_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(stagger_ms * index / copies));
+  if (stagger_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(stagger_ms * index / copies));
+  }
   sync.started.fetch_add(1);
   RunTimes sample;
   bool counted = false;

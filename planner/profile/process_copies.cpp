@@ -73,7 +73,9 @@ class SharedBlock {
  public:
   explicit SharedBlock(int copies) : bytes_(kSamplesAt + sizeof(RunTimes) * size_t(copies)) {
     memory_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (memory_ == MAP_FAILED) throw Error(Concat("cannot map memory for the probe's processes: ", std::strerror(errno)));
+    if (memory_ == MAP_FAILED) {
+      throw Error(Concat("cannot map memory for the probe's processes: ", std::strerror(errno)));
+    }
     new (memory_) CopySync();
     for (int c = 0; c < copies; ++c) new (Samples() + c) RunTimes();
   }
@@ -84,7 +86,8 @@ class SharedBlock {
   RunTimes* Samples() { return reinterpret_cast<RunTimes*>(static_cast<char*>(memory_) + kSamplesAt); }
 
  private:
-  static constexpr size_t kSamplesAt = (sizeof(CopySync) + alignof(RunTimes) - 1) / alignof(RunTimes) * alignof(RunTimes);
+  static constexpr size_t kSamplesAt =
+      (sizeof(CopySync) + alignof(RunTimes) - 1) / alignof(RunTimes) * alignof(RunTimes);
   size_t bytes_;
   void* memory_ = nullptr;
 };

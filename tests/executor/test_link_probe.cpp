@@ -11,7 +11,10 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <stdexcept>
+#include <string>
 
 #include "common/error.h"
 #include "common/sanitizer_build.h"
@@ -85,6 +88,22 @@ TEST_CASE("the gradients stay in the sum's buffer from round to round, but one a
   CHECK(at::equal(params[r][1].grad(), at::full({2, 12}, 3.0 + 80)));
 }
 
+namespace {
+
+// A step that throws `message` in rank `failing`'s `nth` step (counted in
+// that rank's own process) and otherwise leaves a gradient of ones.
+std::function<std::vector<at::Tensor>(int)> FailingStep(int failing, int nth, const std::string& message) {
+  auto steps = std::make_shared<std::atomic<int>>(0);
+  return [=](int rank) {
+    if (rank == failing && ++*steps == nth) throw std::runtime_error(message);
+    at::Tensor p = at::zeros({256});
+    p.mutable_grad() = at::ones({256});
+    return std::vector<at::Tensor>{p};
+  };
+}
+
+}  // namespace
+
 // Under ThreadSanitizer (tools/sanitize.sh tsan) the failing rank's case is
 // skipped: Gloo makes the failure's exception on one of its threads and
 // c10d's Work::wait rethrows it on ours, and neither libgloo nor LibTorch is
@@ -96,23 +115,9 @@ TEST_CASE("a step that fails on one rank ends the all-reduce after a step with t
   // Rank 1 (the child process) fails in its third step. Rank 0, waiting in
   // the sum for it, fails too once rank 1's group is gone, as a
   // consequence: the error is rank 1's. And the other way round.
-  std::atomic<int> rank1_steps{0};
-  const auto step = [&](int rank) {
-    if (rank == 1 && ++rank1_steps == 3) throw std::runtime_error("the model's backward broke");
-    at::Tensor p = at::zeros({256});
-    p.mutable_grad() = at::ones({256});
-    return std::vector<at::Tensor>{p};
-  };
-  CHECK_THROWS_WITH_AS(mp::ProbeAllReduceAfterStep(step, 1, 4),
+  CHECK_THROWS_WITH_AS(mp::ProbeAllReduceAfterStep(FailingStep(1, 3, "the model's backward broke"), 1, 4),
                        "the all-reduce after a step between two processes failed: the model's backward broke",
                        mp::Error);
-  int rank0_steps = 0;
-  const auto step0 = [&](int rank) {
-    if (rank == 0 && ++rank0_steps == 2) throw std::runtime_error("rank 0's forward broke");
-    at::Tensor p = at::zeros({256});
-    p.mutable_grad() = at::ones({256});
-    return std::vector<at::Tensor>{p};
-  };
-  CHECK_THROWS_WITH_AS(mp::ProbeAllReduceAfterStep(step0, 1, 4),
+  CHECK_THROWS_WITH_AS(mp::ProbeAllReduceAfterStep(FailingStep(0, 2, "rank 0's forward broke"), 1, 4),
                        "the all-reduce after a step between two processes failed: rank 0's forward broke", mp::Error);
 }
