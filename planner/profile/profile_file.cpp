@@ -330,8 +330,8 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
                   "repeats", "microbatch_sizes", "whole_forward_ms", "whole_backward_ms", "coverage",
                   "backward_coverage", "nodes", "values"},
                  {"shared_slowdown", "shared_slowdown_microbatch", "shared_slowdown_sizes", "shared_slowdown_by_size",
-                  "process_slowdown_by_size", "shared_slowdown_band", "shared_slowdown_turns", "worker_speed", "handoff_ms", "process_link",
-                  "allreduce_link", "allreduce_after_step", "step_overhead_ms",
+                  "process_slowdown_by_size", "shared_slowdown_band", "shared_slowdown_turns", "worker_speed",
+                  "handoff_ms", "process_link", "allreduce_link", "allreduce_after_step", "step_overhead_ms",
                   "pass_band", "reference_ms", "reference_band", "pass_scale", "whole_scale", "paced_sizes",
                   "engine_walk_us",  // as autograd_nodes, ignored
                   "accumulate_ms_per_mib", "optimizer_ms_per_mib", "optimizer_slowdown", "node_overhead_ms"});
@@ -358,6 +358,8 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
     ReadSharedSlowdown(root, p);
   } else if (root.Has("shared_slowdown_turns")) {
     root["shared_slowdown_turns"].Fail("given without shared_slowdown");
+  } else if (root.Has("process_slowdown_by_size")) {
+    root["process_slowdown_by_size"].Fail("given without shared_slowdown");
   }
   if (root.Has("worker_speed")) {
     const YamlCursor speeds = root["worker_speed"];

@@ -231,6 +231,14 @@ TEST_CASE("malformed profile files name the problem") {
   const std::string short_process_row = SampleYamlWith("  - [1, 1.0625]", "  - [1.0625]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(short_process_row, "p.yaml"),
                        "p.yaml: process_slowdown_by_size[1]: 1 factors, shared_slowdown has 2", mp::InputError);
+  // The processes' rows without the threads' factors they stand beside.
+  mp::Profile bare = Sample();
+  bare.shared_slowdown.clear();
+  bare.shared_slowdown_turns = 0;
+  std::string no_factors = mp::ProfileToYaml(bare);
+  no_factors += "process_slowdown_by_size:\n  - [1, 1.125]\n";
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_factors, "p.yaml"),
+                       "p.yaml: process_slowdown_by_size: given without shared_slowdown", mp::InputError);
   const std::string process_rows_short = SampleYamlWith("  - [1, 1.0625]\n", "");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(process_rows_short, "p.yaml"),
                        doctest::Contains("p.yaml: process_slowdown_by_size: expected 2"), mp::InputError);
