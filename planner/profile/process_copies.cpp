@@ -18,6 +18,7 @@
 #include "common/cpu_affinity.h"
 #include "common/error.h"
 #include "common/forked_child.h"
+#include "planner/graph/run_graph.h"
 
 namespace mp {
 namespace {
@@ -39,8 +40,6 @@ constexpr auto kStopWait = std::chrono::seconds(10);
 // the probe with an error, not mpplan with a hang.
 constexpr int kAnswerSeconds = 300;
 
-bool Contains(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
-
 // False where the other end is gone, or (this process's ends) gave no
 // answer in kAnswerSeconds.
 bool ReadFull(int fd, void* data, size_t size) {
@@ -52,6 +51,14 @@ bool ReadFull(int fd, void* data, size_t size) {
     done += size_t(n);
   }
   return true;
+}
+
+// A failed run's line, after its kFailed, up to the newline.
+std::string ReadLine(int fd) {
+  std::string line;
+  char c = 0;
+  while (ReadFull(fd, &c, 1) && c != '\n') line += c;
+  return line;
 }
 
 // Over a socket, without SIGPIPE where the other end is gone (a child that
@@ -147,16 +154,17 @@ class ProcessCopies : public Copies {
     shared_.Sync().Reset();  // no copy runs now
     for (int w = first; w < first + copies; ++w) {
       const Command command{w - first, copies, stagger_ms};
-      if (!WriteFull(children_[size_t(w)].line, &command, sizeof command)) Lost(w, first, copies);
+      if (!WriteFull(children_[size_t(w)].line, &command, sizeof command)) Lost(w, copies, first, w, false);
     }
     std::optional<std::string> failure;
     for (int w = first; w < first + copies; ++w) {
       char answer = 0;
-      if (!ReadFull(children_[size_t(w)].line, &answer, 1)) Lost(w, first, copies);
+      errno = 0;
+      if (!ReadFull(children_[size_t(w)].line, &answer, 1)) {
+        Lost(w, copies, w + 1, first + copies, errno == EAGAIN || errno == EWOULDBLOCK);  // SO_RCVTIMEO ran out
+      }
       if (answer == kDone) continue;
-      std::string line;
-      char c = 0;
-      while (ReadFull(children_[size_t(w)].line, &c, 1) && c != '\n') line += c;
+      const std::string line = ReadLine(children_[size_t(w)].line);
       if (!failure) failure = line;
     }
     if (failure) throw Error(*failure);
@@ -180,45 +188,41 @@ class ProcessCopies : public Copies {
     try {
       graph = std::make_unique<WholeGraph>(canonical, inputs, options);
     } catch (const std::exception& e) {
-      build_error = Concat("the contention probe's copy ", w, " could not run: ", e.what());
+      build_error = Concat("the contention probe's copy ", w, " could not run: ", ErrorLine(e.what()));
     }
     Command command;
     while (ReadFull(line, &command, sizeof command) && command.copies > 0) {
       std::string answer(1, kDone);
-      try {
-        if (!graph) {
-          shared_.Sync().Skip(1);
-          throw Error(build_error);
+      if (!graph) {
+        shared_.Sync().Skip(1);
+        answer = kFailed + build_error + "\n";
+      } else {
+        try {
+          shared_.Samples()[w] = RunCopy(*graph, shared_.Sync(), command.index, command.copies, command.stagger_ms);
+        } catch (const std::exception& e) {
+          answer = kFailed + ErrorLine(e.what()) + "\n";
         }
-        shared_.Samples()[w] = RunCopy(*graph, shared_.Sync(), command.index, command.copies, command.stagger_ms);
-      } catch (const std::exception& e) {
-        const std::string what = e.what();
-        answer = kFailed + what.substr(0, what.find('\n')) + "\n";
       }
       if (!WriteFull(line, answer.data(), answer.size())) return;
     }
   }
 
-  // Child w's line closed mid-run (it died) or gave no answer (it hung).
-  // The others are let go (their wait for its sample ended), and what
-  // became of it said.
-  [[noreturn]] void Lost(int w, int first, int copies) {
+  // Child w's line closed mid-run (it died) or gave no answer (it hung),
+  // in a run of `copies`. The others are let go (their wait for its sample
+  // ended), the answers of those in [owing, owed) read (the ones told to
+  // run and not yet heard), and what became of w said.
+  [[noreturn]] void Lost(int w, int copies, int owing, int owed, bool hung) {
     shared_.Sync().Skip(copies);
-    for (int v = first; v < first + copies; ++v) {
-      if (v == w) continue;
+    for (int v = owing; v < owed; ++v) {
       char answer = 0;
-      if (ReadFull(children_[size_t(v)].line, &answer, 1) && answer == kFailed) {
-        char c = 0;
-        while (ReadFull(children_[size_t(v)].line, &c, 1) && c != '\n') {
-        }
-      }
+      if (ReadFull(children_[size_t(v)].line, &answer, 1) && answer == kFailed) ReadLine(children_[size_t(v)].line);
     }
     std::string how = Concat("gave no answer in ", kAnswerSeconds, " s");
     try {
-      children_[size_t(w)].process->Wait(kStopWait);
-      how = "ended without a word";
+      children_[size_t(w)].process->Wait(kStopWait);  // a hung one is stopped here
+      if (!hung) how = "ended without a word";
     } catch (const std::exception& e) {
-      if (!Contains(e.what(), "ran past")) how = e.what();  // it died; else it hung
+      if (!hung) how = e.what();  // how it died
     }
     children_[size_t(w)].process.reset();  // waited for
     throw Error(Concat("the contention probe's copy ", w, " in a process of its own failed: ", how));
