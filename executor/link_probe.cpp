@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <mutex>
@@ -400,6 +401,13 @@ StepAllReduce ProbeAllReduceAfterStep(const std::function<std::vector<at::Tensor
   // the median of a few rounds read 0.6 where mpexec's steps paid 1.5.
   const std::vector<double> rounds =
       FromLaterReady({&sums[0].ready, &sums[1].ready}, {&sums[0].done, &sums[1].done}, size_t(warmup));
+  std::vector<double> gaps, periods;
+  for (size_t i = size_t(warmup); i < sums[0].ready.size(); ++i) {
+    gaps.push_back(std::abs(Ms(sums[0].ready[i] - sums[1].ready.at(i))));
+    if (i == 0) continue;
+    const auto later = [&](size_t round) { return std::max(sums[0].ready.at(round), sums[1].ready.at(round)); };
+    periods.push_back(Ms(later(i) - later(i - 1)));
+  }
   if (DumpRequested("allreduce")) {
     std::string line = "all-reduce after a step, " + std::to_string(sums[0].bytes) + " bytes, ms:";
     for (double ms : rounds) line += " " + std::to_string(ms);
@@ -407,9 +415,20 @@ StepAllReduce ProbeAllReduceAfterStep(const std::function<std::vector<at::Tensor
     for (size_t i = size_t(warmup); i < sums[0].ready.size(); ++i) {
       line += " " + std::to_string(Ms(sums[0].ready[i] - sums[1].ready.at(i)));
     }
+    for (int r = 0; r < 2; ++r) {  // from its last sum's end to its readiness
+      line += "; rank " + std::to_string(r) + "'s steps, ms:";
+      for (size_t i = std::max<size_t>(size_t(warmup), 1); i < sums[r].ready.size(); ++i) {
+        line += " " + std::to_string(Ms(sums[r].ready[i] - sums[r].done.at(i - 1)));
+      }
+    }
     std::fprintf(stderr, "%s\n", line.c_str());
   }
-  return {sums[0].bytes, MiddleMean(rounds)};
+  StepAllReduce result;
+  result.bytes = sums[0].bytes;
+  result.ms = MiddleMean(rounds);
+  result.gap_ms = MiddleMean(gaps);
+  if (!periods.empty()) result.round_ms = MiddleMean(periods);
+  return result;
 }
 
 }  // namespace mp

@@ -50,10 +50,16 @@ ProbedLinks ProbeProcessLinks();
 // or dropped, as mpexec's are before a step (ZeroIfKept). Timed from the
 // later rank's readiness; the first `warmup` rounds dropped, the mean of
 // the middle 80% of the rest (both ranks' ends; MiddleMean, timer.h).
+// Beside it, what a replica waits for the other: how far apart the two
+// ranks' steps ended (the earlier waits for the later before the sum; a
+// round of two costs the ranks' mean step and sum plus half of it), and
+// the round, from the later readiness to the next: both middle means.
 // Throws Error where the ranks cannot meet or a step fails.
 struct StepAllReduce {
   int64_t bytes = 0;  // of the summed buffer
   double ms = 0;
+  double gap_ms = 0;    // |rank 0's readiness - rank 1's|
+  double round_ms = 0;  // the later readiness to the next round's
 };
 StepAllReduce ProbeAllReduceAfterStep(const std::function<std::vector<at::Tensor>(int rank)>& step, int warmup,
                                       int timed);

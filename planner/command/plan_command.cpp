@@ -236,7 +236,12 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
     };
     profile_request.measure_allreduce = [](const RankStep& step, int warmup, int timed) {
       const StepAllReduce sum = ProbeAllReduceAfterStep(step, warmup, timed);
-      return std::pair{sum.bytes, sum.ms};
+      Profile::AllReduceAfterStep measured;
+      measured.bytes = sum.bytes;
+      measured.ms = sum.ms;
+      measured.gap_ms = sum.gap_ms;
+      measured.round_ms = sum.round_ms;
+      return measured;
     };
   }
   profile_request.check_outputs = [&request](const OutputLayout& outputs) { OnePiece(outputs, request); };
@@ -315,6 +320,11 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   if (counts.empty()) {
     throw InputError(Concat("--replicas auto: no replica count from 1 to ", request.gpus, " divides the batch (",
                             profiled.profile.batch, ")"));
+  }
+  // The replicas' wait for the latest of them, as the probe's two ranks
+  // waited for each other: CPU workers of this machine.
+  for (int r = 1; cpu_here && r <= counts.back(); ++r) {
+    replica_links.wait_share.push_back(ReplicaWaitShare(profiled.profile, r));
   }
   ReplicaSearch measured = SearchReplicas(profiled, devices, counts, replica_links, plan_request, true);
   const double measure_ms = measured.measure_ms;

@@ -27,6 +27,7 @@ PlanDevices ForReplicas(const PlanDevices& devices, int replicas, const ReplicaL
   out.cluster.devices.resize(per_replica);
   out.cluster.replicas = replicas;
   out.cluster.replica_link = links.allreduce;
+  if (size_t(replicas) <= links.wait_share.size()) out.cluster.replica_wait_share = links.wait_share[replicas - 1];
   if (links.boundary) {
     for (Link& link : out.cluster.links) link = *links.boundary;
   }

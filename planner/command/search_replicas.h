@@ -39,6 +39,9 @@ struct ReplicaLinks {
   // by reference as threads of one process, then pay the probed process
   // link. Empty: the devices' own links.
   std::optional<Link> boundary;
+  // [R - 1]: the share of a step R copies add waiting for the latest of
+  // them before each sum (Cluster::replica_wait_share); beyond its end: none.
+  std::vector<double> wait_share;
 };
 
 // `devices` as R copies of a block of devices.size() / R: the plan lists

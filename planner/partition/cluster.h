@@ -48,6 +48,9 @@ struct Cluster {
   // all-reduced among its copies over `replica_link`.
   int replicas = 1;
   Link replica_link;
+  // With replicas: the share of the step their wait for the latest of them
+  // before each sum adds (ReplicaWaitShare, profile.h). 0: none.
+  double replica_wait_share = 0;
   // Training: the plan's optimizer's step on a device of speed 1, in ms a
   // MiB of parameters with a gradient (Profile::optimizer_ms_per_mib). 0:
   // not charged.

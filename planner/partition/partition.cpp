@@ -39,6 +39,7 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
   p.bounds = bounds;
   p.slowdown = model.Spec(0).slowdown;
   p.step_overhead_ms = model.Spec(0).step_overhead_ms;
+  p.replica_wait_share = model.Spec(0).replica_wait_share;
   const std::vector<int> placement = StagePlacement(schedule, K / chunks, chunks);
   for (int s = 0; s < K; ++s) {
     const int a = bounds[s], e = bounds[s + 1];
@@ -119,7 +120,7 @@ SimResult SimulatePartition(const Partition& p) {
     optimizer.push_back(st.optimizer_ms);
   }
   return SimulateStep(PartitionSchedule(p), times, p.transfers, memory, allreduce, p.slowdown, p.step_overhead_ms,
-                      optimizer);
+                      optimizer, p.replica_wait_share);
 }
 
 Schedule PartitionSchedule(const Partition& p) {

@@ -85,6 +85,7 @@ struct Partition {
   std::vector<TransferTimes> transfers;  // per boundary, for the simulator
   std::vector<double> slowdown;          // the simulator's contention table (StageSpec::slowdown)
   double step_overhead_ms = 0;           // the runtime's per step (StageSpec::step_overhead_ms)
+  double replica_wait_share = 0;         // the replicas' wait (StageSpec::replica_wait_share)
   double bottleneck_ms = 0;        // max Stage::cost_ms
   bool fits = true;                // every stage within its device's memory
 };

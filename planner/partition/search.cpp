@@ -161,7 +161,9 @@ double StepLowerBound(const Partition& p) {
     backward_fill += st.backward_ms + st.recompute_ms;
     if (s < p.transfers.size()) forward_fill += p.transfers[s].forward_ms, backward_fill += p.transfers[s].backward_ms;
   }
-  return std::max(bound, *std::max_element(device_work.begin(), device_work.end())) + p.step_overhead_ms;
+  // The replicas' wait is a share of the step: of the bound too.
+  return std::max(bound, *std::max_element(device_work.begin(), device_work.end())) * (1 + p.replica_wait_share) +
+         p.step_overhead_ms;
 }
 
 // The DP minimises the slowest stage's cost; the simulated step also

@@ -54,6 +54,7 @@ std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule,
     const bool can = IsTraining(schedule) && !SplitsBackward(schedule);
     specs[s].recompute = can ? recompute : Recompute::kNever;
     specs[s].step_overhead_ms = StepOverheadMs(cluster, devices);  // replicas dispatch in processes of their own
+    specs[s].replica_wait_share = cluster.replicas > 1 ? cluster.replica_wait_share : 0;
     specs[s].optimizer_ms_per_mib = cluster.optimizer_ms_per_mib * device.speed * stepping_at_once;
   }
   return specs;

@@ -57,6 +57,7 @@ struct StageSpec {
   // cluster, for the simulator (stage costs here are each stage alone).
   std::vector<double> slowdown;
   double step_overhead_ms = 0;  // the pipeline's too (Cluster::step_overhead_ms)
+  double replica_wait_share = 0;  // the pipeline's too (Cluster::replica_wait_share)
   double optimizer_ms_per_mib = 0;  // its device's (Cluster::optimizer_ms_per_mib times its speed)
   bool split_backward = false;  // the schedule runs I and W (zb-h1, zbv)
   Recompute recompute = Recompute::kNever;  // kNever where the schedule cannot (inference, zb-h1, zbv)

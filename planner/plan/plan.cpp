@@ -129,7 +129,7 @@ SimResult SimulatePlan(const Plan& plan) {
   }
   return SimulateStep(PlanSchedule(plan), times, transfers, memory, allreduce,
                       PipelineSlowdown(plan.profile.shared_slowdown, int(plan.stages.size()), plan.replicas),
-                      plan.profile.step_overhead_ms, optimizer);
+                      plan.profile.step_overhead_ms, optimizer, plan.profile.replica_wait_share);
 }
 
 }  // namespace mp

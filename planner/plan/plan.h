@@ -151,6 +151,9 @@ struct PlanProfile {
   // The runtime's fixed cost per step (Cluster::step_overhead_ms at this
   // plan's worker count), in the simulated step. 0: none.
   double step_overhead_ms = 0;
+  // With replicas: the share of the step their wait for the latest before
+  // each sum adds (Cluster::replica_wait_share), in the simulated step. 0: none.
+  double replica_wait_share = 0;
 };
 
 // What the search minimises (mpplan --objective): the step, or the device

@@ -588,7 +588,8 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
   if (root.Has("profile")) {
     const YamlCursor p = root["profile"];
     p.ExpectMap({"source"}, {"device", "file", "threads", "microbatch_sizes", "coverage", "backward_coverage",
-                             "calibration", "shared_slowdown", "reference_ms", "step_overhead_ms"});
+                             "calibration", "shared_slowdown", "reference_ms", "step_overhead_ms",
+                             "replica_wait_share"});
     plan.profile.source = p["source"].String();
     if (p.Has("device")) plan.profile.device = p["device"].String();
     if (p.Has("file")) plan.profile.file = p["file"].String();
@@ -603,6 +604,10 @@ void ReadResults(const YamlCursor& root, Plan& plan) {
     }
     if (p.Has("step_overhead_ms")) {
       plan.profile.step_overhead_ms = p["step_overhead_ms"].NumberIn(0, YamlCursor::kNoLimit, "a time");
+    }
+    if (p.Has("replica_wait_share")) {
+      plan.profile.replica_wait_share = p["replica_wait_share"].NumberIn(0, 1, "a share of the step");
+      if (plan.replicas == 1) p["replica_wait_share"].Fail("only a plan with replicas waits for them");
     }
     if (p.Has("shared_slowdown")) {
       const YamlCursor list = p["shared_slowdown"];

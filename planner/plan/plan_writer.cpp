@@ -242,6 +242,7 @@ std::string PlanToYaml(const Plan& p) {
   }
   if (p.profile.reference_ms > 0) KeyValue(out, "reference_ms", p.profile.reference_ms);
   if (p.profile.step_overhead_ms > 0) KeyValue(out, "step_overhead_ms", p.profile.step_overhead_ms);
+  if (p.profile.replica_wait_share > 0) KeyValue(out, "replica_wait_share", p.profile.replica_wait_share);
   out << YAML::EndMap;
   out << YAML::Key << "alternatives" << YAML::Value << YAML::BeginSeq;
   for (const PlanCandidate& a : p.alternatives) WriteAlternative(out, a);

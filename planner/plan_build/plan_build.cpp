@@ -299,6 +299,7 @@ Plan BuildPlan(const OpGraph& graph, const Profile& profile, const Cluster& clus
   plan.profile.shared_slowdown = SharedSlowdownFor(cluster, profile, plan.microbatch_size);  // as the search used them
   plan.profile.reference_ms = profile.reference_ms;
   plan.profile.step_overhead_ms = partition.step_overhead_ms;
+  plan.profile.replica_wait_share = partition.replica_wait_share;
   plan.alternatives = result.alternatives;
   plan.warnings = Warnings(graph, profile, plan);
   return plan;

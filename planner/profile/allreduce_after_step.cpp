@@ -60,10 +60,7 @@ Profile::AllReduceAfterStep MeasureAllReduceAfterStep(const CanonicalGraph& cano
     }});
     return graph.Parameters();
   };
-  const auto [bytes, ms] = probe(step, kStepWarmup, timed);
-  Profile::AllReduceAfterStep result;
-  result.bytes = bytes;
-  result.ms = ms;
+  Profile::AllReduceAfterStep result = probe(step, kStepWarmup, timed);
   result.microbatch = m;
   return result;
 }

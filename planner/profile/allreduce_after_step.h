@@ -15,7 +15,6 @@
 #include <ATen/core/Tensor.h>
 
 #include <functional>
-#include <utility>
 #include <vector>
 
 #include "planner/graph/canonical_graph.h"
@@ -28,8 +27,10 @@ namespace mp {
 // probe's sum replaces with views of the summed buffer, as mpexec's does).
 using RankStep = std::function<std::vector<at::Tensor>(int rank)>;
 // Runs `step` on two ranks before each of warmup + timed sums of the
-// gradients it leaves; returns the bytes summed and the ms a sum took.
-using AllReduceProbe = std::function<std::pair<int64_t, double>(const RankStep& step, int warmup, int timed)>;
+// gradients it leaves; returns the bytes summed, the ms a sum took, and
+// the ranks' gap and round (Profile::AllReduceAfterStep; its microbatch
+// the caller's).
+using AllReduceProbe = std::function<Profile::AllReduceAfterStep(const RankStep& step, int warmup, int timed)>;
 
 // At the contention probe's micro-batch size (a replica's micro-batch is
 // a share of the batch), on CPU, with rounds for about two seconds of

@@ -96,6 +96,32 @@ double ProbedAllReduceMs(const Profile::ProbedLink& link, int64_t bytes) {
   return 2 * (link.latency_ms + (link.bytes_per_s > 0 ? 1000.0 * double(half) / link.bytes_per_s : 0));
 }
 
+namespace {
+
+// The expected largest of n standard normal samples: the integral of x
+// times the density of their maximum, n phi(x) Phi(x)^(n - 1).
+double ExpectedNormalMax(int n) {
+  constexpr double kStep = 1e-3, kPi = 3.14159265358979323846;
+  double sum = 0;
+  for (double x = -8; x < 8; x += kStep) {
+    const double phi = std::exp(-x * x / 2) / std::sqrt(2 * kPi);
+    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    sum += x * n * phi * std::pow(cdf, n - 1) * kStep;
+  }
+  return sum;
+}
+
+}  // namespace
+
+double ReplicaWaitShare(const Profile& profile, int replicas) {
+  const Profile::AllReduceAfterStep& step = profile.allreduce_after_step;
+  if (replicas < 2 || !(step.gap_ms > 0 && step.round_ms > 0)) return 0;
+  // Two normal times of spread sigma are E|a - b| = 2 sigma / sqrt(pi)
+  // apart, and the later is sigma / sqrt(pi) past their mean: half the gap.
+  const double half_gap_share = step.gap_ms / 2 / step.round_ms;
+  return half_gap_share * ExpectedNormalMax(replicas) / ExpectedNormalMax(2);
+}
+
 double AllReduceAfterStepFactor(const Profile& profile) {
   const Profile::AllReduceAfterStep& step = profile.allreduce_after_step;
   if (!step.Measured() || !profile.allreduce_link.Measured()) return 1;

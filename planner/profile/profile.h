@@ -159,10 +159,17 @@ struct Profile {
   // line in mpexec over four sessions. The planner scales the link by
   // AllReduceAfterStepFactor, never below 1. Zero in profiles from before
   // 2026-11-29.
+  // Beside the sum, what a replica waits for the other before it: `gap_ms`,
+  // how far apart the two ranks' steps ended, and `round_ms`, a round of
+  // step and sum from the later readiness to the next (middle means; 0 in
+  // profiles from before 2026-12-06). A round pays the ranks' mean step and
+  // sum plus half the gap: ReplicaWaitShare.
   struct AllReduceAfterStep {
     int64_t bytes = 0;
     double ms = 0;
     int64_t microbatch = 0;
+    double gap_ms = 0;
+    double round_ms = 0;
     bool Measured() const { return bytes > 0 && ms > 0; }
   };
   AllReduceAfterStep allreduce_after_step;
@@ -220,6 +227,14 @@ double OptimizerMsPerMib(const Profile& profile, const std::string& optimizer);
 // What a ring of two over allreduce_link charges for `bytes` (two hops of
 // half the bytes, AllReduceMs in partition/cluster.h).
 double ProbedAllReduceMs(const Profile::ProbedLink& link, int64_t bytes);
+
+// The share of a step that `replicas` replicas' steps add by waiting for
+// the latest of them before each sum: half allreduce_after_step's gap over
+// its round for two (the later of two steps is their mean plus half their
+// gap), and for more the expected latest of that many, as if the ranks'
+// times were normal with the spread the gap of two shows (for two, the
+// same). 0 for one replica, or where the gap was not measured.
+double ReplicaWaitShare(const Profile& profile, int replicas);
 
 // allreduce_after_step's time over what allreduce_link charges for its
 // bytes: how much slower the sum runs after a step of this model than the

@@ -226,6 +226,10 @@ std::string ProfileToYaml(const Profile& p) {
     out << YAML::Key << "bytes" << YAML::Value << a.bytes;
     out << YAML::Key << "ms" << YAML::Value << a.ms;
     out << YAML::Key << "microbatch" << YAML::Value << a.microbatch;
+    if (a.gap_ms > 0 && a.round_ms > 0) {
+      out << YAML::Key << "gap_ms" << YAML::Value << a.gap_ms;
+      out << YAML::Key << "round_ms" << YAML::Value << a.round_ms;
+    }
     out << YAML::EndMap;
   }
   if (!p.step_overhead_ms.empty()) {
@@ -380,12 +384,19 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
   }
   if (root.Has("allreduce_after_step")) {
     const YamlCursor at = root["allreduce_after_step"];
-    at.ExpectMap({"bytes", "ms", "microbatch"}, {});
+    at.ExpectMap({"bytes", "ms", "microbatch"}, {"gap_ms", "round_ms"});
     Profile::AllReduceAfterStep& a = p.allreduce_after_step;
     a.bytes = at["bytes"].Int();
     if (a.bytes < 1) at["bytes"].Fail(Concat("expected a byte count >= 1, found ", a.bytes));
     a.ms = at["ms"].NumberIn(0, YamlCursor::kNoLimit, "a time", true);
     a.microbatch = at["microbatch"].IntIn(1, p.batch);
+    if (at.Has("gap_ms") != at.Has("round_ms")) {
+      at[at.Has("gap_ms") ? "gap_ms" : "round_ms"].Fail("expected gap_ms and round_ms together");
+    }
+    if (at.Has("gap_ms")) {
+      a.gap_ms = at["gap_ms"].NumberIn(0, YamlCursor::kNoLimit, "a time");
+      a.round_ms = at["round_ms"].NumberIn(0, YamlCursor::kNoLimit, "a time", true);
+    }
   }
   if (root.Has("step_overhead_ms")) {
     const YamlCursor times = root["step_overhead_ms"];

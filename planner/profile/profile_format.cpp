@@ -127,6 +127,11 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
     out << "the model's gradients summed after a step: " << Format("%.2f", a.ms) << " ms for "
         << Format("%.2f", double(a.bytes) / (1 << 20)) << " MiB at micro-batch " << a.microbatch << ", "
         << Format("%.2f", AllReduceAfterStepFactor(p)) << "x what the hop's line charges (the planner charges this)\n";
+    if (ReplicaWaitShare(p, 2) > 0) {
+      out << "a replica's wait for the other before the sum: their steps ended " << Format("%.2f", a.gap_ms)
+          << " ms apart in rounds of " << Format("%.2f", a.round_ms) << " ms; two replicas' steps charged "
+          << Format("%.1f%%", 100 * ReplicaWaitShare(p, 2)) << " more\n";
+    }
   }
   if (!p.step_overhead_ms.empty()) {
     out << "mpexec's fixed cost per step:";

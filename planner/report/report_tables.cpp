@@ -417,6 +417,13 @@ std::vector<SummaryLine> PlanSummary(const Plan& plan) {
                                                                   : "unlimited bandwidth") +
                                      ", " + FormatMs(l.latency_ms) + " ms a hop); in the step above"});
     }
+    const double share = plan.profile.replica_wait_share;
+    if (share > 0) {  // the simulator's SimResult::replica_wait_ms, from the plan
+      const double wait_ms = share * (p.step_ms - plan.profile.step_overhead_ms) / (1 + share);
+      lines.push_back({"replica wait", FormatMs(wait_ms) + " ms (" + FormatPercent(share) +
+                                           " more) for the latest replica before each all-reduce, as the profile's "
+                                           "two ranks waited for each other; in the step above"});
+    }
   }
   if (plan.training && p.optimizer_ms > 0) {
     lines.push_back({"optimizer", FormatMs(p.optimizer_ms) + " ms for " + plan.optimizer +

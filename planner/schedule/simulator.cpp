@@ -113,7 +113,7 @@ void TrackMemory(const Schedule& sch, const std::vector<StageMemory>& memory, Si
 // One replay of the lists with the actions' compute times fixed.
 SimResult Replay(const Schedule& sch, const Durations& durations, const std::vector<TransferTimes>& transfers,
                  const std::vector<double>& allreduce_ms, double step_overhead_ms,
-                 const std::vector<double>& optimizer_ms) {
+                 const std::vector<double>& optimizer_ms, double replica_wait_share) {
   const int S = sch.stages;
   const int D = sch.Devices();
   const int M = sch.microbatches;
@@ -196,7 +196,8 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
   for (int s = 0; s < S && !optimizer_ms.empty(); ++s) result.optimizer_ms[sch.DeviceOf(s)] += optimizer_ms[s];
   for (int d = 0; d < D; ++d) device_done[d] += result.optimizer_ms[d];
   for (int d = 0; d < D; ++d) result.step_ms = std::max(result.step_ms, device_done[d]);
-  result.step_ms += step_overhead_ms;  // every device idle meanwhile
+  result.replica_wait_ms = replica_wait_share * result.step_ms;
+  result.step_ms += result.replica_wait_ms + step_overhead_ms;  // every device idle meanwhile
   double idle = 0;
   result.idle_ms.resize(D);
   for (int d = 0; d < D; ++d) {
@@ -246,7 +247,7 @@ Durations AverageSlowdown(const SimResult& timed, const std::vector<double>& slo
 SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stages,
                        const std::vector<TransferTimes>& transfers, const std::vector<StageMemory>& memory,
                        const std::vector<double>& allreduce_ms, const std::vector<double>& slowdown,
-                       double step_overhead_ms, const std::vector<double>& optimizer_ms) {
+                       double step_overhead_ms, const std::vector<double>& optimizer_ms, double replica_wait_share) {
   const int K = sch.stages;
   if (int(stages.size()) != K) {
     throw InputError(Concat("simulate: ", stages.size(), " stage times for ", K, " stages"));
@@ -267,6 +268,9 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
   for (double f : slowdown)
     if (!(f >= 1)) throw InputError(Concat("simulate: slowdown factor ", f, "; expected >= 1"));
   if (!(step_overhead_ms >= 0)) throw InputError(Concat("simulate: step overhead ", step_overhead_ms, " ms"));
+  if (!(replica_wait_share >= 0)) {
+    throw InputError(Concat("simulate: replicas' wait ", replica_wait_share, " of the step; expected >= 0"));
+  }
   if (!optimizer_ms.empty() && int(optimizer_ms.size()) != K) {
     throw InputError(Concat("simulate: ", optimizer_ms.size(), " optimizer times for ", K, " stages"));
   }
@@ -284,7 +288,7 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
                                                                 : 0.0);
     }
   }
-  SimResult result = Replay(sch, base, transfers, allreduce_ms, step_overhead_ms, optimizer_ms);
+  SimResult result = Replay(sch, base, transfers, allreduce_ms, step_overhead_ms, optimizer_ms, replica_wait_share);
   // (With replicas, one stage computing already shares the machine.)
   if (std::none_of(slowdown.begin(), slowdown.end(), [](double f) { return f > 1; })) {
     TrackMemory(sch, memory, result);
@@ -305,7 +309,7 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
           change = std::max(change, std::abs(slowed[d][i] / before - 1));
       }
     }
-    result = Replay(sch, slowed, transfers, allreduce_ms, step_overhead_ms, optimizer_ms);
+    result = Replay(sch, slowed, transfers, allreduce_ms, step_overhead_ms, optimizer_ms, replica_wait_share);
     if (change < 1e-4) break;
   }
   TrackMemory(sch, memory, result);  // once, on the final timeline

@@ -90,6 +90,7 @@ struct SimResult {
   std::vector<int64_t> device_peak_memory_bytes;
   std::vector<double> allreduce_ms;       // per stage: its gradient all-reduce after its device's last action
   std::vector<double> optimizer_ms;       // per device: its stages' optimizer step, after its all-reduces
+  double replica_wait_ms = 0;             // the step's wait for the latest replica (idle on every device)
   std::vector<std::vector<TimedAction>> timeline;  // per device, in list order
 };
 
@@ -113,10 +114,14 @@ struct SimResult {
 // in one process start their steps together once every list is done (so
 // a step that fails changes no weight), which ends later where a device
 // that finished early has more to step than the last to finish.
+// `replica_wait_share`: with replicas, the share of the step (before the
+// overhead) that each sum's wait for the latest of them adds
+// (ReplicaWaitShare, profile.h), idle on every device.
 SimResult SimulateStep(const Schedule& schedule, const std::vector<StageTimes>& stages,
                        const std::vector<TransferTimes>& transfers = {}, const std::vector<StageMemory>& memory = {},
                        const std::vector<double>& allreduce_ms = {}, const std::vector<double>& slowdown = {},
-                       double step_overhead_ms = 0, const std::vector<double>& optimizer_ms = {});
+                       double step_overhead_ms = 0, const std::vector<double>& optimizer_ms = {},
+                       double replica_wait_share = 0);
 
 // The simulator's slowdown table for one pipeline of `stages` stages on
 // one machine's CPU workers, its replicas running alongside: entry n - 1 is the factor

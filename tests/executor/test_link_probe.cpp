@@ -41,6 +41,8 @@ TEST_CASE("the all-reduce after a step runs each rank's step before every round 
   CHECK(steps[0] == 6);
   CHECK(sum.bytes == 1024 * 4);  // the two gradients in one float buffer
   CHECK(sum.ms > 0);
+  CHECK(sum.gap_ms >= 0);  // how far apart the ranks' steps ended
+  CHECK(sum.round_ms > 0);
   // What the last round left: every gradient the sum over the two ranks
   // (rank 1's step ran: its gradients are in it), in its parameter's shape.
   CHECK(at::equal(params[0][0].grad(), at::full({1000}, 3.0)));

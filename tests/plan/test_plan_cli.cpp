@@ -266,7 +266,7 @@ TEST_CASE("--replicas auto on as many devices: a tie goes to fewer stages a repl
   mp::PlanDevices devices;
   devices.cluster = mp::UniformCluster(2, {"cpu", mp::kUnlimitedMemory, 1.0});
   devices.devices = {{0, "cpu", 0, "cpu"}, {1, "cpu", 1, "cpu"}};
-  const mp::ReplicaLinks links{{4e6, 0.1}, std::nullopt};  // 16,000 parameter bytes: 4.2 ms a step
+  const mp::ReplicaLinks links{{4e6, 0.1}, std::nullopt, {}};  // 16,000 parameter bytes: 4.2 ms a step
   mp::PlanRequest request;
   request.batch = 32;
   request.tie_tolerance = 0;
@@ -374,6 +374,13 @@ TEST_CASE("--processes: messages between stages and the replicas' all-reduce are
   // than the probe's line.
   const double line = mp::ProbedAllReduceMs(profile.allreduce_link, after_step.bytes);
   CHECK(replicated.predicted.allreduce_ms == doctest::Approx(std::max(after_step.ms, line)));
+  // And their wait for each other before it, as the probe's ranks waited:
+  // half the gap between their steps' ends over the round, in the step.
+  CHECK(after_step.round_ms > after_step.ms);
+  CHECK(after_step.gap_ms > 0);
+  CHECK(replicated.profile.replica_wait_share == doctest::Approx(mp::ReplicaWaitShare(profile, 2)));
+  CHECK(replicated.profile.replica_wait_share == doctest::Approx(after_step.gap_ms / 2 / after_step.round_ms));
+  CHECK(in_process.profile.replica_wait_share == 0);
   // mpexec runs replicas over processes, so a copy's stages pass each other
   // values over the probed process link, without --processes too.
   const auto copies = Mpplan(ZooPath("toy.script.pt") + " --quiet --gpus 4 --replicas 2 --stages 2 --profile-in " +

@@ -209,6 +209,16 @@ TEST_CASE("a plan with replicas: each runs its share, the step includes its all-
   CHECK(mp::PlanToYaml(back) == yaml);
   CHECK(back.replica_link.bandwidth_bytes_per_s == 1e8);
   CHECK(mp::SimulatePlan(back).step_ms == doctest::Approx(p.predicted.step_ms).epsilon(1e-6));
+  // The replicas' wait, a share of the step, kept and simulated again.
+  const std::string waiting = Mutated(yaml, [](YAML::Node& r) { r["profile"]["replica_wait_share"] = 0.125; });
+  const mp::Plan waited = mp::ParsePlan(waiting, "plan.yaml");
+  CHECK(waited.profile.replica_wait_share == 0.125);
+  CHECK(mp::PlanToYaml(mp::ParsePlan(mp::PlanToYaml(waited), "plan.yaml")) == mp::PlanToYaml(waited));
+  const double step_overhead = p.profile.step_overhead_ms;
+  CHECK(mp::SimulatePlan(waited).step_ms ==
+        doctest::Approx((p.predicted.step_ms - step_overhead) * 1.125 + step_overhead).epsilon(1e-6));
+  CheckError(Mutated(yaml, [](YAML::Node& r) { r["profile"]["replica_wait_share"] = 1.5; }),
+             "profile.replica_wait_share: expected a share of the step >= 0 and <= 1, found 1.5");
 
   CheckError(Mutated(yaml, [](YAML::Node& r) { r["replicas"] = 3; }), "replicas: batch 8 does not split evenly into 3");
   CheckError(Mutated(yaml, [](YAML::Node& r) { r["stages"][1]["replica_devices"][1] = 9; }),
@@ -226,6 +236,8 @@ TEST_CASE("a plan with replicas: each runs its share, the step includes its all-
              "stages[0].predicted.allreduce_ms: only a plan with replicas");
   CheckError(Mutated(plain, [](YAML::Node& r) { r["predicted"]["allreduce_ms"] = 1; }),
              "predicted.allreduce_ms: only a plan with replicas");
+  CheckError(Mutated(plain, [](YAML::Node& r) { r["profile"]["replica_wait_share"] = 0.1; }),
+             "profile.replica_wait_share: only a plan with replicas waits for them");
   CheckError(Mutated(yaml,
                      [](YAML::Node& r) {
                        r.remove("replicas");

@@ -43,7 +43,7 @@ mp::Profile Sample() {
   p.handoff_ms = 0.0425;
   p.process_link = {0.5625, 1.25e9};
   p.allreduce_link = {0.25, 0};
-  p.allreduce_after_step = {1 << 20, 1.5, 2};
+  p.allreduce_after_step = {1 << 20, 1.5, 2, 0.375, 12.5};
   p.step_overhead_ms = {0.0625, 0.078125};
   p.pass_band = {0.98, 1.03};
   p.reference_ms = 0.8125;
@@ -124,6 +124,8 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(q.allreduce_after_step.bytes == 1 << 20);
   CHECK(q.allreduce_after_step.ms == doctest::Approx(1.5));
   CHECK(q.allreduce_after_step.microbatch == 2);
+  CHECK(q.allreduce_after_step.gap_ms == doctest::Approx(0.375));
+  CHECK(q.allreduce_after_step.round_ms == doctest::Approx(12.5));
   CHECK(q.step_overhead_ms == p.step_overhead_ms);
   CHECK(q.pass_band.low == doctest::Approx(0.98));
   CHECK(q.pass_band.high == doctest::Approx(1.03));
@@ -218,9 +220,15 @@ TEST_CASE("malformed profile files name the problem") {
   const std::string no_bytes = SampleYamlWith("{bytes: 1048576", "{bytes: 0");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_bytes, "p.yaml"),
                        "p.yaml: allreduce_after_step.bytes: expected a byte count >= 1, found 0", mp::InputError);
-  const std::string past_batch = SampleYamlWith("microbatch: 2}", "microbatch: 9}");
+  const std::string past_batch = SampleYamlWith("microbatch: 2,", "microbatch: 9,");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(past_batch, "p.yaml"),
                        "p.yaml: allreduce_after_step.microbatch: 9 is out of range (expected 1 to 8)", mp::InputError);
+  const std::string lone_gap = SampleYamlWith(", round_ms: 12.5}", "}");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(lone_gap, "p.yaml"),
+                       "p.yaml: allreduce_after_step.gap_ms: expected gap_ms and round_ms together", mp::InputError);
+  const std::string no_round = SampleYamlWith("round_ms: 12.5}", "round_ms: 0}");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(no_round, "p.yaml"),
+                       "p.yaml: allreduce_after_step.round_ms: expected a time > 0, found 0", mp::InputError);
   const std::string inverted = SampleYamlWith("pass_band: [0.98, 1.03]", "pass_band: [1.03, 0.98]");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(inverted, "p.yaml"),
                        "p.yaml: pass_band: expected [low, high] with 0 < low <= 1 <= high, found [1.03, 0.98]",
@@ -292,6 +300,20 @@ TEST_CASE("the all-reduce after a step scales the probe's line through the model
   p.allreduce_after_step = {2000000, 4.5, 2};
   p.allreduce_link = {};
   CHECK(mp::AllReduceAfterStepFactor(p) == 1);
+}
+
+TEST_CASE("replicas wait for the latest of them: half the probe's gap for two, the expected latest for more") {
+  mp::Profile p = Sample();
+  p.allreduce_after_step = {2000000, 4.5, 2, 1.0, 10.0};  // steps 1 ms apart in rounds of 10 ms
+  CHECK(mp::ReplicaWaitShare(p, 1) == 0);
+  CHECK(mp::ReplicaWaitShare(p, 2) == doctest::Approx(0.05));
+  // The latest of R normal times: 1.029 and 1.424 spreads past the mean
+  // for 4 and 8, against 0.564 for 2 (the expected maxima of standard
+  // normal samples).
+  CHECK(mp::ReplicaWaitShare(p, 4) == doctest::Approx(0.05 * 1.0294 / 0.5642).epsilon(0.002));
+  CHECK(mp::ReplicaWaitShare(p, 8) == doctest::Approx(0.05 * 1.4236 / 0.5642).epsilon(0.002));
+  p.allreduce_after_step.gap_ms = p.allreduce_after_step.round_ms = 0;  // a profile from before the gap
+  CHECK(mp::ReplicaWaitShare(p, 2) == 0);
 }
 
 TEST_CASE("a profile's noise becomes the band of its predictions") {

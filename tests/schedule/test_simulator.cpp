@@ -400,6 +400,22 @@ TEST_CASE("the optimizer's step: each device its stages' after its list and all-
                        doctest::Contains("optimizer step -1 ms"), mp::InputError);
 }
 
+TEST_CASE("replicas wait for the latest of them: a share of the step, idle on every device, before the overhead") {
+  const mp::Schedule sch = mp::BuildSchedule(ScheduleKind::kOneFOneB, 2, 4);
+  const std::vector<mp::StageTimes> times = {{1, 2}, {1, 2}};
+  const std::vector<double> allreduce = {0.5, 0.5}, optimizer = {0.25, 0.25};
+  const mp::SimResult alone = mp::SimulateStep(sch, times, {}, {}, allreduce, {}, 0.5, optimizer);
+  const mp::SimResult waiting = mp::SimulateStep(sch, times, {}, {}, allreduce, {}, 0.5, optimizer, 0.1);
+  const double before_overhead = alone.step_ms - 0.5;
+  CHECK(waiting.replica_wait_ms == doctest::Approx(0.1 * before_overhead));
+  CHECK(waiting.step_ms == doctest::Approx(alone.step_ms + 0.1 * before_overhead));
+  CHECK(waiting.device_busy_ms == alone.device_busy_ms);
+  for (int d = 0; d < 2; ++d) CHECK(waiting.idle_ms[d] == doctest::Approx(alone.idle_ms[d] + waiting.replica_wait_ms));
+  CHECK(alone.replica_wait_ms == 0);
+  CHECK_THROWS_WITH_AS(mp::SimulateStep(sch, times, {}, {}, allreduce, {}, 0, optimizer, -0.1),
+                       doctest::Contains("replicas' wait -0.1 of the step"), mp::InputError);
+}
+
 TEST_CASE("replicas: a device's stages all-reduce one after another once its whole list is done") {
   // zbv: device 0 holds stages 0 and 3, device 1 stages 1 and 2; mpexec
   // all-reduces a rank's stages in turn after its workers end.
