@@ -8,7 +8,11 @@
 // ms a step, 17-19 with 8 arenas; the contention probe's threads read 4-5x
 // at 1 sample where processes read 1.1x. But with 8 arenas ResNet-50's
 // 64-sample micro-batch ran 3.5x slower (its large blocks mmapped afresh
-// in the threads' heaps). docs/BENCHMARKS.md, 2026-12-06.
+// in the threads' heaps). docs/BENCHMARKS.md, 2026-12-06. With the aligning
+// allocator keeping freed blocks of 1 MiB and up for reuse, 8 arenas and
+// M_TOP_PAD 64 MiB, it still ran 1.2-1.4x slower, faulting 0.35 million
+// more pages a run (not from LibTorch's CPU allocator): not taken
+// (forty-seventh session).
 #include "common/allocator.h"
 
 #include <unistd.h>
