@@ -401,9 +401,11 @@ StepAllReduce ProbeAllReduceAfterStep(const std::function<std::vector<at::Tensor
   // the median of a few rounds read 0.6 where mpexec's steps paid 1.5.
   const std::vector<double> rounds =
       FromLaterReady({&sums[0].ready, &sums[1].ready}, {&sums[0].done, &sums[1].done}, size_t(warmup));
+  // How far rank 0's step ended after rank 1's (the earlier rank's wait for
+  // the later), and each round from the later readiness to the next.
   std::vector<double> gaps, periods;
   for (size_t i = size_t(warmup); i < sums[0].ready.size(); ++i) {
-    gaps.push_back(std::abs(Ms(sums[0].ready[i] - sums[1].ready.at(i))));
+    gaps.push_back(Ms(sums[0].ready[i] - sums[1].ready.at(i)));
     if (i == 0) continue;
     const auto later = [&](size_t round) { return std::max(sums[0].ready.at(round), sums[1].ready.at(round)); };
     periods.push_back(Ms(later(i) - later(i - 1)));
@@ -411,10 +413,8 @@ StepAllReduce ProbeAllReduceAfterStep(const std::function<std::vector<at::Tensor
   if (DumpRequested("allreduce")) {
     std::string line = "all-reduce after a step, " + std::to_string(sums[0].bytes) + " bytes, ms:";
     for (double ms : rounds) line += " " + std::to_string(ms);
-    line += "; rank 0's step ended after rank 1's by, ms:";  // the earlier rank's wait for the later
-    for (size_t i = size_t(warmup); i < sums[0].ready.size(); ++i) {
-      line += " " + std::to_string(Ms(sums[0].ready[i] - sums[1].ready.at(i)));
-    }
+    line += "; rank 0's step ended after rank 1's by, ms:";
+    for (double ms : gaps) line += " " + std::to_string(ms);
     for (int r = 0; r < 2; ++r) {  // from its last sum's end to its readiness
       line += "; rank " + std::to_string(r) + "'s steps, ms:";
       for (size_t i = std::max<size_t>(size_t(warmup), 1); i < sums[r].ready.size(); ++i) {
@@ -426,6 +426,7 @@ StepAllReduce ProbeAllReduceAfterStep(const std::function<std::vector<at::Tensor
   StepAllReduce result;
   result.bytes = sums[0].bytes;
   result.ms = MiddleMean(rounds);
+  for (double& ms : gaps) ms = std::abs(ms);
   result.gap_ms = MiddleMean(gaps);
   if (!periods.empty()) result.round_ms = MiddleMean(periods);
   return result;

@@ -221,10 +221,12 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     // at has failed above, with its own message) and before their threads
     // start, at the first turn: a child forked while a thread held a lock
     // it needs would wait for it forever (process_copies.h).
-    for (int64_t m : options.replica_processes ? probe_sizes : std::vector<int64_t>{}) {
-      process_probes.push_back(std::make_unique<SharedSlowdownProbe>(
-          canonical, SyntheticInputs(WithBatch(inputs, m), options.seed), pass, options.workers, profile.threads,
-          share, true));
+    if (options.replica_processes) {
+      for (int64_t m : probe_sizes) {
+        process_probes.push_back(std::make_unique<SharedSlowdownProbe>(
+            canonical, SyntheticInputs(WithBatch(inputs, m), options.seed), pass, options.workers, profile.threads,
+            share, true));
+      }
     }
     pass.between_passes = [&] {
       SharedSlowdownProbe* fewest = nullptr;
