@@ -12,16 +12,31 @@ namespace mp {
 // freed before it, and a node timed alone costs up to twice its share of a
 // whole forward. PyTorch's CUDA caching allocator does the same for GPU
 // memory. Call it before threads start allocating (first thing in main);
-// idempotent; a no-op on other C libraries.
+// idempotent; a no-op on other C libraries. Where jemalloc serves malloc
+// (JemallocServes), it sets jemalloc's decay to never instead: freed pages
+// stay mapped, and glibc's options would steer nothing.
 void KeepFreedMemory();
 
-// Bytes the C heap has handed out and not yet had back (glibc's mallinfo2),
-// which is where every CPU tensor lives; -1 where it cannot tell. One
+// Whether jemalloc serves this process's malloc: mpplan and mpexec are
+// linked with it where the build found it (CMake's MP_JEMALLOC), or it was
+// LD_PRELOADed. False where the C library's malloc does (glibc, or a
+// sanitizer's).
+bool JemallocServes();
+
+// Whose malloc serves this process, as mpexec reports its heap figures:
+// "jemalloc", "glibc", "sanitizer" (the build's ASan or TSan), or "libc"
+// (another C library's).
+const char* HeapAllocatorName();
+
+// Bytes the C heap has handed out and not yet had back (glibc's mallinfo2;
+// jemalloc's stats.allocated, which counts what its threads' caches hold
+// too), which is where every CPU tensor lives; -1 where it cannot tell. One
 // number for the whole process: CPU workers share one device.
 int64_t HeapBytesInUse();
 
 // Bytes the C heap holds from the OS, in use or free (glibc's mallinfo2
-// arena and mmapped blocks); -1 where it cannot tell.
+// arena and mmapped blocks; jemalloc's stats.resident); -1 where it cannot
+// tell.
 int64_t HeapBytesHeld();
 
 // Allocates `bytes`, writes each of its pages and frees it: after

@@ -496,6 +496,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                         // CPU workers share one device: the process's heap.
                         {"memory",
                          {{"device", "cpu"},
+                          {"allocator", HeapAllocatorName()},
                           {"peak_bytes", timed.peak_heap_bytes},
                           {"before_steps_bytes", heap_before},
                           {"predicted_peak_bytes", predicted_peak},

@@ -141,7 +141,8 @@ std::string FormatExecReport(const nlohmann::json& r) {
   const auto& memory = r["memory"];
   if (memory["peak_bytes"].get<int64_t>() >= 0) {
     out << "memory      cpu heap peak " << memory["peak_bytes"].get<int64_t>() / 1048576.0 << " MiB in use ("
-        << memory["before_steps_bytes"].get<int64_t>() / 1048576.0 << " MiB before the steps); the plan predicts "
+        << memory["before_steps_bytes"].get<int64_t>() / 1048576.0 << " MiB before the steps; "
+        << memory.value("allocator", "libc") << "'s malloc); the plan predicts "
         << memory["predicted_peak_bytes"].get<int64_t>() / 1048576.0 << " MiB over its stages\n";
   }
   if (memory.contains("devices")) FormatDeviceMemory(memory["devices"], out);

@@ -11,6 +11,8 @@ packages=(
                                      # products go: without it Debian's reference BLAS ran them (64% of
                                      # a GPT training step's CPU); its threads follow at::set_num_threads
   libgloo-dev                        # c10d ProcessGroupGloo's headers: stages as processes
+  libjemalloc-dev                    # mpplan's and mpexec's malloc (CMake's MP_JEMALLOC): an arena per few
+                                     # threads, where glibc's one arena made the stages' threads meet at its lock
   libyaml-cpp-dev                    # plan files
   libboost-graph-dev                 # op DAG for the partitioner
   doctest-dev libcli11-dev nlohmann-json3-dev

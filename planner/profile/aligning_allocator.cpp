@@ -53,9 +53,10 @@ void KeepFreedMemoryAligned() {
   KeepFreedMemory();
   // Under a sanitizer its own allocator serves every block, not glibc's
   // arena (and the ASan build keeps its cache, tools/sanitizers/
-  // asan_cpu_cache.cpp): nothing to mend. Nor over any allocator but
+  // asan_cpu_cache.cpp), and jemalloc gives an aligned request a freed
+  // block of its size: nothing to mend. Nor over any allocator but
   // LibTorch's own.
-  if (kUnderSanitizer || c10::GetAllocator(c10::DeviceType::CPU) != c10::GetDefaultCPUAllocator()) return;
+  if (kUnderSanitizer || JemallocServes() || c10::GetAllocator(c10::DeviceType::CPU) != c10::GetDefaultCPUAllocator()) return;
   // Above LibTorch's own (0), below the memory meter's (255), which wraps it.
   c10::SetAllocator(c10::DeviceType::CPU, AligningCpuAllocator(), /*priority=*/1);
 }

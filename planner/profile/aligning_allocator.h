@@ -25,7 +25,8 @@ c10::Allocator* AligningCpuAllocator();
 // that measure as they do), before LibTorch starts threads and before any
 // tensor: a block made by another allocator must not come back through the
 // aligning one's raw_deleter. The allocator is not installed under a
-// sanitizer (whose allocator is not glibc's) nor over an allocator other
+// sanitizer (whose allocator is not glibc's), nor where jemalloc serves
+// malloc (JemallocServes, common/allocator.h), nor over an allocator other
 // than LibTorch's own.
 void KeepFreedMemoryAligned();
 

@@ -246,7 +246,8 @@ TEST_CASE("a plan for devices that are not here is refused, and runs on CPU work
 }
 
 TEST_CASE("by default two warm-up steps run first, and the cold first step is reported apart, and the heap's peak is "
-          "sampled in the last warm-up step, or in the timed steps without one") {
+          "sampled in the last warm-up step, or in the timed steps without one, from the malloc mpexec was linked "
+          "with") {
   const std::string plan = Plan(ZooPath("mlp.script.pt"), "mlp.warm", "--gpus 2 --stages 2 --microbatches 2");
   const auto run = mp::test::RunTool(MP_MPEXEC, "--device cpu " + plan + " --json");
   INFO(run.out);
@@ -263,12 +264,22 @@ TEST_CASE("by default two warm-up steps run first, and the cold first step is re
     return memory["peak_bytes"].get<int64_t>() > memory["before_steps_bytes"].get<int64_t>();
   };
   CHECK(heap_during(j["memory"]));
+  // jemalloc where the build found it (CMake's MP_JEMALLOC): its malloc,
+  // not glibc's, serves every library's calls, and its figures are read.
+  const std::string allocator = j["memory"]["allocator"].get<std::string>();
+  if (MP_JEMALLOC_LINKED) {
+    CHECK(allocator == "jemalloc");
+    CHECK(j["memory"]["before_steps_bytes"].get<int64_t>() > 0);
+  } else {
+    CHECK(allocator != "jemalloc");
+  }
   const auto cold_json = mp::test::RunTool(MP_MPEXEC, "--device cpu " + plan + " --warmup 0 --steps 2 --json");
   REQUIRE(cold_json.status == 0);
   CHECK(heap_during(nlohmann::json::parse(cold_json.out)["memory"]));
   const auto text = mp::test::RunTool(MP_MPEXEC, "--device cpu " + plan);
   REQUIRE(text.status == 0);
   CHECK(text.out.find("median of 1 step(s) after 2 warm-up (the first, cold, took ") != std::string::npos);
+  CHECK(text.out.find(" MiB before the steps; " + allocator + "'s malloc)") != std::string::npos);
   const auto cold = mp::test::RunTool(MP_MPEXEC, "--device cpu " + plan + " --warmup 0");
   REQUIRE(cold.status == 0);
   CHECK(cold.out.find("after 0 warm-up\n") != std::string::npos);
