@@ -1,6 +1,7 @@
 // CPU memory that behaves like a caching allocator while we time things.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace mp {
@@ -13,9 +14,19 @@ namespace mp {
 // whole forward. PyTorch's CUDA caching allocator does the same for GPU
 // memory. Call it before threads start allocating (first thing in main);
 // idempotent; a no-op on other C libraries. Where jemalloc serves malloc
-// (JemallocServes), it sets jemalloc's decay to never instead: freed pages
-// stay mapped, and glibc's options would steer nothing.
+// (JemallocServes) it also sets jemalloc's decay to never (freed pages stay
+// mapped), and glibc's heap is the kept heap large tensor blocks come from
+// (KeptHeapAlloc).
 void KeepFreedMemory();
+
+// A block from glibc's heap, which KeepFreedMemory keeps, whoever serves
+// malloc (glibc's own __libc_malloc; malloc itself on another C library or
+// under a sanitizer). LibTorch's large CPU blocks come from here where
+// jemalloc serves malloc (aligning_allocator.h): jemalloc kept freed blocks
+// of 64 KiB to 1 MiB without reusing them, and a GPipe plan's heap grew
+// every step. Freed with KeptHeapFree only.
+void* KeptHeapAlloc(size_t bytes);
+void KeptHeapFree(void* block);
 
 // Whether jemalloc serves this process's malloc: mpplan and mpexec are
 // linked with it where the build found it (CMake's MP_JEMALLOC), or it was
@@ -29,14 +40,15 @@ bool JemallocServes();
 const char* HeapAllocatorName();
 
 // Bytes the C heap has handed out and not yet had back (glibc's mallinfo2;
-// jemalloc's stats.allocated, which counts what its threads' caches hold
-// too), which is where every CPU tensor lives; -1 where it cannot tell. One
-// number for the whole process: CPU workers share one device.
+// where jemalloc serves malloc, its stats.allocated, which counts what its
+// threads' caches hold too, plus glibc's kept heap's), which is where every
+// CPU tensor lives; -1 where it cannot tell. One number for the whole
+// process: CPU workers share one device.
 int64_t HeapBytesInUse();
 
 // Bytes the C heap holds from the OS, in use or free (glibc's mallinfo2
-// arena and mmapped blocks; jemalloc's stats.resident); -1 where it cannot
-// tell.
+// arena and mmapped blocks; with jemalloc, its stats.resident plus those);
+// -1 where it cannot tell.
 int64_t HeapBytesHeld();
 
 // Allocates `bytes`, writes each of its pages and frees it: after

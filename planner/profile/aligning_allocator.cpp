@@ -14,11 +14,22 @@ namespace mp {
 namespace {
 
 constexpr std::uintptr_t kAlignment = 64;  // LibTorch's (c10::alloc_cpu's gAlignment)
+// Blocks this large and up come from the kept heap (KeptHeapAlloc); the
+// smaller from malloc, which may be jemalloc's (common/allocator.cpp).
+constexpr size_t kKeptHeapFrom = size_t(64) << 10;
+constexpr unsigned char kFromKeptHeap = 1;
 
+// The byte before the block says how far in from the raw block it starts
+// (2 to 65), the byte before that which heap it came from.
 void FreeAligned(void* data) {
   if (data == nullptr) return;
   auto* block = static_cast<unsigned char*>(data);
-  std::free(block - block[-1]);
+  unsigned char* raw = block - block[-1];
+  if (block[-2] == kFromKeptHeap) {
+    KeptHeapFree(raw);
+  } else {
+    std::free(raw);
+  }
 }
 
 // Both allocate signatures and copy_data without `override`: LibTorch 1.13
@@ -29,12 +40,14 @@ class AligningAllocator final : public c10::Allocator {
   c10::DataPtr allocate(size_t n) const {
     const c10::Device cpu(c10::DeviceType::CPU);
     if (n == 0) return {nullptr, nullptr, &FreeAligned, cpu};
-    auto* raw = static_cast<unsigned char*>(std::malloc(n + kAlignment));
+    const bool kept = n >= kKeptHeapFrom;
+    const size_t size = n + kAlignment + 1;
+    auto* raw = static_cast<unsigned char*>(kept ? KeptHeapAlloc(size) : std::malloc(size));
     if (raw == nullptr) throw std::bad_alloc();
-    // 1 to 64 bytes in: the byte before the block says how many.
-    const std::uintptr_t at = (reinterpret_cast<std::uintptr_t>(raw) + kAlignment) & ~(kAlignment - 1);
+    const std::uintptr_t at = (reinterpret_cast<std::uintptr_t>(raw) + kAlignment + 1) & ~(kAlignment - 1);
     auto* block = reinterpret_cast<unsigned char*>(at);
     block[-1] = static_cast<unsigned char>(block - raw);
+    block[-2] = kept ? kFromKeptHeap : 0;
     return {block, block, &FreeAligned, cpu};
   }
   c10::DataPtr allocate(size_t n) { return static_cast<const AligningAllocator*>(this)->allocate(n); }
@@ -53,10 +66,9 @@ void KeepFreedMemoryAligned() {
   KeepFreedMemory();
   // Under a sanitizer its own allocator serves every block, not glibc's
   // arena (and the ASan build keeps its cache, tools/sanitizers/
-  // asan_cpu_cache.cpp), and jemalloc gives an aligned request a freed
-  // block of its size: nothing to mend. Nor over any allocator but
+  // asan_cpu_cache.cpp): nothing to mend. Nor over any allocator but
   // LibTorch's own.
-  if (kUnderSanitizer || JemallocServes() || c10::GetAllocator(c10::DeviceType::CPU) != c10::GetDefaultCPUAllocator()) return;
+  if (kUnderSanitizer || c10::GetAllocator(c10::DeviceType::CPU) != c10::GetDefaultCPUAllocator()) return;
   // Above LibTorch's own (0), below the memory meter's (255), which wraps it.
   c10::SetAllocator(c10::DeviceType::CPU, AligningCpuAllocator(), /*priority=*/1);
 }

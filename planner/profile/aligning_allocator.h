@@ -14,9 +14,13 @@ namespace mp {
 // of its own size, and a training step's freed gradients were left behind
 // while the heap grew: the zoo MLP's mpexec held 1.5 GB after 180 s with
 // 113 MB in use, 0.6 MB more each step (docs/BENCHMARKS.md). This one
-// takes the alignment from inside a plain malloc of 64 bytes more (the
-// offset kept in the byte before the block), so a freed block fits the
-// next request of its size. The memory meter (memory_meter.h) wraps it.
+// takes the alignment from inside a plain malloc of 65 bytes more (the
+// offset and the heap it came from kept in the two bytes before the
+// block), so a freed block fits the
+// next request of its size. Blocks of 64 KiB and up come from glibc's kept
+// heap even where jemalloc serves malloc (KeptHeapAlloc, common/
+// allocator.h), the smaller from malloc. The memory meter (memory_meter.h)
+// wraps it.
 c10::Allocator* AligningCpuAllocator();
 
 // KeepFreedMemory, then AligningCpuAllocator as LibTorch's CPU allocator
@@ -25,8 +29,7 @@ c10::Allocator* AligningCpuAllocator();
 // that measure as they do), before LibTorch starts threads and before any
 // tensor: a block made by another allocator must not come back through the
 // aligning one's raw_deleter. The allocator is not installed under a
-// sanitizer (whose allocator is not glibc's), nor where jemalloc serves
-// malloc (JemallocServes, common/allocator.h), nor over an allocator other
+// sanitizer (whose allocator is not glibc's) nor over an allocator other
 // than LibTorch's own.
 void KeepFreedMemoryAligned();
 
