@@ -14,24 +14,25 @@
 // more pages a run (not from LibTorch's CPU allocator): not taken
 // (forty-seventh session). Nor a cache of freed tensor blocks per thread
 // in the aligning allocator (forty-eighth): the threads' factor at 1
-// sample 2.0-3.8 in four ConvNet profiles against 2.3-5.6 without, the small blocks of LibTorch's
-// own bookkeeping still under the one lock.
+// sample 2.0-3.8 in four ConvNet profiles against 2.3-5.6 without, the
+// small blocks of LibTorch's own bookkeeping still under the one lock.
 //
 // Where mpplan and mpexec are linked with jemalloc (CMake's MP_JEMALLOC,
 // the default where Debian's libjemalloc-dev is installed), its malloc
 // serves the whole process, an arena per few threads and a cache per
 // thread, so the stages' threads do not meet at one lock: the ConvNet's
-// threads' contention factor read 1.03-1.33 at 1 sample. But not for the
+// threads' contention factor read 1.00-1.45 at 1 sample. But not for the
 // tensors' large blocks: freed blocks of 64 KiB to 1 MiB that jemalloc
 // kept (decay never) were not given to the next requests, and the GPT's
-// 2-stage GPipe plan at 8 micro-batches grew by 13 MB a step (680 MB
-// resident after 30 steps, 2,900 page faults a step); with its default
-// decay it purged them and faulted them in again (its step 20% over
-// 1F1B's, level under glibc). Blocks of kKeptHeapFrom and up therefore
-// come from glibc's kept heap (KeptHeapAlloc, through __libc_malloc), as
-// without jemalloc: 312 MB resident after 4 steps and after 30.
+// 2-stage GPipe plan at 8 micro-batches grew by 12 MiB a step (665 MiB
+// resident after 30 steps, about 3,000 page faults a step); with its
+// default decay it purged them and faulted them in again (its step 20%
+// over 1F1B's, level under glibc). Blocks of 64 KiB and up therefore come
+// from glibc's kept heap (KeptHeapAlloc, through __libc_malloc), as
+// without jemalloc: 305 MiB resident after 4 steps and after 30.
 #include "common/allocator.h"
 
+#include <sys/resource.h>
 #include <sys/types.h>  // ssize_t
 #include <unistd.h>
 
@@ -151,6 +152,12 @@ int64_t BothHeaps(const char* jemalloc_stat, bool held) {
 int64_t HeapBytesInUse() { return BothHeaps("stats.allocated", false); }
 
 int64_t HeapBytesHeld() { return BothHeaps("stats.resident", true); }
+
+int64_t PeakResidentBytes() {
+  struct rusage usage {};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return -1;
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux counts KiB
+}
 
 void PrefaultHeap(int64_t bytes) {
   if (bytes <= 0) return;

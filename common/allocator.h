@@ -51,6 +51,11 @@ int64_t HeapBytesInUse();
 // -1 where it cannot tell.
 int64_t HeapBytesHeld();
 
+// The process's resident memory at its highest so far, in bytes
+// (getrusage's ru_maxrss): what the heap held from the OS, whatever it had
+// handed out; -1 where it cannot tell.
+int64_t PeakResidentBytes();
+
 // Allocates `bytes`, writes each of its pages and frees it: after
 // KeepFreedMemory the heap then keeps that much more memory whose pages
 // are already mapped, so the next allocations that outgrow its free blocks

@@ -499,6 +499,7 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
                           {"allocator", HeapAllocatorName()},
                           {"peak_bytes", timed.peak_heap_bytes},
                           {"before_steps_bytes", heap_before},
+                          {"peak_resident_bytes", PeakResidentBytes()},
                           {"predicted_peak_bytes", predicted_peak},
                           {"devices", DeviceMemoryJson(device_memory)}}}};
   const OptimizerSettings& optimizer = exec.optimizer().settings();

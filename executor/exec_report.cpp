@@ -140,10 +140,13 @@ std::string FormatExecReport(const nlohmann::json& r) {
   }
   const auto& memory = r["memory"];
   if (memory["peak_bytes"].get<int64_t>() >= 0) {
+    const int64_t resident = memory.value("peak_resident_bytes", int64_t(-1));
     out << "memory      cpu heap peak " << memory["peak_bytes"].get<int64_t>() / 1048576.0 << " MiB in use ("
         << memory["before_steps_bytes"].get<int64_t>() / 1048576.0 << " MiB before the steps; "
-        << memory.value("allocator", "libc") << "'s malloc); the plan predicts "
-        << memory["predicted_peak_bytes"].get<int64_t>() / 1048576.0 << " MiB over its stages\n";
+        << memory.value("allocator", "libc") << "'s malloc";
+    if (resident >= 0) out << "; " << resident / 1048576.0 << " MiB resident at most";
+    out << "); the plan predicts " << memory["predicted_peak_bytes"].get<int64_t>() / 1048576.0
+        << " MiB over its stages\n";
   }
   if (memory.contains("devices")) FormatDeviceMemory(memory["devices"], out);
   if (memory.contains("optimizer_note")) out << "            " << memory["optimizer_note"].get<std::string>() << "\n";

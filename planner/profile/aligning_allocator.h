@@ -16,11 +16,10 @@ namespace mp {
 // 113 MB in use, 0.6 MB more each step (docs/BENCHMARKS.md). This one
 // takes the alignment from inside a plain malloc of 65 bytes more (the
 // offset and the heap it came from kept in the two bytes before the
-// block), so a freed block fits the
-// next request of its size. Blocks of 64 KiB and up come from glibc's kept
-// heap even where jemalloc serves malloc (KeptHeapAlloc, common/
-// allocator.h), the smaller from malloc. The memory meter (memory_meter.h)
-// wraps it.
+// block), so a freed block fits the next request of its size. Blocks of 64
+// KiB and up come from glibc's kept heap even where jemalloc serves malloc
+// (KeptHeapAlloc, common/allocator.h), the smaller from malloc. The memory
+// meter (memory_meter.h) wraps it.
 c10::Allocator* AligningCpuAllocator();
 
 // KeepFreedMemory, then AligningCpuAllocator as LibTorch's CPU allocator
