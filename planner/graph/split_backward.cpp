@@ -93,6 +93,20 @@ SplitBackward::SplitBackward(std::vector<at::Tensor> roots, std::vector<at::Tens
     whole_ = true;
     return;
   }
+  // A tensor holds its accumulator weakly: the one of a leaf no op of the
+  // stage used (a received tensor passed on as it is), or of a parameter
+  // the stage hands on as it is (nn.EmbeddingBag's argument swap passes its
+  // weight through a prim::If, and a cut there sends the weight), was made
+  // by the walk below and freed at once, its address free for the next
+  // node made. A later accumulator at that address then read as a leaf's:
+  // DLRM's table under dualpipev went into L, and neither I nor W summed
+  // the gradient the next stage sent for it (its .grad 1 off). So the
+  // leaves' and the leaf roots' accumulators are made and held first.
+  std::vector<std::shared_ptr<ag::Node>> accumulators;
+  for (const at::Tensor& leaf : leaves) accumulators.push_back(ag::impl::gradient_edge(leaf).function);
+  for (const at::Tensor& root : roots_) {
+    if (root.is_leaf() && root.requires_grad()) accumulators.push_back(ag::impl::gradient_edge(root).function);
+  }
   std::unordered_set<const ag::Node*> targets;  // the leaves' accumulators
   for (const at::Tensor& leaf : leaves) targets.insert(ag::impl::gradient_edge(leaf).function.get());
   std::unordered_map<const ag::Node*, const at::Tensor*> param_of;

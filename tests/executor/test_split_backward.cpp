@@ -93,6 +93,54 @@ TEST_CASE("W accumulates into .grad across micro-batches, as B does") {
   for (size_t i = 0; i < want.size(); ++i) CHECK(torch::allclose(net.Params()[i].grad(), want[i], 1e-5, 1e-6));
 }
 
+TEST_CASE("a parameter the stage hands on as it is gets the gradient the next stage sends for it, as in B") {
+  // nn.EmbeddingBag's argument swap passes its weight through a prim::If;
+  // a cut there makes the weight itself one of the stage's outputs (DLRM
+  // under dualpipev). Handed on alone (no accumulator yet) and used in the
+  // stage as well; beside a received tensor the stage hands on as it is
+  // (a leaf no op used: its accumulator, made and freed by the walk, left
+  // its address to the table's, which then read as a leaf's).
+  torch::manual_seed(5);
+  for (bool used_here : {false, true}) {
+    for (bool input_needs_grad : {true, false}) {
+      CAPTURE(used_here);
+      CAPTURE(input_needs_grad);
+      const at::Tensor w = torch::randn({8, 8}, torch::requires_grad());
+      const at::Tensor table = torch::randn({8, 8}, torch::requires_grad());
+      const at::Tensor x0 = torch::randn({4, 8}), gy = torch::randn({4, 8}), gt = torch::randn({8, 8});
+      const at::Tensor gz = torch::randn({4, 8});
+      const auto forward = [&](const at::Tensor& x) {
+        at::Tensor y = torch::matmul(x, w);
+        if (used_here) y = y + torch::matmul(x, table);
+        return y;
+      };
+      const at::Tensor x = x0.clone().requires_grad_(input_needs_grad);
+      torch::autograd::backward({forward(x), table}, {gy, gt});
+      const at::Tensor want_w = w.grad().clone(), want_table = table.grad().clone();
+      w.mutable_grad() = at::Tensor();
+      table.mutable_grad() = at::Tensor();
+
+      const at::Tensor leaf = x0.clone().requires_grad_(input_needs_grad);
+      const at::Tensor passed_on = x0.clone().requires_grad_(input_needs_grad);
+      std::vector<at::Tensor> roots = {forward(leaf), table}, seeds = {gy, gt}, leaves;
+      if (input_needs_grad) {
+        leaves = {passed_on, leaf};
+        roots.push_back(passed_on);
+        seeds.push_back(gz);
+      }
+      mp::SplitBackward split(roots, seeds, leaves, {w, table});
+      if (input_needs_grad) {
+        REQUIRE(passed_on.grad().defined());
+        CHECK(torch::equal(passed_on.grad(), gz));
+      }
+      split.Weights();
+      REQUIRE(table.grad().defined());
+      CHECK(torch::allclose(table.grad(), want_table, 1e-5, 1e-6));
+      CHECK(torch::allclose(w.grad(), want_w, 1e-5, 1e-6));
+    }
+  }
+}
+
 // W's one engine call starts from stand-ins that reach only the weight
 // side, so it walks a part of the graph, once: starting the engine at each
 // weight-consuming node walked the whole stage below each one (680 nodes

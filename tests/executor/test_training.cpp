@@ -248,6 +248,17 @@ TEST_CASE("held-out models train over 2 stages as they do on one device") {
   }
 }
 
+TEST_CASE("a stage that hands a parameter on as it is trains under dualpipev as one device does (DLRM's EmbeddingBag)") {
+  // nn.EmbeddingBag's argument swap passes its weight through a prim::If,
+  // and dualpipev's cut of the DLRM here sends the weight itself to the
+  // next stage, whose stage then runs I and W for it: its gradient was
+  // dropped there (1 off; SplitBackward, test_split_backward.cpp).
+  const std::string plan = TrainPlan("heldout/dlrm.script.pt", 2, "dualpipev", "", 4);
+  INFO("the case needs a cut between the weight's prim::If and its embedding_bag: " << plan);
+  REQUIRE(mp::ReadTextFile(plan).find("value: weight0.5") != std::string::npos);
+  CHECK(mp::test::VerifiedTraining(plan + " --steps 2")["losses"].size() == 2);
+}
+
 TEST_CASE("a bfloat16 model trains over 2 replicas as on one device, its gradients summed in float32" *
           doctest::skip(!mp::ProcessGroupsAvailable())) {
   // LibTorch 1.13's Gloo has no bfloat16 sum: every replica plan of a
