@@ -137,6 +137,11 @@ std::string OneStage(const OpGraph& graph, const PlanCommandRequest& request) {
                                  state.nodes.size(), " of its ops read or write it (nodes ", nodes,
                                  "), so every micro-batch must see the update of the one before");
   if (request.stages > 1) throw InputError(Concat("--stages ", request.stages, ": ", why, "; it runs on 1 stage"));
+  if (request.schedule && ChunksFor(*request.schedule, request.chunks) > 1) {
+    const std::string name = ScheduleName(*request.schedule);
+    throw InputError(Concat("--schedule ", name, ": ", why, "; it runs on 1 device, and ", name,
+                            " needs at least 2"));
+  }
   if (request.replicas > 1) {
     throw InputError(Concat("--replicas ", request.replicas, ": ", why, "; it runs without replicas"));
   }
@@ -188,6 +193,18 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
     const std::string flag = "--schedule " + ScheduleName(kind);
     if (!request.profile.training) throw InputError(flag + ": a training schedule; --mode infer runs forward only");
     const int chunks = ChunksFor(kind, request.chunks);
+    // Several stages a device need 2 devices or more: said against the
+    // flag that leaves one (the search's reason named a shape the user
+    // never asked for: "with 2 stages: zbv needs at least 2 devices").
+    const int pipeline = request.stages > 0 ? request.stages : per_replica;
+    if (chunks > 1 && pipeline < 2) {
+      const std::string given = request.stages > 0   ? Concat("--stages ", request.stages)
+                                : request.replicas > 1 ? Concat("--gpus ", request.gpus, " over --replicas ",
+                                                                request.replicas)
+                                                       : Concat("--gpus ", request.gpus);
+      throw InputError(Concat(flag, ": ", ScheduleName(kind), " needs at least 2 devices a pipeline (", chunks,
+                              " stages on each); ", given, " leaves 1"));
+    }
     if (request.microbatches > 0 && request.stages > 0) {
       if (std::string why = ScheduleRuledOut(kind, request.stages, request.microbatches, chunks); !why.empty()) {
         throw InputError(flag + ": " + why);

@@ -551,6 +551,18 @@ ERROR_CASE("zbv-one-device", "`--schedule zbv` on one device") {
   c.setup = ToyModel;
 }
 
+ERROR_CASE("zbv-one-gpu", "`--schedule zbv` with `--gpus 1`: the flag that leaves one device is named") {
+  c.command = "mpplan toy.pt --gpus 1 --schedule zbv";
+  c.names = "zbv needs at least 2 devices a pipeline (2 stages on each); --gpus 1 leaves 1";
+  c.setup = ToyModel;
+}
+
+ERROR_CASE("interleaved-shared-state", "`--schedule interleaved-1f1b` for a model that runs on one stage") {
+  c.command = "mpplan model.pt --gpus 2 --schedule interleaved-1f1b --device-profile a100-80gb";
+  c.names = "--schedule interleaved-1f1b: forward updates 'mean' in place";
+  c.setup = [](const fs::path& dir) { CopyZoo("heldout/centred.script.pt", dir / "model.pt"); };
+}
+
 ERROR_CASE("memory-too-small", "`--memory` too small (gives the minimum that fits)") {
   c.command = "mpplan toy.pt --gpus 2 --stages 2 --memory 1KiB --repeats 1 --quiet";
   c.names = "the smallest limit that fits is";
