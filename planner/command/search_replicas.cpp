@@ -9,11 +9,22 @@
 namespace mp {
 
 std::vector<int> ReplicaCounts(int gpus, int replicas, int64_t batch, const PlanRequest& request) {
-  if (replicas > 0) return {replicas};
+  // Each replica cuts its share of the batch into the micro-batches asked
+  // for: `--gpus 4 --microbatches 32` of the MLP's 64 failed on R = 4
+  // ("micro-batches: 32; expected 1 to the batch, 16") where R = 1 and 2
+  // take them.
+  const auto holds = [&](int r) { return request.microbatches <= 0 || batch / r >= request.microbatches; };
+  if (replicas > 0) {
+    if (replicas > 1 && batch % replicas == 0 && !holds(replicas)) {
+      throw InputError(Concat("--microbatches ", request.microbatches, ": each of ", replicas,
+                              " replicas gets ", batch / replicas, " samples of the batch (", batch, ")"));
+    }
+    return {replicas};
+  }
   std::vector<int> counts;
   for (int r = 1; r <= gpus; ++r) {
     if (r > 1 && request.method == "layers") break;  // a hand split runs on every device
-    if (batch % r != 0 || gpus / r < std::max(1, request.stages)) continue;
+    if (batch % r != 0 || gpus / r < std::max(1, request.stages) || (r > 1 && !holds(r))) continue;
     counts.push_back(r);
   }
   return counts;
