@@ -31,7 +31,10 @@
 //               prediction within 10% (beside it, no target, the count
 //               within 10% of the prediction scaled by the drift
 //               reference timed before the rounds and after every step,
-//               as mpexec --rescale would: whether the machine's speed
+//               as mpexec --rescale would, and the count within 10% of
+//               it scaled by the model's own work, its whole graph at the
+//               M's size timed when profiled and beside the rounds
+//               (bench/model_reference.h): whether the machine's speed
 //               explains a miss; and, on turns whose two cores' drift
 //               factors read within 10% of each other and on the others,
 //               how many plans' turns were within 10%: whether a core
@@ -94,12 +97,15 @@
 
 #include "bench/exec_threads.h"
 #include "bench/median.h"
+#include "bench/model_reference.h"
 #include "bench/same_plan.h"
 #include "bench/suite/svg_chart.h"
 #include "bench/tool_bench_args.h"
 #include "common/cpu_affinity.h"
 #include "executor/drift.h"
 #include "executor/executor.h"
+#include "planner/graph/canonical_graph.h"
+#include "planner/graph/model_file.h"
 #include "planner/plan/plan_reader.h"
 #include "planner/profile/aligning_allocator.h"
 #include "planner/profile/measure.h"
@@ -387,6 +393,9 @@ struct ScheduleTurn {
   // the device on the slower one (docs/BENCHMARKS.md). Empty when not
   // measured.
   std::vector<double> cores;
+  // The model's own work beside the steps over when profiled
+  // (bench/model_reference.h): the host's speed on this model meanwhile.
+  double host = 1;
 };
 
 // Whether a turn's two cores read within 10% of each other: a figure
@@ -397,8 +406,11 @@ bool CoresLevel(const ScheduleTurn& t) {
   return *high <= *low * 1.10;
 }
 
+// `reference`: the model's whole graph at this M's micro-batch size, timed
+// before each round; `profiled`: its medians when the profile was taken.
 ScheduleTurn RunScheduleTurn(const std::string& mpplan, const std::string& model, const std::string& prefix,
-                             const std::string& profile, int64_t batch, int m, int warmup, int rounds) {
+                             const std::string& profile, int64_t batch, int m, int warmup, int rounds,
+                             mp::bench::ModelReference& reference, const std::vector<double>& profiled) {
   ScheduleTurn t;
   const size_t n = kSchedules.size();
   t.ran.assign(n, true);
@@ -437,6 +449,7 @@ ScheduleTurn RunScheduleTurn(const std::string& mpplan, const std::string& model
   mp::DriftProbe drift_probe(t.read[kOneF], 1);
   drift_probe.Sample(5);
   for (int round = 0; round < warmup + rounds; ++round) {
+    if (round >= warmup) reference.Sample();
     for (size_t i = 0; i < n; ++i) {
       const size_t k = (i + size_t(round) * 3) % n;
       if (!t.ran[k]) continue;
@@ -475,6 +488,7 @@ ScheduleTurn RunScheduleTurn(const std::string& mpplan, const std::string& model
   t.drift = drift.factor;
   t.drift_measured = drift.measured;
   t.cores = drift.worker_factors;
+  t.host = mp::bench::HostFactor(profiled, reference.Take());
   return t;
 }
 
@@ -489,12 +503,13 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
   const std::vector<int> counts = quick ? std::vector<int>{2} : std::vector<int>{2, 4, 8};
   const int warmup = 2, rounds = quick ? 3 : 7, turn_count = quick ? 1 : 3;
   if (quick) cases.resize(1);
-  int faster = 0, faster_wanted = 0, within = 0, rescaled_within = 0, runs = 0, relative_within = 0, relative_runs = 0;
+  int faster = 0, faster_wanted = 0, within = 0, rescaled_within = 0, host_within = 0, runs = 0;
+  int relative_within = 0, relative_runs = 0;
   // Plan-turns within 10% of the prediction, on turns whose cores read
   // level and on the others: [level][within].
   std::array<std::array<int, 2>, 2> by_cores{};
   int level_turns = 0, all_turns = 0;
-  std::vector<double> noise, auto_excess, drifts;
+  std::vector<double> noise, auto_excess, drifts, hosts;
   std::vector<double> identical;  // auto against the hand-picked plan it equals
   std::vector<size_t> identical_case;  // the case (index into auto_excess) of each
   std::string auto_choices;
@@ -515,6 +530,20 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     std::vector<std::vector<ScheduleTurn>> turns(counts.size());  // [M][turn]
+    // The host's speed on the model's own work at each M's size, when
+    // each turn's profile is taken (twice on each core, before it and after
+    // it) and beside the rounds: no target, what the machine did meanwhile.
+    mp::ModelFile file = mp::LoadModelFile(model);
+    mp::CanonicalOptions training;
+    training.training = true;
+    const mp::CanonicalGraph canonical = mp::Canonicalize(file.module, training);
+    std::vector<std::unique_ptr<mp::bench::ModelReference>> references;
+    for (int m : counts)
+      references.push_back(std::make_unique<mp::bench::ModelReference>(canonical, file.input_spec, c.batch / m));
+    const auto sample_references = [&] {
+      for (size_t i = 0; i < counts.size(); ++i)
+        for (size_t s = 0; s < 2 * mp::AllowedCpus().size(); ++s) references[i]->Sample();
+    };
     for (int turn = 0; turn < turn_count; ++turn) {
       // A profile a turn: on this shared machine the same model profiles
       // 5-20% faster or slower minutes apart, and a plan inherits its
@@ -522,13 +551,18 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
       // ms from 20 profiles in a row).
       const std::string prefix = out + "/" + c.file + ".t" + std::to_string(turn + 1);
       const std::string profile = prefix + ".schedules.profile.yaml";
+      sample_references();
       MakePlan(mpplan, model, prefix + ".schedules.plan.yaml", true, 2, 2, c.batch, true, "",
                "--profile-out " + profile + " --microbatch-sizes " + mp::SizeList(sizes));
+      sample_references();
+      std::vector<std::vector<double>> profiled;
+      for (auto& reference : references) profiled.push_back(reference->Take());
       // The Ms in an order rotated each turn: the later an M runs after
       // its profile, the further the machine has moved from it.
       for (size_t j = 0; j < counts.size(); ++j) {
         const size_t i = (j + size_t(turn)) % counts.size();
-        turns[i].push_back(RunScheduleTurn(mpplan, model, prefix, profile, c.batch, counts[i], warmup, rounds));
+        turns[i].push_back(RunScheduleTurn(mpplan, model, prefix, profile, c.batch, counts[i], warmup, rounds,
+                                           *references[i], profiled[i]));
       }
     }
     for (size_t i = 0; i < counts.size(); ++i) {
@@ -538,14 +572,16 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
       std::string list, drift_list;
       for (const ScheduleTurn& t : ts) {
         drifts.push_back(t.drift);
+        hosts.push_back(t.host);
         char one[64];
         std::snprintf(one, sizeof one, "%s%.2f", drift_list.empty() ? "" : ", ", t.drift);
         drift_list += one;
         for (size_t w = 0; w < t.cores.size(); ++w) {
-          const char* end = w + 1 < t.cores.size() ? "" : ")";
-          std::snprintf(one, sizeof one, "%s%.2f%s", w ? "/" : " (cores ", t.cores[w], end);
+          std::snprintf(one, sizeof one, "%s%.2f", w ? "/" : " (cores ", t.cores[w]);
           drift_list += one;
         }
+        std::snprintf(one, sizeof one, "%smodel %.2f)", t.cores.empty() ? " (" : "; ", t.host);
+        drift_list += one;
         const bool level = CoresLevel(t);
         level_turns += level;
         all_turns += 1;
@@ -558,8 +594,11 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
         const double error = MedianOver(ts, [&](const ScheduleTurn& t) { return t.measured[k] / t.predicted[k]; });
         const double rescaled =
             MedianOver(ts, [&](const ScheduleTurn& t) { return t.measured[k] / (t.predicted[k] * t.drift); });
+        const double host =
+            MedianOver(ts, [&](const ScheduleTurn& t) { return t.measured[k] / (t.predicted[k] * t.host); });
         within += std::abs(error - 1) <= 0.10;
         rescaled_within += std::abs(rescaled - 1) <= 0.10;
+        host_within += std::abs(host - 1) <= 0.10;
         runs += 1;
         std::string label = k == kAgain ? "1f1b again" : kSchedules[k], errors;
         for (const ScheduleTurn& t : ts) {
@@ -578,10 +617,11 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
         }
         char line[320];
         std::snprintf(line, sizeof line,
-                      "%s %.1f / %.1f ms (turns %s%%: %+.1f%%; rescaled %+.1f%%), bubble %.0f%% / %.0f%%",
+                      "%s %.1f / %.1f ms (turns %s%%: %+.1f%%; rescaled %+.1f%%, by the model %+.1f%%), "
+                      "bubble %.0f%% / %.0f%%",
                       label.c_str(), MedianOver(ts, [&](const ScheduleTurn& t) { return t.measured[k]; }),
                       MedianOver(ts, [&](const ScheduleTurn& t) { return t.predicted[k]; }), errors.c_str(),
-                      100 * (error - 1), 100 * (rescaled - 1),
+                      100 * (error - 1), 100 * (rescaled - 1), 100 * (host - 1),
                       100 * MedianOver(ts, [&](const ScheduleTurn& t) { return t.bubble[k]; }),
                       100 * MedianOver(ts, [&](const ScheduleTurn& t) {
                         return t.read[k].predicted.bubble_fraction;
@@ -676,11 +716,14 @@ bool Schedules(const std::string& mpplan, const std::string& models, const std::
               "predicted "
               "more than 5%% faster %s\n",
               faster, faster_wanted, faster_ok ? "ok" : "MISSED");
-  std::printf("schedules   the median turn within 10%% of the prediction for %d of %d plans %s (rescaled by the "
-              "drift reference, as mpexec --rescale, no target: %d; drift %.3f to %.3fx); 1f1b planned twice differed "
+  std::printf("schedules   the median turn within 10%% of the prediction for %d of %d plans %s (no target: "
+              "rescaled by the drift reference, as mpexec --rescale, %d, drift %.3f to %.3fx; by the model's own "
+              "work, %d, its speed %.3f to %.3fx); 1f1b planned twice differed "
               "by %.1f%% (the cases' median turns: their median), %.1f%% at most\n",
               within, runs, within_ok ? "ok" : "MISSED", rescaled_within,
               *std::min_element(drifts.begin(), drifts.end()), *std::max_element(drifts.begin(), drifts.end()),
+              host_within, *std::min_element(hosts.begin(), hosts.end()),
+              *std::max_element(hosts.begin(), hosts.end()),
               100 * Median(noise), 100 * worst_1f1b);
   std::printf("schedules   steps against 1f1b's within 10%% of the predicted ratio for %d of %d plans (no target: "
               "the machine's speed cancels)\n",
