@@ -248,13 +248,15 @@ TEST_CASE("--replicas auto, the default: the search chooses replicas x stages, l
   // Micro-batches fixed: only the replica counts whose share of the batch
   // holds them (--gpus 4 --microbatches 16 of 32 samples failed on R = 4);
   // given replicas that cannot, the flag is named.
-  const auto fixed_m = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --batch 32 --microbatches 16 -o " + out);
+  const auto fixed_m =
+      Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --batch 32 --microbatches 16 -o " + out);
   INFO(fixed_m.out);
   REQUIRE(fixed_m.status == 0);
   std::set<int> m_counts;
   for (const auto& a : mp::ReadPlan(out).alternatives) m_counts.insert(a.replicas);
   CHECK(m_counts == std::set<int>{1, 2});
-  const auto too_many = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas 4 --batch 32 --microbatches 16 -o " + out);
+  const auto too_many =
+      Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas 4 --batch 32 --microbatches 16 -o " + out);
   CHECK(too_many.status == 1);
   CHECK(too_many.out.find("--microbatches 16: each of 4 replicas gets 8 samples of the batch (32)") != std::string::npos);
   // --replicas 1 searches pipelines alone.
