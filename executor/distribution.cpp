@@ -116,8 +116,9 @@ Distribution Distribute(const std::vector<int>& stage_program, int replicas, int
   }
   const int per_replica = world / replicas;
   if (per_replica > programs) {
-    throw InputError(Concat("WORLD_SIZE=", world, ": the plan has ", plan, ", so at most ", int64_t(programs) * replicas,
-                            " ranks can run it"));
+    const int64_t most = int64_t(programs) * replicas;
+    throw InputError(Concat("WORLD_SIZE=", world, ": the plan has ", plan, ", so at most ", most,
+                            most == 1 ? " rank can run it" : " ranks can run it"));
   }
   Distribution dist;
   dist.replica = rank / per_replica;
