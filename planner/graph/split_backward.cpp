@@ -103,12 +103,14 @@ SplitBackward::SplitBackward(std::vector<at::Tensor> roots, std::vector<at::Tens
   // the gradient the next stage sent for it (its .grad 1 off). So the
   // leaves' and the leaf roots' accumulators are made and held first.
   std::vector<std::shared_ptr<ag::Node>> accumulators;
-  for (const at::Tensor& leaf : leaves) accumulators.push_back(ag::impl::gradient_edge(leaf).function);
+  std::unordered_set<const ag::Node*> targets;  // the leaves' accumulators
+  for (const at::Tensor& leaf : leaves) {
+    accumulators.push_back(ag::impl::gradient_edge(leaf).function);
+    targets.insert(accumulators.back().get());
+  }
   for (const at::Tensor& root : roots_) {
     if (root.is_leaf() && root.requires_grad()) accumulators.push_back(ag::impl::gradient_edge(root).function);
   }
-  std::unordered_set<const ag::Node*> targets;  // the leaves' accumulators
-  for (const at::Tensor& leaf : leaves) targets.insert(ag::impl::gradient_edge(leaf).function.get());
   std::unordered_map<const ag::Node*, const at::Tensor*> param_of;
   for (const at::Tensor& p : params) {
     if (auto acc = ag::impl::try_get_grad_accumulator(p)) param_of[acc.get()] = &p;
