@@ -104,7 +104,7 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
                  "always runs forward-only")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zbv", "dualpipev", "auto"}))
       ->default_str("auto");
-  app.add_option("--chunks", request.chunks, "interleaved-1f1b: stages per device (default 2)")
+  app.add_option("--chunks", request.chunks, "interleaved-1f1b (and auto's interleaved plans): stages per device (default 2)")
       ->check(CLI::Range(2, 64));
   std::string optimizer = "adam";
   app.add_option("--optimizer", optimizer,

@@ -184,8 +184,17 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
                                                    request.gpus, ")"));
   }
   // Refused before profiling: what no search could plan.
-  if (request.chunks > 0 && request.schedule != ScheduleKind::kInterleaved1F1B) {
-    throw InputError("--chunks: only --schedule interleaved-1f1b takes a number of stages per device (zbv and dualpipev run 2)");
+  // With auto, --chunks is what the search's interleaved-1f1b plans take.
+  if (request.chunks > 0 && request.schedule && *request.schedule != ScheduleKind::kInterleaved1F1B) {
+    throw InputError(Concat("--chunks: only --schedule interleaved-1f1b (or auto, for its interleaved plans) takes a "
+                            "number of stages per device (", ScheduleName(*request.schedule), " runs ",
+                            ChunksFor(*request.schedule, 0), " on each)"));
+  }
+  if (request.chunks > 0 && !request.profile.training) {
+    throw InputError("--chunks: --mode infer runs forward only, one stage a device");
+  }
+  if (request.chunks > 0 && request.partitioner == "layers") {
+    throw InputError("--chunks: a layer split (--partitioner layers) cuts one stage a device");
   }
   if (request.schedule && *request.schedule != ScheduleKind::kForwardOnly &&
       *request.schedule != ScheduleKind::kGPipe && *request.schedule != ScheduleKind::kOneFOneB) {

@@ -31,8 +31,9 @@ struct ScheduleChoice {
 };
 
 std::vector<ScheduleChoice> Schedules(const PlanRequest& request) {
-  if (request.chunks > 0 && request.schedule != ScheduleKind::kInterleaved1F1B) {
-    throw InputError("chunks: only the interleaved-1f1b schedule takes a number of stages per device (zbv and dualpipev run 2)");
+  if (request.chunks > 0 && request.schedule && *request.schedule != ScheduleKind::kInterleaved1F1B) {
+    throw InputError(Concat("chunks: ", ScheduleName(*request.schedule), " runs ", ChunksFor(*request.schedule, 0),
+                            " stages per device; only interleaved-1f1b takes a number"));
   }
   // A layer split fixes the stages, one per device.
   const bool layers = request.method == "layers";

@@ -181,6 +181,7 @@ double OneDeviceStepMs(const OpGraph& graph, const Profile& profile, const Clust
   one.microbatches = 1;
   one.method = "dp";
   one.schedule = request.training ? ScheduleKind::kGPipe : ScheduleKind::kForwardOnly;
+  one.chunks = 0;  // --chunks is interleaved-1f1b's, not one device's
   one.recompute = Recompute::kNever;  // unlimited memory: the plain step
   Device device = cluster.devices.front();
   device.memory_bytes = kUnlimitedMemory;

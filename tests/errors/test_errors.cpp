@@ -545,6 +545,12 @@ ERROR_CASE("chunks-without-interleaved", "`--chunks` with a schedule other than 
   c.setup = ToyModel;
 }
 
+ERROR_CASE("chunks-inference", "`--chunks` for inference, which runs one stage a device") {
+  c.command = "mpplan toy.pt --gpus 2 --mode infer --chunks 3";
+  c.names = "--chunks: --mode infer";
+  c.setup = ToyModel;
+}
+
 ERROR_CASE("zbv-one-device", "`--schedule zbv` on one device") {
   c.command = "mpplan toy.pt --gpus 1 --stages 1 --microbatches 2 --schedule zbv --repeats 1 --quiet";
   c.names = "zbv needs at least 2 devices";

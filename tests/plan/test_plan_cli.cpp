@@ -141,6 +141,32 @@ TEST_CASE("--schedule auto predicts no slower than any schedule named for its de
   CHECK(automatic == doctest::Approx(best).epsilon(1e-9));
 }
 
+TEST_CASE("--chunks 3 with interleaved-1f1b: 3 stages on each device") {
+  // Every --chunks failed until the fiftieth session: the one-device step
+  // the report compares with was searched with the request's --chunks and
+  // gpipe ("chunks: only the interleaved-1f1b schedule takes ...").
+  const std::string out = TempPath("mlp.chunks3.plan.yaml");
+  const auto run = Mpplan(ZooPath("mlp.script.pt") + kQuick +
+                          " --gpus 2 --replicas 1 --schedule interleaved-1f1b --chunks 3 --microbatches 4 -o " + out);
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  const mp::Plan plan = mp::ReadPlan(out);
+  CHECK(plan.schedule == mp::ScheduleKind::kInterleaved1F1B);
+  CHECK(plan.stages.size() == 6);
+  CHECK(plan.programs.size() == 2);
+  CHECK(plan.predicted.one_device_step_ms > 0);
+  CHECK(plan.predicted.step_ms == doctest::Approx(mp::SimulatePlan(plan).step_ms).epsilon(1e-6));
+  // auto takes --chunks for its interleaved plans (refused until then).
+  const auto automatic = Mpplan(ZooPath("mlp.script.pt") + kQuick + " --gpus 2 --replicas 1 --chunks 3 -o " + out);
+  INFO(automatic.out);
+  REQUIRE(automatic.status == 0);
+  std::set<int> interleaved_chunks;
+  for (const auto& a : mp::ReadPlan(out).alternatives) {
+    if (a.schedule == mp::ScheduleKind::kInterleaved1F1B) interleaved_chunks.insert(a.chunks);
+  }
+  CHECK(interleaved_chunks == std::set<int>{3});
+}
+
 TEST_CASE("--replicas: half the batch each, the all-reduce in the step, the table and the report") {
   const std::string out = TempPath("gpt.replicas.plan.yaml"), report = TempPath("gpt.replicas.md");
   const auto run = Mpplan(ZooPath("gpt.script.pt") + kQuick + " --gpus 4 --replicas 2 --batch 16 --explain -o " + out +
