@@ -103,14 +103,14 @@ std::vector<int> Microbatches(const Profile& profile, const PlanRequest& request
   }
   const int m = request.microbatches;
   if (m < 1 || m > batch) {
-    throw InputError(Concat("micro-batches: ", m, "; expected 1 to the batch, ", batch));
+    throw InputError(Concat("--microbatches ", m, ": expected 1 to the batch (", batch, ")"));
   }
   if (!MicrobatchesSplit(batch, m)) {
     int below = m, above = m;
     while (!MicrobatchesSplit(batch, below)) --below;
     while (!MicrobatchesSplit(batch, above)) ++above;
-    throw InputError(Concat("micro-batches: ", m, " micro-batches of ", MicrobatchSize(batch, m), " samples leave the last of batch ",
-                            batch, " empty; try ", below, " or ", above));
+    throw InputError(Concat("--microbatches ", m, ": ", m, " micro-batches of ", MicrobatchSize(batch, m),
+                            " samples leave the last of batch ", batch, " empty; try ", below, " or ", above));
   }
   const int64_t size = MicrobatchSize(batch, m);
   if (!CanInterpolate(profile, size)) {

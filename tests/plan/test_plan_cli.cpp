@@ -656,7 +656,7 @@ TEST_CASE("bad flags get one line naming the flag, and a non-zero exit") {
   one_line(Mpplan(TempPath("missing.pt") + kQuick + out), "mpplan: ");
   one_line(Mpplan(model + kQuick + " -o " + TempPath("no/such/dir/p.yaml")), "mpplan: " + TempPath("no/such/dir/p.yaml") + ": directory " + TempPath("no/such/dir") + " does not exist");
   one_line(Mpplan(model + kQuick + out + " --microbatches 7 --batch 10"),
-           "mpplan: micro-batches: 7 micro-batches of 2 samples leave the last of batch 10 empty; try 5 or 10");
+           "mpplan: --microbatches 7: 7 micro-batches of 2 samples leave the last of batch 10 empty; try 5 or 10");
 }
 
 TEST_CASE("outputs never replace the model or an input file") {
