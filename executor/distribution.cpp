@@ -102,7 +102,8 @@ void Merge(const c10::IValue& packed, PipelineRun& run) {
 
 }  // namespace
 
-Distribution Distribute(const std::vector<int>& stage_program, int replicas, int rank, int world) {
+Distribution Distribute(const std::vector<int>& stage_program, int replicas, int rank, int world,
+                        const std::string& world_given) {
   int programs = 0;
   for (int p : stage_program) programs = std::max(programs, p + 1);
   // Ranks per replica: at most one per device program (one per stage but
@@ -111,13 +112,13 @@ Distribution Distribute(const std::vector<int>& stage_program, int replicas, int
   const std::string plan = replicas > 1 ? Concat(replicas, " replicas of ", programs, noun, programs == 1 ? "" : "s")
                                         : Concat(programs, noun, programs == 1 ? "" : "s");
   if (world % replicas != 0) {
-    throw InputError(Concat("WORLD_SIZE=", world, ": the plan has ", plan, ", so the ranks must be a multiple of ",
+    throw InputError(Concat(world_given, ": the plan has ", plan, ", so the ranks must be a multiple of ",
                             replicas, " (", replicas, " x 1 to ", replicas, " x ", programs, ")"));
   }
   const int per_replica = world / replicas;
   if (per_replica > programs) {
     const int64_t most = int64_t(programs) * replicas;
-    throw InputError(Concat("WORLD_SIZE=", world, ": the plan has ", plan, ", so at most ", most,
+    throw InputError(Concat(world_given, ": the plan has ", plan, ", so at most ", most,
                             most == 1 ? " rank can run it" : " ranks can run it"));
   }
   Distribution dist;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "executor/loaded_plan.h"
@@ -17,8 +18,11 @@ namespace mp {
 // and each stage's rank in that replica (contiguous blocks of programs per
 // rank, in order, so a device's stages stay together). Throws InputError
 // when the ranks do not divide into the replicas or a replica gets more
-// ranks than programs. The groups are left to the caller and MakeStageGroups.
-Distribution Distribute(const std::vector<int>& stage_program, int replicas, int rank, int world);
+// ranks than programs, opening with `world_given` (what set the count:
+// "WORLD_SIZE=3", or "--launch-local 3"). The groups are left to the caller
+// and MakeStageGroups.
+Distribution Distribute(const std::vector<int>& stage_program, int replicas, int rank, int world,
+                        const std::string& world_given);
 
 // With replicas: one process group per stage of this rank, over that
 // stage's ranks in every replica (made in stage order, so every member

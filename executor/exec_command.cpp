@@ -19,6 +19,7 @@
 #include "executor/device_memory.h"
 #include "executor/distribution.h"
 #include "executor/drift.h"
+#include "executor/launch_local.h"
 #include "planner/profile/memory_meter.h"
 #include "executor/pipeline.h"
 #include "executor/planned_devices.h"
@@ -407,7 +408,10 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   if (rank_env) {
     std::vector<int> stage_program;
     for (const PlanStage& stage : plan.stages) stage_program.push_back(stage.program);
-    dist = Distribute(stage_program, plan.replicas, rank_env->rank, rank_env->world_size);
+    // Ranks mpexec --launch-local started say so; torchrun's, their variable.
+    const std::string world_given =
+        Concat(LauncherFolder() ? "--launch-local " : "WORLD_SIZE=", rank_env->world_size);
+    dist = Distribute(stage_program, plan.replicas, rank_env->rank, rank_env->world_size, world_given);
     group = std::make_unique<ProcessGroup>(*rank_env, std::chrono::milliseconds(int64_t(request.timeout_s) * 1000));
     dist.group = group.get();
     dist.streams = std::make_shared<WireStreams>(*group);

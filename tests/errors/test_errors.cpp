@@ -939,13 +939,13 @@ ERROR_CASE("exec-launch-zero", "`--launch-local 0`") {
 
 ERROR_CASE("exec-launch-more-ranks", "`--launch-local` with more processes than the plan has stages") {
   c.command = "mpexec toy.plan.yaml --launch-local 3";
-  c.names = "the plan has 2 stages";
+  c.names = "--launch-local 3: the plan has 2 stages";
   c.setup = [](const fs::path& dir) { ToyPlan(dir); };
 }
 
 ERROR_CASE("exec-replicas-ranks", "`--launch-local` with a process count the replicas do not divide") {
   c.command = "mpexec toy.r2.yaml --launch-local 3";
-  c.names = "a multiple of 2";
+  c.names = "--launch-local 3: the plan has 2 replicas";
   c.setup = ToyReplicaPlan;
 }
 
