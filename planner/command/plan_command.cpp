@@ -171,11 +171,9 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   if (request.replicas < 0 || request.replicas > request.gpus) {
     throw InputError(Concat("--replicas ", request.replicas, ": expected auto or 1 to --gpus (", request.gpus, ")"));
   }
-  if (request.replicas > 0 && request.gpus % request.replicas != 0) {
-    throw InputError(Concat("--replicas ", request.replicas, ": --gpus ", request.gpus,
-                            " does not split evenly into ", request.replicas, " replicas"));
-  }
-  // Devices each copy of the pipeline gets (auto: at most all of them).
+  // Devices each copy of the pipeline gets (auto: at most all of them); as
+  // the search takes R replicas of --gpus / R devices (rounded down), so
+  // may the user: --gpus 3 --replicas 2 uses 2 of the 3.
   const int per_replica = request.gpus / std::max(1, request.replicas);
   if (request.stages < 0 || request.stages > per_replica) {
     throw InputError(request.replicas > 1 ? Concat("--stages ", request.stages, ": expected auto or 1 to --gpus / --replicas (",

@@ -32,9 +32,10 @@ std::vector<int> ReplicaCounts(int gpus, int replicas, int64_t batch, const Plan
 
 PlanDevices ForReplicas(const PlanDevices& devices, int replicas, const ReplicaLinks& links) {
   if (replicas == 1) return devices;
+  // Every device given stays in the plan's list (3 of them for 2 replicas
+  // of 1: "uses 2 of 3"); the replicas take the first.
   PlanDevices out = devices;
   const size_t per_replica = devices.cluster.devices.size() / size_t(replicas);
-  out.devices.resize(per_replica * size_t(replicas));
   out.cluster.devices.resize(per_replica);
   out.cluster.replicas = replicas;
   out.cluster.replica_link = links.allreduce;

@@ -201,6 +201,23 @@ std::vector<Partition> KnownCuts(const StageCostModel& model, const OpGraph& gra
   return cuts;
 }
 
+// Keeps in `p` the fastest of it and `cuts` (the DP's on a tie), each
+// simulated where its bound allows; `cuts` then holds the others. Whether
+// it took one of them.
+bool TakeFastestCut(Partition& p, SimResult& sim, std::vector<Partition>& cuts) {
+  bool took = false;
+  for (Partition& c : cuts) {
+    if (StepLowerBound(c) >= sim.step_ms) continue;  // cannot be faster
+    SimResult c_sim = SimulatePartition(c);
+    if (c_sim.step_ms < sim.step_ms * (1 - 1e-9)) {
+      std::swap(p, c);
+      sim = std::move(c_sim);
+      took = true;
+    }
+  }
+  return took;
+}
+
 // The cut's neighbours: each boundary moved one position earlier or later
 // (a node that takes no time, a view or a list, changes what crosses the
 // boundary), or over the next node that takes time. While one of them fits
@@ -289,6 +306,10 @@ struct Candidate {
   // A split schedule's other known cuts (the DP's among them where a
   // baseline's was kept), for ChooseWholeBackward.
   std::vector<Partition> others;
+  // Whether the known cuts were tried (an alternative that may tie), and
+  // the params table's stages to try them with later (KnownCuts).
+  bool cuts_tried = false;
+  int cuts_top = 0;
 };
 
 // A zero-bubble schedule splits every stage's backward, and W fills the
@@ -700,14 +721,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
             if (may_tie && request.method == "dp" && request.known_cuts && p.stages.size() > 1) {
               cuts = KnownCuts(model, graph, p, memo, table_top);
             }
-            for (Partition& c : cuts) {  // the fastest known cut; the DP's on a tie
-              if (StepLowerBound(c) >= sim.step_ms) continue;  // cannot be faster
-              SimResult c_sim = SimulatePartition(c);
-              if (c_sim.step_ms < sim.step_ms * (1 - 1e-9)) {
-                std::swap(p, c);
-                sim = std::move(c_sim);
-              }
-            }
+            TakeFastestCut(p, sim, cuts);
             if (!SplitsBackward(kind)) cuts.clear();
             if (!p.cut.empty()) Describe(alt, p);
             alt.feasible = true;
@@ -727,7 +741,8 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
             }
             if (Within(RankMs(alt, request.objective), fastest_ms, keep_for(alt))) {
               ListCutTensors(p, costs);
-              ties.push_back({index, std::move(p), std::move(sim), shared_costs, model, std::move(cuts)});
+              ties.push_back({index, std::move(p), std::move(sim), shared_costs, model, std::move(cuts), may_tie,
+                              table_top});
             }
           }
         } catch (const PlanError& e) {
@@ -769,8 +784,19 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   // noisy profile ranks alike, and cost 1.3x the search on a 1,000-node DAG.
   // So the ties (and, where the previous shape is kept, the fresh choice)
   // are marked by their unrefined steps, and the chosen one may end up
-  // faster than that by the gain.
-  if (Refine(chosen, request)) {
+  // faster than that by the gain. The chosen one also gets the known cuts
+  // where it did not (chosen on fewer devices from outside the tie window).
+  // Without them the zoo GPT on 8 A100s planned 1.516 ms where its shape
+  // named (--replicas 2 --stages 3 --schedule zb-h1) planned 1.512, and
+  // the 96-block GPT on 64 planned zbv where zb-h1 was faster; a second
+  // mpplan, given the first plan as --previous, took the faster one.
+  bool took_cut = false;
+  if (!chosen.cuts_tried && request.method == "dp" && request.known_cuts && chosen.partition.stages.size() > 1) {
+    std::vector<Partition> cuts = KnownCuts(*chosen.model, graph, chosen.partition, memo, chosen.cuts_top);
+    took_cut = TakeFastestCut(chosen.partition, chosen.sim, cuts);
+    if (SplitsBackward(chosen.partition.schedule)) chosen.others = std::move(cuts);
+  }
+  if (Refine(chosen, request) || took_cut) {
     PlanCandidate& alt = result.alternatives[chosen.index];
     Describe(alt, chosen.partition);
     alt.step_ms = chosen.sim.step_ms;

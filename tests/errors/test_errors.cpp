@@ -452,12 +452,6 @@ ERROR_CASE("processes-device-profile", "`--processes` with a device profile") {
   c.setup = ToyModel;
 }
 
-ERROR_CASE("replicas-gpus", "`--gpus` that `--replicas` does not divide") {
-  c.command = "mpplan toy.pt --gpus 3 --replicas 2";
-  c.names = "--gpus 3";
-  c.setup = ToyModel;
-}
-
 ERROR_CASE("recompute-zero-bubble", "`--recompute always` with a zero-bubble schedule") {
   c.command = "mpplan toy.pt --gpus 2 --recompute always --schedule zb-h1";
   c.names = "--recompute always";
