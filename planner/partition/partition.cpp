@@ -105,7 +105,9 @@ void ListCutTensors(Partition& p, const OrderCosts& costs) {
   }
 }
 
-SimResult SimulatePartition(const Partition& p) {
+SimResult SimulatePartition(const Partition& p) { return SimulatePartition(p, PartitionSchedule(p)); }
+
+SimResult SimulatePartition(const Partition& p, const Schedule& schedule, bool track_memory) {
   std::vector<StageTimes> times;
   std::vector<StageMemory> memory;
   std::vector<double> allreduce, optimizer;
@@ -119,8 +121,8 @@ SimResult SimulatePartition(const Partition& p) {
     allreduce.push_back(st.allreduce_ms);
     optimizer.push_back(st.optimizer_ms);
   }
-  return SimulateStep(PartitionSchedule(p), times, p.transfers, memory, allreduce, p.slowdown, p.step_overhead_ms,
-                      optimizer, p.replica_wait_share);
+  return SimulateStep(schedule, times, p.transfers, memory, allreduce, p.slowdown, p.step_overhead_ms, optimizer,
+                      p.replica_wait_share, track_memory);
 }
 
 Schedule PartitionSchedule(const Partition& p) {

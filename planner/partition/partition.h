@@ -102,6 +102,12 @@ void ListCutTensors(Partition& partition, const OrderCosts& costs);
 
 // Simulates one step of the partition under its schedule.
 SimResult SimulatePartition(const Partition& partition);
+// The same with its lists given (PartitionSchedule, which depends on the
+// schedule, the stage and micro-batch counts, the chunks and which stages
+// run whole backwards, not on the cut): a search that moves a cut's
+// boundaries builds them once (BuildSchedule was a fifth of a search);
+// without `track_memory`, the times only (SimulateStep's).
+SimResult SimulatePartition(const Partition& partition, const Schedule& schedule, bool track_memory = true);
 
 // The action lists the partition runs: its schedule's, with B for I and no
 // W on its whole_backward stages.

@@ -248,6 +248,7 @@ void RunWhole(Partition& p, size_t s) {
 bool RefineCut(const StageCostModel& model, Partition& p, SimResult& sim) {
   if (p.stages.size() < 2 || p.stages.size() > kRefineStages) return false;
   bool moved = false;
+  const Schedule schedule = PartitionSchedule(p);  // every neighbour's: the cut moves, nothing else
   for (int round = 0; round < kRefineRounds; ++round) {
     std::optional<Partition> best;
     SimResult best_sim;
@@ -272,19 +273,20 @@ bool RefineCut(const StageCostModel& model, Partition& p, SimResult& sim) {
         }
         const double limit = best ? best_sim.step_ms : sim.step_ms;
         if (!other.fits || StepLowerBound(other) >= limit) continue;
-        SimResult other_sim = SimulatePartition(other);
+        SimResult other_sim = SimulatePartition(other, schedule, false);
         if (other_sim.step_ms < limit * (1 - 1e-9)) {
           best = std::move(other);
           best_sim = std::move(other_sim);
         }
       }
     }
-    if (!best) return moved;
+    if (!best) break;
     moved = true;
     best->cut = p.cut.empty() || p.cut == "neighbour" ? "neighbour" : p.cut.substr(0, p.cut.find('+')) + "+neighbour";
     p = std::move(*best);
     sim = std::move(best_sim);
   }
+  if (moved) sim = SimulatePartition(p, schedule);  // its memory too: the neighbours' times only
   return moved;
 }
 

@@ -247,7 +247,8 @@ Durations AverageSlowdown(const SimResult& timed, const std::vector<double>& slo
 SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stages,
                        const std::vector<TransferTimes>& transfers, const std::vector<StageMemory>& memory,
                        const std::vector<double>& allreduce_ms, const std::vector<double>& slowdown,
-                       double step_overhead_ms, const std::vector<double>& optimizer_ms, double replica_wait_share) {
+                       double step_overhead_ms, const std::vector<double>& optimizer_ms, double replica_wait_share,
+                       bool track_memory) {
   const int K = sch.stages;
   if (int(stages.size()) != K) {
     throw InputError(Concat("simulate: ", stages.size(), " stage times for ", K, " stages"));
@@ -291,7 +292,7 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
   SimResult result = Replay(sch, base, transfers, allreduce_ms, step_overhead_ms, optimizer_ms, replica_wait_share);
   // (With replicas, one stage computing already shares the machine.)
   if (std::none_of(slowdown.begin(), slowdown.end(), [](double f) { return f > 1; })) {
-    TrackMemory(sch, memory, result);
+    if (track_memory) TrackMemory(sch, memory, result);
     return result;
   }
   // Contention: an action's time depends on what overlaps it, which depends
@@ -312,7 +313,7 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
     result = Replay(sch, slowed, transfers, allreduce_ms, step_overhead_ms, optimizer_ms, replica_wait_share);
     if (change < 1e-4) break;
   }
-  TrackMemory(sch, memory, result);  // once, on the final timeline
+  if (track_memory) TrackMemory(sch, memory, result);  // once, on the final timeline
   return result;
 }
 

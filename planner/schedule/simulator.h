@@ -117,11 +117,13 @@ struct SimResult {
 // `replica_wait_share`: with replicas, the share of the step (before the
 // overhead) that each sum's wait for the latest of them adds
 // (ReplicaWaitShare, profile.h), idle on every device.
+// `track_memory` false: the times only (no peaks, no max_in_flight), for a
+// search that compares steps (a sixth of its time went to TrackMemory).
 SimResult SimulateStep(const Schedule& schedule, const std::vector<StageTimes>& stages,
                        const std::vector<TransferTimes>& transfers = {}, const std::vector<StageMemory>& memory = {},
                        const std::vector<double>& allreduce_ms = {}, const std::vector<double>& slowdown = {},
                        double step_overhead_ms = 0, const std::vector<double>& optimizer_ms = {},
-                       double replica_wait_share = 0);
+                       double replica_wait_share = 0, bool track_memory = true);
 
 // The simulator's slowdown table for one pipeline of `stages` stages on
 // one machine's CPU workers, its replicas running alongside: entry n - 1 is the factor
