@@ -65,9 +65,9 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
   app.add_option("--gpus", request.gpus, "devices to plan for (CPU workers here, or --device-profile devices)")
       ->default_str("1");
   app.add_option("--replicas", replicas,
-                 "data-parallel copies of the pipeline, each on --gpus / R devices with batch / R samples; "
-                 "gradients are all-reduced among them. auto: the search chooses R with the stages, micro-batches "
-                 "and schedule; mpexec runs a plan with replicas as one process per device")
+                 "data-parallel copies of the pipeline, each on --gpus / R devices (rounded down) with batch / R "
+                 "samples; gradients are all-reduced among them. auto: the search chooses R with the stages, "
+                 "micro-batches and schedule; mpexec runs a plan with replicas as one process per device")
       ->default_str("auto");
   app.add_option("--stages", stages, "pipeline stages: auto (1 to --gpus / --replicas) or a count")->default_str("auto");
   app.add_flag("--processes", request.processes,
@@ -104,7 +104,8 @@ int RunMpplan(const std::vector<std::string>& args, std::ostream& out, std::ostr
                  "always runs forward-only")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zbv", "dualpipev", "auto"}))
       ->default_str("auto");
-  app.add_option("--chunks", request.chunks, "interleaved-1f1b (and auto's interleaved plans): stages per device (default 2)")
+  app.add_option("--chunks", request.chunks,
+                 "interleaved-1f1b (and auto's interleaved plans): stages per device (default 2)")
       ->check(CLI::Range(2, 64));
   std::string optimizer = "adam";
   app.add_option("--optimizer", optimizer,
