@@ -201,21 +201,27 @@ std::vector<Partition> KnownCuts(const StageCostModel& model, const OpGraph& gra
   return cuts;
 }
 
-// Keeps in `p` the fastest of it and `cuts` (the DP's on a tie), each
-// simulated where its bound allows; `cuts` then holds the others. Whether
-// it took one of them.
-bool TakeFastestCut(Partition& p, SimResult& sim, std::vector<Partition>& cuts) {
-  bool took = false;
+// Where the request takes them (the dp method, more than one stage), the
+// known cuts of `p`'s model (KnownCuts, the params table of `top` stages or
+// more): the fastest of `p` and them is kept in `p` (the DP's on a tie),
+// each simulated where its bound allows, and `took` says whether it was
+// one of them. Returns the others for a split schedule's
+// ChooseWholeBackward, none for the rest.
+std::vector<Partition> TakeKnownCuts(const PlanRequest& request, const StageCostModel& model, const OpGraph& graph,
+                                     Partition& p, SimResult& sim, SearchMemo& memo, int top, bool* took = nullptr) {
+  if (request.method != "dp" || !request.known_cuts || p.stages.size() < 2) return {};
+  std::vector<Partition> cuts = KnownCuts(model, graph, p, memo, top);
   for (Partition& c : cuts) {
     if (StepLowerBound(c) >= sim.step_ms) continue;  // cannot be faster
     SimResult c_sim = SimulatePartition(c);
     if (c_sim.step_ms < sim.step_ms * (1 - 1e-9)) {
       std::swap(p, c);
       sim = std::move(c_sim);
-      took = true;
+      if (took) *took = true;
     }
   }
-  return took;
+  if (!SplitsBackward(p.schedule)) cuts.clear();
+  return cuts;
 }
 
 // The cut's neighbours: each boundary moved one position earlier or later
@@ -720,11 +726,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
             const bool may_tie = result.fastest < 0 || sim.step_ms * per(alt) <= fastest_ms * band.high *
                                                                       (alt.previous ? 1 + request.tie_tolerance : 1);
             std::vector<Partition> cuts;
-            if (may_tie && request.method == "dp" && request.known_cuts && p.stages.size() > 1) {
-              cuts = KnownCuts(model, graph, p, memo, table_top);
-            }
-            TakeFastestCut(p, sim, cuts);
-            if (!SplitsBackward(kind)) cuts.clear();
+            if (may_tie) cuts = TakeKnownCuts(request, model, graph, p, sim, memo, table_top);
             if (!p.cut.empty()) Describe(alt, p);
             alt.feasible = true;
             alt.simulated = true;
@@ -793,10 +795,9 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   // the 96-block GPT on 64 planned zbv where zb-h1 was faster; a second
   // mpplan, given the first plan as --previous, took the faster one.
   bool took_cut = false;
-  if (!chosen.cuts_tried && request.method == "dp" && request.known_cuts && chosen.partition.stages.size() > 1) {
-    std::vector<Partition> cuts = KnownCuts(*chosen.model, graph, chosen.partition, memo, chosen.cuts_top);
-    took_cut = TakeFastestCut(chosen.partition, chosen.sim, cuts);
-    if (SplitsBackward(chosen.partition.schedule)) chosen.others = std::move(cuts);
+  if (!chosen.cuts_tried) {
+    chosen.others =
+        TakeKnownCuts(request, *chosen.model, graph, chosen.partition, chosen.sim, memo, chosen.cuts_top, &took_cut);
   }
   if (Refine(chosen, request) || took_cut) {
     PlanCandidate& alt = result.alternatives[chosen.index];

@@ -156,7 +156,7 @@ TEST_CASE("auto's plan: no slower than its shape named, and planned again the sa
   const std::string schedule = a["schedule"].get<std::string>();
   const int devices = a["devices"].get<int>(), stages = a["stages"].get<int>();
   std::string named = mp::Concat(" --gpus 8 --replicas ", a["replicas"].get<int>(), " --stages ", devices,
-                             " --microbatches ", a["microbatches"].get<int>(), " --schedule ", schedule);
+                                 " --microbatches ", a["microbatches"].get<int>(), " --schedule ", schedule);
   if (schedule == "interleaved-1f1b") named += mp::Concat(" --chunks ", stages / devices);
   const auto shape = Mpplan(ZooPath("gpt.script.pt") + kQuick + named + " --previous none --json -o " +
                             TempPath("gpt.named_shape.plan.yaml"));
