@@ -117,7 +117,8 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
 
   if (!request.profile_in.empty()) {
     result.profile = ProfileFromYaml(ReadTextFile(request.profile_in, "profile"), request.profile_in);
-    CheckProfileMatches(result.profile, canonical.fingerprint, result.inputs, request.training, request.profile_in);
+    CheckProfileMatches(result.profile, canonical.fingerprint, result.inputs, request.training, request.profile_in,
+                        request.batch);
     CheckProfileDevice(result.profile,
                        request.device_profile.empty() ? "" : LoadDeviceProfile(request.device_profile).name,
                        request.device, request.profile_in);

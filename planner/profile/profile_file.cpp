@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/yaml_cursor.h"
 #include "common/yaml_document.h"
+#include "planner/graph/input_spec.h"
 #include "planner/profile/device_profile.h"
 
 namespace mp {
@@ -467,7 +468,8 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
 }
 
 void CheckProfileMatches(const Profile& profile, const std::string& fingerprint,
-                         const std::vector<TensorSpec>& inputs, bool training, const std::string& source) {
+                         const std::vector<TensorSpec>& inputs, bool training, const std::string& source,
+                         int64_t batch_flag) {
   // The mode first: a model with dropout or BatchNorm canonicalises to
   // another graph in each mode, so its training profile read for an
   // inference plan differs in its fingerprint too, which says less.
@@ -477,11 +479,18 @@ void CheckProfileMatches(const Profile& profile, const std::string& fingerprint,
   if (profile.fingerprint != fingerprint)
     throw InputError(Concat(source, ": profile of a different graph (fingerprint ", profile.fingerprint,
                             ", this model's is ", fingerprint, ")"));
-  std::string theirs, ours;
-  for (const auto& s : profile.inputs) theirs += (theirs.empty() ? "" : " ") + FormatTensorSpec(s);
-  for (const auto& s : inputs) ours += (ours.empty() ? "" : " ") + FormatTensorSpec(s);
-  if (theirs != ours)
-    throw InputError(Concat(source, ": profile was taken on inputs ", theirs, ", not ", ours));
+  const auto format = [](const std::vector<TensorSpec>& specs) {
+    std::string text;
+    for (const auto& s : specs) text += (text.empty() ? "" : " ") + FormatTensorSpec(s);
+    return text;
+  };
+  const std::string theirs = format(profile.inputs), ours = format(inputs);
+  if (theirs == ours) return;
+  if (batch_flag > 0 && format(WithBatch(profile.inputs, batch_flag)) == ours) {
+    throw InputError(Concat("--batch ", batch_flag, ": ", source, " was profiled at batch ", profile.batch,
+                            " (inputs ", theirs, "); leave --batch out, or profile again without --profile-in"));
+  }
+  throw InputError(Concat(source, ": profile was taken on inputs ", theirs, ", not ", ours));
 }
 
 void CheckProfileDevice(const Profile& profile, const std::string& device_profile_name,

@@ -19,9 +19,11 @@ std::string ProfileToYaml(const Profile& profile);
 Profile ProfileFromYaml(const std::string& yaml, const std::string& source);
 
 // Refuses (InputError naming `source`) a profile of another graph, another
-// input spec or another mode than the one about to be planned.
+// input spec or another mode than the one about to be planned; naming
+// --batch where `batch_flag` (0: not given) is all that differs.
 void CheckProfileMatches(const Profile& profile, const std::string& fingerprint,
-                         const std::vector<TensorSpec>& inputs, bool training, const std::string& source);
+                         const std::vector<TensorSpec>& inputs, bool training, const std::string& source,
+                         int64_t batch_flag = 0);
 
 // Refuses (InputError naming `source` and the flag) a profile whose times
 // are for other devices than the plan's: analytic or calibrated for a

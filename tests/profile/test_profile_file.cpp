@@ -181,6 +181,14 @@ TEST_CASE("a profile of another graph, input spec or mode is refused") {
   other[0].shape = {16, 64};
   CHECK_THROWS_WITH_AS(mp::CheckProfileMatches(p, p.fingerprint, other, true, "p.yaml"),
                        "p.yaml: profile was taken on inputs int64[8,64], not int64[16,64]", mp::InputError);
+  // Where --batch is all that differs, the flag is named.
+  CHECK_THROWS_WITH_AS(mp::CheckProfileMatches(p, p.fingerprint, other, true, "p.yaml", 16),
+                       "--batch 16: p.yaml was profiled at batch 8 (inputs int64[8,64]); leave --batch out, or "
+                       "profile again without --profile-in",
+                       mp::InputError);
+  other[0].shape = {16, 32};
+  CHECK_THROWS_WITH_AS(mp::CheckProfileMatches(p, p.fingerprint, other, true, "p.yaml", 16),
+                       "p.yaml: profile was taken on inputs int64[8,64], not int64[16,32]", mp::InputError);
   CHECK_THROWS_WITH_AS(mp::CheckProfileMatches(p, p.fingerprint, p.inputs, false, "p.yaml"),
                        "p.yaml: profile is for training, the plan is for inference", mp::InputError);
   // A model with dropout is another graph in each mode: the mode is named.
