@@ -975,6 +975,21 @@ class Dlrm(nn.Module):
         inter = z[:, iu[0], iu[1]]
         return self.top(torch.cat([x, inter], 1))
 
+class SimClr(nn.Module):
+    """SimCLR's encoder and projection head (Chen et al. 2020): Linear,
+    BatchNorm1d, ReLU, Linear after global pooling. In training, BatchNorm1d
+    refuses a batch of one sample: the model fails at micro-batches of 1."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(),
+                                     nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
+                                     nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.projection = nn.Sequential(nn.Linear(32, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Linear(64, 16))
+
+    def forward(self, x):
+        return self.projection(self.encoder(x))
+
 class WaveNetStack(nn.Module):
     """WaveNet-style stack: causal dilated conv1d by left padding (F.pad), gated tanh*sigmoid
     units, residual and skip 1x1 convs summed over layers, written with a helper function
@@ -1048,6 +1063,7 @@ HELDOUT = {
     "dlrm": (Dlrm, [spec("dense", "float32", [16, 13]), spec("sparse", "int64", [16, 4, 3], value_range=(0, 1000))],
              ("script",)),
     "wavenet": (WaveNetStack, [spec("wav", "float32", [8, 1, 256])], ("script",)),
+    "simclr": (SimClr, [spec("x", "float32", [8, 3, 32, 32])], ("script",)),
     "finetune": (finetune, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
     "lora_gpt": (LoraGpt, [spec("idx", "int64", [8, 32], value_range=(0, 256))], ("script",)),
     "nanogpt": (NanoGpt, [spec("idx", "int64", [8, 32], value_range=(0, 256)),

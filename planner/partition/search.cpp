@@ -113,6 +113,13 @@ std::vector<int> Microbatches(const Profile& profile, const PlanRequest& request
                             " samples leave the last of batch ", batch, " empty; try ", below, " or ", above));
   }
   const int64_t size = MicrobatchSize(batch, m);
+  const int64_t last = LastMicrobatchSize(batch, m);
+  if (!profile.sizes_left_out.empty() && last < profile.microbatch_sizes.front()) {
+    const Profile::LeftOutSize& left = profile.sizes_left_out.front();
+    throw InputError(Concat("--microbatches ", m, ": a micro-batch of ", last, " sample", last == 1 ? "" : "s",
+                            ", below the profiled sizes (", SizeList(profile.microbatch_sizes),
+                            "); the model fails at ", left.size, ": ", left.why));
+  }
   if (!CanInterpolate(profile, size)) {
     throw PlanError(Concat(m, " micro-batches of batch ", batch, " are of size ", size,
                            ", outside the profiled sizes"));
@@ -398,6 +405,11 @@ std::vector<int> MicrobatchCandidates(const Profile& profile, int64_t batch) {
   for (int64_t m = 1; m <= batch; ++m) {
     const int64_t size = MicrobatchSize(batch, int(m));
     if (size == last_size || !CanInterpolate(profile, size)) continue;
+    // Where the model fails at a size, no micro-batch below the profiled
+    // ones: the last, shorter one neither.
+    if (!profile.sizes_left_out.empty() && LastMicrobatchSize(batch, int(m)) < profile.microbatch_sizes.front()) {
+      continue;
+    }
     last_size = size;
     counts.push_back(int(m));
   }

@@ -44,6 +44,10 @@ int64_t MicrobatchSize(int64_t batch, int microbatches) {
   return batch / microbatches + (batch % microbatches != 0);
 }
 
+int64_t LastMicrobatchSize(int64_t batch, int microbatches) {
+  return batch - int64_t(microbatches - 1) * MicrobatchSize(batch, microbatches);
+}
+
 bool MicrobatchesSplit(int64_t batch, int microbatches) {
   return microbatches >= 1 && microbatches <= batch &&
          (microbatches - 1) * MicrobatchSize(batch, microbatches) < batch;

@@ -245,6 +245,9 @@ std::vector<int> StageOfNode(const Plan& plan);
 // ceil(batch / microbatches): the size of every micro-batch but the last.
 int64_t MicrobatchSize(int64_t batch, int microbatches);
 
+// The last micro-batch's samples: batch - (M - 1) * MicrobatchSize.
+int64_t LastMicrobatchSize(int64_t batch, int microbatches);
+
 // True when `microbatches` micro-batches of MicrobatchSize(batch, M) samples
 // each leave the last one at least one sample (10 in 7 would need 2+2+2+2+2+0).
 bool MicrobatchesSplit(int64_t batch, int microbatches);

@@ -109,6 +109,10 @@ std::vector<std::string> Warnings(const OpGraph& graph, const Profile& profile, 
                                 ": results differ from one-device training"));
     }
   }
+  for (const Profile::LeftOutSize& left : profile.sizes_left_out) {
+    warnings.push_back(Concat("micro-batches of ", left.size, " sample", left.size == 1 ? "" : "s",
+                              " not planned: the model fails at that size (", left.why, ")"));
+  }
   if (std::string slower = SlowerThanOneDeviceWarning(plan); !slower.empty()) warnings.push_back(slower);
   for (const PlanStage& stage : plan.stages) {
     const int64_t limit = plan.devices[stage.device].memory_bytes;

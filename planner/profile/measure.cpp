@@ -88,15 +88,24 @@ void ExtrapolateWork(const std::vector<int64_t>& probed, const std::vector<int64
   }
 }
 
+// Thrown where the default sizes are profiled and the model fails at one
+// of them but runs at another: MeasureProfile profiles the others.
+struct SizeFails {
+  Profile::LeftOutSize size;
+};
+
 // The model failed at micro-batch `size`. The shape probe ran the batch,
 // but a smaller size can still fail (BatchNorm in training refuses one
 // value per channel), and so can training at any size. So another size is
 // suggested only where the graph runs at it (`run_at`, forward and backward
 // in training); where it fails there too, the error stands alone, or the
 // clearer one from that run (e.g. an in-place write autograd refuses).
+// Where the sizes are the defaults (`defaults`), not the user's, and it
+// runs at another, SizeFails.
 [[noreturn]] void ThrowModelFails(int64_t size, const std::exception& e, const std::vector<int64_t>& sizes,
-                                  const std::function<void(int64_t)>& run_at) {
-  const std::string failed = Concat("profiling at micro-batch size ", size, ": the model fails: ", ErrorLine(e.what()));
+                                  const std::function<void(int64_t)>& run_at, bool defaults) {
+  const std::string why = ErrorLine(e.what());
+  const std::string failed = Concat("profiling at micro-batch size ", size, ": the model fails: ", why);
   int64_t other = 0;
   for (auto it = sizes.rbegin(); it != sizes.rend() && other == 0; ++it)
     if (*it != size) other = *it;
@@ -108,6 +117,7 @@ void ExtrapolateWork(const std::vector<int64_t>& probed, const std::vector<int64
   } catch (const std::exception&) {
     throw InputError(Concat(failed, " (and at size ", other, ")"));
   }
+  if (defaults) throw SizeFails{{size, why}};
   throw InputError(Concat(failed, " (it runs at size ", other, ": choose other --microbatch-sizes)"));
 }
 
@@ -122,8 +132,10 @@ std::vector<int64_t> DefaultMicrobatchSizes(int64_t batch) {
   return sizes;
 }
 
-Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<TensorSpec>& inputs,
-                       const MeasureOptions& options) {
+namespace {
+
+Profile MeasureSizes(const CanonicalGraph& canonical, const std::vector<TensorSpec>& inputs,
+                     const MeasureOptions& options, bool defaults) {
   Profile profile;
   profile.fingerprint = canonical.fingerprint;
   profile.inputs = inputs;
@@ -133,8 +145,7 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   profile.threads = at::get_num_threads();
   profile.warmup = options.timing.warmup;
   profile.repeats = options.timing.repeats;
-  profile.microbatch_sizes =
-      options.microbatch_sizes.empty() ? DefaultMicrobatchSizes(profile.batch) : options.microbatch_sizes;
+  profile.microbatch_sizes = options.microbatch_sizes;
   auto& sizes = profile.microbatch_sizes;
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
@@ -192,6 +203,23 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
   const auto run_at = [&](int64_t m) {
     const WholeGraph once(canonical, SyntheticInputs(WithBatch(inputs, m), options.seed), pass);  // runs it
   };
+  // A shapes-only profile does not run its smallest size, which training
+  // can fail at (BatchNorm at one sample): run once there, to leave it out
+  // or refuse it as a measured profile would (a tenth of ResNet-50's A100
+  // profile; only where the graph normalises over the batch).
+  const bool batch_statistics = std::any_of(canonical.nodes.begin(), canonical.nodes.end(), [](const auto* n) {
+    return n->kind() == c10::Symbol::fromQualString("aten::batch_norm") ||
+           n->kind() == c10::Symbol::fromQualString("aten::instance_norm");
+  });
+  if (options.training && batch_statistics && run_sizes.front() != sizes.front()) {
+    try {
+      run_at(sizes.front());
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      ThrowModelFails(sizes.front(), e, sizes, run_at, defaults);
+    }
+  }
   // Contention probes at the smallest size and the second-largest
   // (contention grows as micro-batches shrink; the full batch's copies would
   // double the memory the profile needs), or at the batch where it is the
@@ -214,7 +242,7 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
       } catch (const Error&) {
         throw;
       } catch (const std::exception& e) {
-        ThrowModelFails(m, e, sizes, run_at);
+        ThrowModelFails(m, e, sizes, run_at, defaults);
       }
     }
     // Forked after the threads' copies were built (a size the model fails
@@ -247,7 +275,7 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
-      ThrowModelFails(m, e, sizes, run_at);
+      ThrowModelFails(m, e, sizes, run_at, defaults);
     }
   };
   std::vector<std::unique_ptr<NodeByNodePasses>> turns(run_sizes.size());
@@ -453,6 +481,30 @@ Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<Tensor
     }
   }
   return profile;
+}
+
+}  // namespace
+
+Profile MeasureProfile(const CanonicalGraph& canonical, const std::vector<TensorSpec>& inputs,
+                       const MeasureOptions& options) {
+  if (!options.microbatch_sizes.empty()) return MeasureSizes(canonical, inputs, options, false);
+  // The default sizes: one the model fails at (BatchNorm in training, one
+  // value per channel at one sample) is left out, the profile says why, and
+  // the others are profiled; the planner plans no micro-batch below them.
+  MeasureOptions sized = options;
+  sized.microbatch_sizes = DefaultMicrobatchSizes(SpecBatch(inputs));
+  std::vector<Profile::LeftOutSize> left_out;
+  for (;;) {
+    try {
+      Profile profile = MeasureSizes(canonical, inputs, sized, true);
+      profile.sizes_left_out = left_out;
+      return profile;
+    } catch (const SizeFails& e) {
+      left_out.push_back(e.size);
+      auto& sizes = sized.microbatch_sizes;
+      sizes.erase(std::remove(sizes.begin(), sizes.end(), e.size.size), sizes.end());
+    }
+  }
 }
 
 }  // namespace mp

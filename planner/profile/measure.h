@@ -16,7 +16,7 @@ namespace mp {
 
 struct MeasureOptions {
   bool training = false;
-  std::vector<int64_t> microbatch_sizes;  // empty: DefaultMicrobatchSizes(batch)
+  std::vector<int64_t> microbatch_sizes;  // empty: DefaultMicrobatchSizes(batch) but Profile::sizes_left_out
   TimingOptions timing;
   std::string device = "cpu";             // cpu, cuda, cuda:1, ...
   bool timed = true;                      // false: shapes, bytes and FLOPs only

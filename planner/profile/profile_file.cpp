@@ -263,6 +263,16 @@ std::string ProfileToYaml(const Profile& p) {
     }
     out << YAML::EndSeq;
   }
+  if (!p.sizes_left_out.empty()) {
+    out << YAML::Key << "sizes_left_out" << YAML::Value << YAML::BeginSeq;
+    for (const Profile::LeftOutSize& left : p.sizes_left_out) {
+      out << YAML::Flow << YAML::BeginMap;
+      out << YAML::Key << "size" << YAML::Value << left.size;
+      out << YAML::Key << "why" << YAML::Value << YAML::DoubleQuoted << left.why;
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
   if (p.accumulate_ms_per_mib > 0) {
     out << YAML::Key << "accumulate_ms_per_mib" << YAML::Value << p.accumulate_ms_per_mib;
   }
@@ -338,6 +348,7 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
                   "process_slowdown_by_size", "shared_slowdown_band", "shared_slowdown_turns", "worker_speed",
                   "handoff_ms", "process_link", "allreduce_link", "allreduce_after_step", "step_overhead_ms",
                   "pass_band", "reference_ms", "reference_band", "pass_scale", "whole_scale", "paced_sizes",
+                  "sizes_left_out",
                   "engine_walk_us",  // as autograd_nodes, ignored
                   "accumulate_ms_per_mib", "optimizer_ms_per_mib", "optimizer_slowdown", "node_overhead_ms"});
   Profile p;
@@ -434,6 +445,18 @@ Profile ProfileFromYaml(const std::string& yaml, const std::string& source) {
       list[i].ExpectMap({"size", "anchor", "pace"}, {});
       p.paced_sizes.push_back({measured(list[i]["size"]), measured(list[i]["anchor"]),
                                list[i]["pace"].NumberIn(0, YamlCursor::kNoLimit, "a factor", true)});
+    }
+  }
+  if (root.Has("sizes_left_out")) {
+    const YamlCursor list = root["sizes_left_out"];
+    for (int i = 0, n = list.ExpectList(); i < n; ++i) {
+      list[i].ExpectMap({"size", "why"}, {});
+      const int64_t size = list[i]["size"].IntIn(1, p.batch);
+      const auto& sizes = p.microbatch_sizes;
+      if (std::find(sizes.begin(), sizes.end(), size) != sizes.end()) {
+        list[i]["size"].Fail(Concat("expected a size not in microbatch_sizes, found ", size));
+      }
+      p.sizes_left_out.push_back({size, list[i]["why"].String()});
     }
   }
   if (root.Has("accumulate_ms_per_mib")) {

@@ -545,6 +545,12 @@ ERROR_CASE("chunks-inference", "`--chunks` for inference, which runs one stage a
   c.setup = ToyModel;
 }
 
+ERROR_CASE("microbatches-model-fails", "`--microbatches` of a size the model fails at (BatchNorm1d at one sample)") {
+  c.command = "mpplan model.pt --gpus 2 --microbatches 8 --device-profile a100-80gb";
+  c.names = "--microbatches 8: a micro-batch of 1 sample";
+  c.setup = [](const fs::path& dir) { CopyZoo("heldout/simclr.script.pt", dir / "model.pt"); };
+}
+
 ERROR_CASE("zbv-one-device", "`--schedule zbv` on one device") {
   c.command = "mpplan toy.pt --gpus 1 --stages 1 --microbatches 2 --schedule zbv --repeats 1 --quiet";
   c.names = "zbv needs at least 2 devices";

@@ -762,3 +762,44 @@ TEST_CASE("an interleaved plan: a baseline's faster cut kept and said, compariso
   CHECK(run.out.find("0 A100-80GB  0,2") != std::string::npos);
   CHECK(run.out.find("1 A100-80GB  1,3") != std::string::npos);
 }
+
+// heldout/simclr: BatchNorm1d after global pooling, which training refuses
+// at one sample. Its default sizes (1, 2, 4, 8) used to stop mpplan with
+// "the model fails ... choose other --microbatch-sizes"; now size 1 is left
+// out, measured or estimated, and said.
+TEST_CASE("a default micro-batch size the model fails at is left out and said; --microbatches there is refused") {
+  const std::string model = ZooPath("heldout/simclr.script.pt");
+  const std::string plan_file = TempPath("simclr.plan.yaml"), profile_file = TempPath("simclr.profile.yaml");
+  std::filesystem::remove(profile_file);
+  const auto planned = [&](const mp::test::ToolRun& run) {
+    INFO(run.out);
+    REQUIRE(run.status == 0);
+    const mp::Plan plan = mp::ReadPlan(plan_file);
+    CHECK(plan.microbatch_size >= 2);
+    CHECK(mp::LastMicrobatchSize(plan.batch / plan.replicas, plan.microbatches) >= 2);
+    CHECK(plan.profile.microbatch_sizes.front() == 2);
+    CHECK(std::any_of(plan.warnings.begin(), plan.warnings.end(), [](const std::string& w) {
+      return w.rfind("micro-batches of 1 sample not planned: the model fails at that size (builtins.ValueError: "
+                     "Expected more than 1 value per channel when training",
+                     0) == 0;
+    }));
+  };
+  // Measured (each size once), written out and read back; then estimated.
+  planned(Mpplan(model + " --quiet --gpus 2 --warmup 0 --repeats 1 --profile-out " + profile_file + " -o " + plan_file));
+  CHECK(mp::ProfileFromYaml(mp::ReadTextFile(profile_file), profile_file).sizes_left_out.at(0).size == 1);
+  planned(Mpplan(model + " --quiet --gpus 2 --profile-in " + profile_file + " -o " + plan_file));
+  planned(Mpplan(model + kQuick + " --gpus 4 -o " + plan_file));
+  const auto refused = Mpplan(model + kQuick + " --gpus 4 --microbatches 8 -o " + TempPath("simclr.8.yaml"));
+  CHECK(refused.status == 1);
+  CHECK(refused.out.rfind("mpplan: --microbatches 8: a micro-batch of 1 sample, below the profiled sizes (2,4,8); the "
+                          "model fails at 1: builtins.ValueError: Expected more than 1 value per channel",
+                          0) == 0);
+  // 4 micro-batches of batch 7 leave a last one of 1 sample: not planned either.
+  const auto last = Mpplan(model + kQuick + " --gpus 4 --batch 7 --microbatches 4 -o " + TempPath("simclr.7.yaml"));
+  CHECK(last.status == 1);
+  CHECK(last.out.rfind("mpplan: --microbatches 4: a micro-batch of 1 sample, below the profiled sizes (2,4,7)", 0) == 0);
+  // Sizes the user names are profiled as given, or refused.
+  const auto named = Mpplan(model + kQuick + " --gpus 2 --microbatch-sizes 1,2,8 -o " + TempPath("simclr.named.yaml"));
+  CHECK(named.status == 1);
+  CHECK(named.out.find("(it runs at size 8: choose other --microbatch-sizes)") != std::string::npos);
+}

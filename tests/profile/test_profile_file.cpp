@@ -51,6 +51,7 @@ mp::Profile Sample() {
   p.pass_scale = 1.0125;
   p.whole_scale = {{0.875, 0.9375}, {0.9375, 1}, {1, 1.0625}};
   p.paced_sizes = {{8, 2, 0.8125}};
+  p.sizes_left_out = {{5, "builtins.ValueError: Expected \"more\" than 1 value, got [1, 64] (at `raise`, f.py:2)"}};
   p.accumulate_ms_per_mib = 0.0625;
   p.optimizer_ms_per_mib = {{"sgd", 0.125}, {"momentum", 0.25}, {"adam", 0.5}, {"adamw", 0.5625}};
   p.optimizer_slowdown = {1, 1.5};
@@ -138,6 +139,9 @@ TEST_CASE("a profile round-trips through YAML") {
   CHECK(mp::OptimizerMsPerMib(q, "adamw") == 0.5625);
   CHECK(mp::OptimizerMsPerMib(q, "lion") == 0);
   CHECK(q.node_overhead == p.node_overhead);
+  REQUIRE(q.sizes_left_out.size() == 1);
+  CHECK(q.sizes_left_out[0].size == 5);
+  CHECK(q.sizes_left_out[0].why == p.sizes_left_out[0].why);
   CHECK(q.reference_band.high == doctest::Approx(1.05));
   REQUIRE(q.nodes.size() == p.nodes.size());
   for (size_t i = 0; i < p.nodes.size(); ++i) {
@@ -489,6 +493,17 @@ TEST_CASE("a profile's paced sizes must be sizes it holds") {
   text.replace(size, 7, "size: 4");
   CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(text, "p.yaml"),
                        doctest::Contains("expected one of microbatch_sizes, found 4"), mp::InputError);
+}
+
+TEST_CASE("a profile's sizes left out are sizes it does not hold") {
+  std::string text = mp::ProfileToYaml(Sample());
+  const size_t at = text.find("sizes_left_out:");
+  REQUIRE(at != std::string::npos);
+  const size_t size = text.find("size: 5", at);
+  REQUIRE(size != std::string::npos);
+  text.replace(size, 7, "size: 2");
+  CHECK_THROWS_WITH_AS(mp::ProfileFromYaml(text, "p.yaml"),
+                       doctest::Contains("expected a size not in microbatch_sizes, found 2"), mp::InputError);
 }
 
 TEST_CASE("sizes measured later join the profile in order, and replace the line between their neighbours") {
