@@ -91,13 +91,19 @@ int ScheduleRank(ScheduleKind kind) {
   }
 }
 
-std::vector<int> Microbatches(const Profile& profile, const PlanRequest& request, int64_t batch) {
+// `batch`: a replica's, of `replicas`.
+std::vector<int> Microbatches(const Profile& profile, const PlanRequest& request, int64_t batch, int replicas) {
   if (request.microbatches == 0) {
     auto candidates = MicrobatchCandidates(profile, batch);
     if (candidates.empty()) {
-      throw PlanError(Concat("no micro-batch count splits batch ", batch, " into a profiled size (",
+      const auto& left = profile.sizes_left_out;
+      throw PlanError(Concat("no micro-batch count splits batch ", batch,
+                             replicas > 1 ? Concat(" (", batch * replicas, " over ", replicas, " replicas)") : "",
+                             " into a profiled size (",
                              profile.microbatch_sizes.empty() ? 0 : profile.microbatch_sizes.front(), " to ",
-                             profile.microbatch_sizes.empty() ? 0 : profile.microbatch_sizes.back(), ")"));
+                             profile.microbatch_sizes.empty() ? 0 : profile.microbatch_sizes.back(), ")",
+                             left.empty() ? "" : Concat("; the model fails at ", left.front().size, ": ",
+                                                        left.front().why)));
     }
     return candidates;
   }
@@ -628,7 +634,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     k_min = k_max = k;
   }
   const auto schedules = Schedules(request);
-  const auto counts = Microbatches(profile, request, batch);
+  const auto counts = Microbatches(profile, request, batch, cluster.replicas);
   const auto order = PipelineOrder(graph);
   const bool shared_table = request.method == "dp" && IsHomogeneous(cluster);
 

@@ -798,6 +798,12 @@ TEST_CASE("a default micro-batch size the model fails at is left out and said; -
   const auto last = Mpplan(model + kQuick + " --gpus 4 --batch 7 --microbatches 4 -o " + TempPath("simclr.7.yaml"));
   CHECK(last.status == 1);
   CHECK(last.out.rfind("mpplan: --microbatches 4: a micro-batch of 1 sample, below the profiled sizes (2,4,7)", 0) == 0);
+  // 8 replicas of batch 8 leave each one sample.
+  const auto replicas = Mpplan(model + kQuick + " --gpus 8 --replicas 8 -o " + TempPath("simclr.r8.yaml"));
+  CHECK(replicas.status == 1);
+  CHECK(replicas.out.rfind("mpplan: no micro-batch count splits batch 1 (8 over 8 replicas) into a profiled size (2 "
+                           "to 8); the model fails at 1: builtins.ValueError",
+                           0) == 0);
   // Sizes the user names are profiled as given, or refused.
   const auto named = Mpplan(model + kQuick + " --gpus 2 --microbatch-sizes 1,2,8 -o " + TempPath("simclr.named.yaml"));
   CHECK(named.status == 1);
