@@ -767,7 +767,7 @@ TEST_CASE("an interleaved plan: a baseline's faster cut kept and said, compariso
 // at one sample. Its default sizes (1, 2, 4, 8) used to stop mpplan with
 // "the model fails ... choose other --microbatch-sizes"; now size 1 is left
 // out, measured or estimated, and said.
-TEST_CASE("a default micro-batch size the model fails at is left out and said; --microbatches there is refused") {
+TEST_CASE("a default micro-batch size the model fails at is left out and said, and --microbatches there is refused") {
   const std::string model = ZooPath("heldout/simclr.script.pt");
   const std::string plan_file = TempPath("simclr.plan.yaml"), profile_file = TempPath("simclr.profile.yaml");
   std::filesystem::remove(profile_file);
