@@ -181,6 +181,9 @@ std::string FormatProfile(const Profile& p, const std::string& calibration, doub
         << Format("%.2f", 1000 * p.node_overhead[1]) << " us a fresh leaf, "
         << Format("%.2f", 1000 * p.node_overhead[2]) << " us an autograd call: taken off every node's times\n";
   }
+  for (const Profile::LeftOutSize& left : p.sizes_left_out) {
+    out << "micro-batch size " << left.size << " left out: the model fails there (" << left.why << ")\n";
+  }
   if (profiling_s > 0) out << "profiling took " << Format("%.1f", profiling_s) << " s\n";
   out << "\n";
   char line[256];
@@ -208,6 +211,10 @@ nlohmann::json ProfileSummaryJson(const Profile& p, const std::string& calibrati
   j["threads"] = p.threads;
   j["batch"] = p.batch;
   j["microbatch_sizes"] = p.microbatch_sizes;
+  j["sizes_left_out"] = nlohmann::json::array();
+  for (const Profile::LeftOutSize& left : p.sizes_left_out) {
+    j["sizes_left_out"].push_back({{"size", left.size}, {"why", left.why}});
+  }
   j["warmup"] = p.warmup;
   j["repeats"] = p.repeats;
   j["coverage"] = p.coverage;

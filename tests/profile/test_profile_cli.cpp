@@ -118,3 +118,20 @@ TEST_CASE("outputs never overwrite the model, and bad flags are one line") {
   CHECK(threads.status == 1);
   CHECK(threads.out == "mpplan: --threads must be at least 1, got -2\n");
 }
+
+TEST_CASE("--profile-only says which default size the model fails at and was left out") {
+  const std::string model = ZooPath("heldout/simclr.script.pt");  // BatchNorm1d after pooling
+  const auto text = Mpplan(model + " --profile-only --warmup 0 --repeats 1");
+  REQUIRE(text.status == 0);
+  CHECK(text.out.find("micro-batch size 1 left out: the model fails there (builtins.ValueError: Expected more than 1 "
+                      "value per channel when training") != std::string::npos);
+  const auto json = Mpplan(model + " --profile-only --warmup 0 --repeats 1 --json");
+  REQUIRE(json.status == 0);
+  const auto profile = nlohmann::json::parse(json.out)["profile"];
+  CHECK(profile["microbatch_sizes"] == nlohmann::json::array({2, 4, 8}));
+  CHECK(profile["sizes_left_out"].at(0)["size"] == 1);
+  // In inference BatchNorm uses its running statistics: nothing is left out.
+  const auto infer = Mpplan(model + " --profile-only --warmup 0 --repeats 1 --json --mode infer");
+  REQUIRE(infer.status == 0);
+  CHECK(nlohmann::json::parse(infer.out)["profile"]["sizes_left_out"].empty());
+}
