@@ -207,9 +207,10 @@ Profile MeasureSizes(const CanonicalGraph& canonical, const std::vector<TensorSp
   // can fail at (BatchNorm at one sample): run once there, to leave it out
   // or refuse it as a measured profile would (a tenth of ResNet-50's A100
   // profile; only where the graph normalises over the batch).
-  const bool batch_statistics = std::any_of(canonical.nodes.begin(), canonical.nodes.end(), [](const auto* n) {
-    return n->kind() == c10::Symbol::fromQualString("aten::batch_norm") ||
-           n->kind() == c10::Symbol::fromQualString("aten::instance_norm");
+  const c10::Symbol batch_norm = c10::Symbol::fromQualString("aten::batch_norm");
+  const c10::Symbol instance_norm = c10::Symbol::fromQualString("aten::instance_norm");
+  const bool batch_statistics = std::any_of(canonical.nodes.begin(), canonical.nodes.end(), [&](const auto* n) {
+    return n->kind() == batch_norm || n->kind() == instance_norm;
   });
   if (options.training && batch_statistics && run_sizes.front() != sizes.front()) {
     try {

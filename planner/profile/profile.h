@@ -75,7 +75,7 @@ struct Profile {
   int warmup = 0;                    // measured profiles: runs discarded per sample set
   int repeats = 0;                   // measured profiles: samples per median
   std::vector<int64_t> microbatch_sizes;  // ascending, each in [1, batch]
-  // Default sizes the model fails at, and were not profiled (BatchNorm in
+  // Default sizes the model fails at, which were not profiled (BatchNorm in
   // training refuses one value per channel: one sample after global
   // pooling), each with the model's error line. The planner plans no
   // micro-batch below the smallest profiled size where there are any.
