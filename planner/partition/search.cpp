@@ -180,6 +180,11 @@ double StepLowerBound(const Partition& p) {
          p.step_overhead_ms;
 }
 
+// The step's times only (SimulatePartition without memory or, where no
+// slowdown needs one, a timeline): the search compares steps, and the plan
+// it chooses is simulated whole once, at the end (SearchPlan).
+SimResult StepTimes(const Partition& p) { return SimulatePartition(p, PartitionSchedule(p), false); }
+
 // The DP minimises the slowest stage's cost; the simulated step also
 // counts the fill and drain, so a baseline's cut with the same or a
 // slightly worse slowest stage can simulate faster (torchgpipe's block
@@ -226,7 +231,7 @@ std::vector<Partition> TakeKnownCuts(const PlanRequest& request, const StageCost
   std::vector<Partition> cuts = KnownCuts(model, graph, p, memo, top);
   for (Partition& c : cuts) {
     if (StepLowerBound(c) >= sim.step_ms) continue;  // cannot be faster
-    SimResult c_sim = SimulatePartition(c);
+    SimResult c_sim = StepTimes(c);
     if (c_sim.step_ms < sim.step_ms * (1 - 1e-9)) {
       std::swap(p, c);
       sim = std::move(c_sim);
@@ -305,7 +310,6 @@ bool RefineCut(const StageCostModel& model, Partition& p, SimResult& sim) {
     p = std::move(*best);
     sim = std::move(best_sim);
   }
-  if (moved) sim = SimulatePartition(p, schedule);  // its memory too: the neighbours' times only
   return moved;
 }
 
@@ -349,7 +353,7 @@ bool ChooseWholeBackward(Partition& p, SimResult& sim) {
     if (st.input_backward_ms + st.weight_backward_ms <= st.backward_ms) continue;
     Partition other = p;
     RunWhole(other, s);
-    SimResult other_sim = SimulatePartition(other);
+    SimResult other_sim = StepTimes(other);
     if (other_sim.step_ms < sim.step_ms * (1 - 1e-9)) {
       p = std::move(other);
       sim = std::move(other_sim);
@@ -368,7 +372,7 @@ bool ChooseWholeBackward(Partition& p, SimResult& sim) {
 bool Refine(Candidate& c, const PlanRequest& request) {
   bool changed = ChooseWholeBackward(c.partition, c.sim);
   for (Partition& other : c.others) {
-    SimResult other_sim = SimulatePartition(other);
+    SimResult other_sim = StepTimes(other);
     ChooseWholeBackward(other, other_sim);
     if (other_sim.step_ms < c.sim.step_ms * (1 - 1e-9)) {
       c.partition = std::move(other);
@@ -735,7 +739,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
             // bound them too cost 18x the search on a 10,000-node chain).
             alt.feasible = true;
           } else {
-            SimResult sim = SimulatePartition(p);
+            SimResult sim = StepTimes(p);
             // The baselines' cuts, for an alternative that may tie: for
             // every simulated one they cost 5x the search on a
             // 10,000-node chain, and for every one within the device
@@ -828,9 +832,9 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   // search of a 10,000-node chain over 64 devices.
   ListCutTensors(chosen.partition, *chosen.costs);
   result.chosen = chosen.index;
-  result.predicted = std::move(chosen.sim);
   result.partition = std::move(chosen.partition);
   result.schedule = PartitionSchedule(result.partition);
+  result.predicted = SimulatePartition(result.partition, result.schedule);  // memory and timeline too
   if (!request.schedule && result.fresh < 0) FasterScheduleOfShape(graph, profile, cluster, request, memo, result);
   return result;
 }

@@ -110,10 +110,12 @@ void TrackMemory(const Schedule& sch, const std::vector<StageMemory>& memory, Si
   }
 }
 
-// One replay of the lists with the actions' compute times fixed.
+// One replay of the lists with the actions' compute times fixed; the
+// timeline only where `timeline` (a search comparing steps spent a sixth of
+// its time on it).
 SimResult Replay(const Schedule& sch, const Durations& durations, const std::vector<TransferTimes>& transfers,
                  const std::vector<double>& allreduce_ms, double step_overhead_ms,
-                 const std::vector<double>& optimizer_ms, double replica_wait_share) {
+                 const std::vector<double>& optimizer_ms, double replica_wait_share, bool timeline = true) {
   const int S = sch.stages;
   const int D = sch.Devices();
   const int M = sch.microbatches;
@@ -129,8 +131,10 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
   SimResult result;
   result.busy_ms.assign(S, 0);
   result.device_busy_ms.assign(D, 0);
-  result.timeline.resize(D);
-  for (int d = 0; d < D; ++d) result.timeline[d].reserve(sch.actions[d].size());
+  if (timeline) {
+    result.timeline.resize(D);
+    for (int d = 0; d < D; ++d) result.timeline[d].reserve(sch.actions[d].size());
+  }
 
   size_t remaining = 0;
   for (const auto& list : sch.actions) remaining += list.size();
@@ -168,7 +172,7 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
           }
         }
         stage_done[s] = std::max(stage_done[s], timed.end_ms);
-        result.timeline[d].push_back(timed);
+        if (timeline) result.timeline[d].push_back(timed);
         ++next[d];
         --remaining;
         progressed = true;
@@ -289,9 +293,11 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
                                                                 : 0.0);
     }
   }
-  SimResult result = Replay(sch, base, transfers, allreduce_ms, step_overhead_ms, optimizer_ms, replica_wait_share);
   // (With replicas, one stage computing already shares the machine.)
-  if (std::none_of(slowdown.begin(), slowdown.end(), [](double f) { return f > 1; })) {
+  const bool contention = std::any_of(slowdown.begin(), slowdown.end(), [](double f) { return f > 1; });
+  SimResult result = Replay(sch, base, transfers, allreduce_ms, step_overhead_ms, optimizer_ms, replica_wait_share,
+                            track_memory || contention);
+  if (!contention) {
     if (track_memory) TrackMemory(sch, memory, result);
     return result;
   }

@@ -117,8 +117,9 @@ struct SimResult {
 // `replica_wait_share`: with replicas, the share of the step (before the
 // overhead) that each sum's wait for the latest of them adds
 // (ReplicaWaitShare, profile.h), idle on every device.
-// `track_memory` false: the times only (no peaks, no max_in_flight), for a
-// search that compares steps (a sixth of its time went to TrackMemory).
+// `track_memory` false: the times only (no peaks, no max_in_flight, and no
+// timeline where no slowdown needs one), for a search that compares steps
+// (a sixth of its time went to TrackMemory, as much to the timeline).
 SimResult SimulateStep(const Schedule& schedule, const std::vector<StageTimes>& stages,
                        const std::vector<TransferTimes>& transfers = {}, const std::vector<StageMemory>& memory = {},
                        const std::vector<double>& allreduce_ms = {}, const std::vector<double>& slowdown = {},
