@@ -283,6 +283,7 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
     if (!(ms >= 0)) throw InputError(Concat("simulate: optimizer step ", ms, " ms; expected >= 0"));
   Durations base(sch.Devices());
   for (int d = 0; d < sch.Devices(); ++d) {
+    base[d].reserve(sch.actions[d].size());
     for (const Action& a : sch.actions[d]) {
       const StageTimes* t = a.stage >= 0 && a.stage < K ? &stages[a.stage] : nullptr;
       base[d].push_back(!t                                         ? 0.0
