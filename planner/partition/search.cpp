@@ -91,6 +91,18 @@ int ScheduleRank(ScheduleKind kind) {
   }
 }
 
+// Where the profile left sizes out (the model fails at them), the one that
+// `m` micro-batches of `batch` meet: their size, the last one's, or, for a
+// last one below the profiled sizes, the first left out; else nullptr.
+const Profile::LeftOutSize* FailsAt(const Profile& profile, int64_t batch, int m) {
+  if (profile.sizes_left_out.empty()) return nullptr;
+  const int64_t size = MicrobatchSize(batch, m), last = LastMicrobatchSize(batch, m);
+  for (const Profile::LeftOutSize& left : profile.sizes_left_out) {
+    if (left.size == size || left.size == last) return &left;
+  }
+  return last < profile.microbatch_sizes.front() ? &profile.sizes_left_out.front() : nullptr;
+}
+
 // `batch`: a replica's, of `replicas`.
 std::vector<int> Microbatches(const Profile& profile, const PlanRequest& request, int64_t batch, int replicas) {
   if (request.microbatches == 0) {
@@ -119,12 +131,14 @@ std::vector<int> Microbatches(const Profile& profile, const PlanRequest& request
                             " samples leave the last of batch ", batch, " empty; try ", below, " or ", above));
   }
   const int64_t size = MicrobatchSize(batch, m);
-  const int64_t last = LastMicrobatchSize(batch, m);
-  if (!profile.sizes_left_out.empty() && last < profile.microbatch_sizes.front()) {
-    const Profile::LeftOutSize& left = profile.sizes_left_out.front();
-    throw InputError(Concat("--microbatches ", m, ": a micro-batch of ", last, " sample", last == 1 ? "" : "s",
-                            ", below the profiled sizes (", SizeList(profile.microbatch_sizes),
-                            "); the model fails at ", left.size, ": ", left.why));
+  if (const Profile::LeftOutSize* left = FailsAt(profile, batch, m)) {
+    const int64_t last = LastMicrobatchSize(batch, m);
+    throw InputError(Concat("--microbatches ", m, ": ",
+                            last < profile.microbatch_sizes.front()
+                                ? Concat("a micro-batch of ", last, " sample", last == 1 ? "" : "s",
+                                         ", below the profiled sizes (", SizeList(profile.microbatch_sizes), ")")
+                                : Concat("micro-batches of ", left->size, " samples"),
+                            "; the model fails at ", left->size, ": ", left->why));
   }
   if (!CanInterpolate(profile, size)) {
     throw PlanError(Concat(m, " micro-batches of batch ", batch, " are of size ", size,
@@ -415,11 +429,7 @@ std::vector<int> MicrobatchCandidates(const Profile& profile, int64_t batch) {
   for (int64_t m = 1; m <= batch; ++m) {
     const int64_t size = MicrobatchSize(batch, int(m));
     if (size == last_size || !CanInterpolate(profile, size)) continue;
-    // Where the model fails at a size, no micro-batch below the profiled
-    // ones: the last, shorter one neither.
-    if (!profile.sizes_left_out.empty() && LastMicrobatchSize(batch, int(m)) < profile.microbatch_sizes.front()) {
-      continue;
-    }
+    if (FailsAt(profile, batch, int(m))) continue;  // the last, shorter micro-batch too
     last_size = size;
     counts.push_back(int(m));
   }

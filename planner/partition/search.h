@@ -160,7 +160,9 @@ bool Simpler(const PlanCandidate& a, const PlanCandidate& b, int64_t batch);
 // The micro-batch counts worth trying for `batch`: for each micro-batch size
 // m the profile can interpolate, the count M = ceil(batch / m) (ascending M,
 // one per distinct size; the last micro-batch may be smaller, and is timed as
-// a full one).
+// a full one). None whose micro-batches, the last included, meet a size the
+// profile left out (Profile::sizes_left_out) or fall below the profiled ones
+// where it left any out.
 std::vector<int> MicrobatchCandidates(const Profile& profile, int64_t batch);
 
 // The tie window's upper end, as a ratio to the fastest: the profile's

@@ -73,6 +73,23 @@ TEST_CASE("micro-batch candidates are the profiled sizes") {
   CHECK(mp::MicrobatchCandidates(b.profile, 32) == std::vector<int>{2, 3, 4});
 }
 
+TEST_CASE("no micro-batch count meets a size the model fails at, and --microbatches there says so") {
+  auto b = EvenChain(4, 1);
+  b.profile.sizes_left_out = {{3, "ValueError: not at 3"}};  // 11 micro-batches of 32: ten of 3, one of 2
+  CHECK(mp::MicrobatchCandidates(b.profile, 32) == std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 16, 32});
+  mp::PlanRequest request;
+  request.microbatches = 11;
+  request.batch = 32;
+  const auto cluster = mp::UniformCluster(2, {"gpu", 80ll << 30, 1.0}, {25e9, 0.01});
+  CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, cluster, request),
+                       "--microbatches 11: micro-batches of 3 samples; the model fails at 3: ValueError: not at 3",
+                       InputError);
+  // Left out below the profiled sizes: a last micro-batch there is refused too.
+  b.profile.microbatch_sizes = {2, 4, 8, 16, 32};
+  b.profile.sizes_left_out = {{1, "ValueError: not at 1"}};
+  CHECK(mp::MicrobatchCandidates(b.profile, 7) == std::vector<int>{1, 2});  // 3 of 7: 3, 3, 1; 4: 2, 2, 2, 1
+}
+
 TEST_CASE("among ties, fewer stages win, then micro-batches that split the batch evenly, then fewer") {
   const auto alt = [](int stages, int microbatches, ScheduleKind schedule, double step_ms) {
     return Alternative(stages, 1, microbatches, 256, schedule, step_ms);
