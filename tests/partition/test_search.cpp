@@ -85,6 +85,11 @@ TEST_CASE("no micro-batch count meets a size the model fails at, and --microbatc
                        "--microbatches 11: micro-batches of 3 samples; the model fails at 3: ValueError: not at 3",
                        InputError);
   // Left out below the profiled sizes: a last micro-batch there is refused too.
+  b.profile.sizes_left_out = {{2, "ValueError: not at 2"}};  // 6 micro-batches of 32: five of 6, one of 2
+  request.microbatches = 6;
+  CHECK_THROWS_WITH_AS(mp::SearchPlan(b.graph, b.profile, cluster, request),
+                       "--microbatches 6: a last one of 2 samples; the model fails at 2: ValueError: not at 2",
+                       InputError);
   b.profile.microbatch_sizes = {2, 4, 8, 16, 32};
   b.profile.sizes_left_out = {{1, "ValueError: not at 1"}};
   CHECK(mp::MicrobatchCandidates(b.profile, 7) == std::vector<int>{1, 2});  // 3 of 7: 3, 3, 1; 4: 2, 2, 2, 1
