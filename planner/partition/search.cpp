@@ -137,7 +137,7 @@ std::vector<int> Microbatches(const Profile& profile, const PlanRequest& request
                             last < profile.microbatch_sizes.front()
                                 ? Concat("a micro-batch of ", last, " sample", last == 1 ? "" : "s",
                                          ", below the profiled sizes (", SizeList(profile.microbatch_sizes), ")")
-                                : Concat(MicrobatchSize(batch, m) == left->size ? "micro-batches" : "a last one",
+                                : Concat(size == left->size ? "micro-batches" : "a last one",
                                          " of ", left->size, " samples"),
                             "; the model fails at ", left->size, ": ", left->why));
   }

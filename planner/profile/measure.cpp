@@ -203,6 +203,16 @@ Profile MeasureSizes(const CanonicalGraph& canonical, const std::vector<TensorSp
   const auto run_at = [&](int64_t m) {
     const WholeGraph once(canonical, SyntheticInputs(WithBatch(inputs, m), options.seed), pass);  // runs it
   };
+  // `work` at size `m`, where the model's own failure says so (ThrowModelFails).
+  const auto at_size = [&](int64_t m, const std::function<void()>& work) {
+    try {
+      work();
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      ThrowModelFails(m, e, sizes, run_at, defaults);
+    }
+  };
   // A shapes-only profile does not run its smallest size, which training
   // can fail at (BatchNorm at one sample): run once there, to leave it out
   // or refuse it as a measured profile would (a tenth of ResNet-50's A100
@@ -213,13 +223,7 @@ Profile MeasureSizes(const CanonicalGraph& canonical, const std::vector<TensorSp
     return n->kind() == batch_norm || n->kind() == instance_norm;
   });
   if (options.training && batch_statistics && run_sizes.front() != sizes.front()) {
-    try {
-      run_at(sizes.front());
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      ThrowModelFails(sizes.front(), e, sizes, run_at, defaults);
-    }
+    at_size(sizes.front(), [&] { run_at(sizes.front()); });
   }
   // Contention probes at the smallest size and the second-largest
   // (contention grows as micro-batches shrink; the full batch's copies would
@@ -236,15 +240,11 @@ Profile MeasureSizes(const CanonicalGraph& canonical, const std::vector<TensorSp
   if (options.timed && options.workers > 1 && device.is_cpu()) {
     const double share = kProbeShare / double(probe_sizes.size() * (options.replica_processes ? 2 : 1));
     for (int64_t m : probe_sizes) {
-      try {
+      at_size(m, [&] {
         probes.push_back(std::make_unique<SharedSlowdownProbe>(canonical,
                                                                SyntheticInputs(WithBatch(inputs, m), options.seed),
                                                                pass, options.workers, profile.threads, share));
-      } catch (const Error&) {
-        throw;
-      } catch (const std::exception& e) {
-        ThrowModelFails(m, e, sizes, run_at, defaults);
-      }
+      });
     }
     // Forked after the threads' copies were built (a size the model fails
     // at has failed above, with its own message) and before their threads
@@ -270,15 +270,6 @@ Profile MeasureSizes(const CanonicalGraph& canonical, const std::vector<TensorSp
 
   // The sizes take turns, pass by pass (NodeByNodePasses): a slow stretch
   // of the machine then falls on every size alike, not on one.
-  const auto at_size = [&](int64_t m, const std::function<void()>& work) {
-    try {
-      work();
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      ThrowModelFails(m, e, sizes, run_at, defaults);
-    }
-  };
   std::vector<std::unique_ptr<NodeByNodePasses>> turns(run_sizes.size());
   for (size_t s = 0; s < run_sizes.size(); ++s) {
     const int64_t m = run_sizes[s];
