@@ -66,7 +66,7 @@ MinMaxTable ParamTable(const StageCostModel& model, int stages) {
   const OrderCosts& c = model.Costs();
   std::vector<double> prefix(model.Positions() + 1, 0);
   for (int p = 0; p < model.Positions(); ++p) prefix[p + 1] = prefix[p] + double(c.param_bytes[p]);
-  return MinMaxTable(model, stages, [&](int a, int e) { return prefix[e] - prefix[a]; });
+  return MinMaxTable(model, stages, prefix);
 }
 
 std::vector<int> ParamBounds(const StageCostModel& model) {

@@ -73,25 +73,29 @@ int FirstTrue(int lo, int end, int hint, Pred pred) {
   return left;
 }
 
-// Fills value[j][a] and next[j][a] for j = 1..K, for any stage cost with a
-// lower bound nondecreasing in e and a feasible-end limit max_end(s, a),
-// stage s = K - j.
+// Fills `out` for j = 1..K, for any stage cost with a lower bound
+// nondecreasing in e and a feasible-end limit max_end(s, a), stage s = K - j.
 template <typename Lower, typename Cost, typename MaxEnd>
-void SolveSuffixes(const StageCostModel& m, int K, Lower lower, Cost cost, MaxEnd max_end,
-                   std::vector<std::vector<double>>& value, std::vector<std::vector<int>>& next) {
+void SolveSuffixes(const StageCostModel& m, int K, Lower lower, Cost cost, MaxEnd max_end, DpTable& out) {
   const int n = m.Positions();
-  value.assign(K + 1, std::vector<double>(n + 1, kInf));
-  next.assign(K + 1, std::vector<int>(n + 1, -1));
+  const size_t row = size_t(n) + 1;
+  out.positions = n;
+  out.first.assign(K + 1, kInf);
+  out.next.assign((K + 1) * row, -1);
+  std::vector<double> prev(row, kInf), value(row, kInf);
   for (int a = 0; a < n; ++a) {
     if (m.FirstUsefulEnd(a) <= n && max_end(K - 1, a) >= n) {
-      value[1][a] = cost(K - 1, a, n);
-      next[1][a] = n;
+      value[a] = cost(K - 1, a, n);
+      out.next[row + a] = n;
     }
   }
-  std::vector<double> prefix_min(n + 1);
+  if (K >= 1) out.first[1] = value[0];
+  std::vector<double> prefix_min(row);
   for (int j = 2; j <= K; ++j) {
     const int s = K - j;
-    const auto& prev = value[j - 1];
+    prev.swap(value);
+    std::fill(value.begin(), value.end(), kInf);
+    int* next = &out.next[j * row];
     int last_finite = -1;
     for (int e = 0; e <= n; ++e) {
       prefix_min[e] = std::min(prev[e], e > 0 ? prefix_min[e - 1] : kInf);
@@ -116,9 +120,10 @@ void SolveSuffixes(const StageCostModel& m, int K, Lower lower, Cost cost, MaxEn
       };
       for (int e = left; e <= hi && lower(s, a, e) < best; ++e) consider(e);
       for (int e = left - 1; e >= lo && prefix_min[e] < best; --e) consider(e);
-      value[j][a] = best;
-      next[j][a] = arg;
+      value[a] = best;
+      next[a] = arg;
     }
+    out.first[j] = value[0];
   }
 }
 
@@ -139,47 +144,72 @@ int MaxFittingEnd(const StageCostModel& m, int s, int a) {
   return left;
 }
 
-DpSolution Extract(const std::vector<std::vector<double>>& value, const std::vector<std::vector<int>>& next,
-                   int stages) {
+DpSolution Extract(const DpTable& table, int stages) {
   DpSolution solution;
-  if (stages < 1 || stages >= int(value.size()) || !(value[stages][0] < kInf)) return solution;
+  if (stages < 1 || stages >= int(table.first.size()) || !(table.first[stages] < kInf)) return solution;
   solution.feasible = true;
-  solution.bottleneck_ms = value[stages][0];
+  solution.bottleneck_ms = table.first[stages];
   solution.bounds.push_back(0);
+  const size_t row = size_t(table.positions) + 1;
   int a = 0;
   for (int j = stages; j >= 1; --j) {
-    a = next[j][a];
+    a = table.next[j * row + a];
     solution.bounds.push_back(a);
   }
   return solution;
+}
+
+// Stages alike in their times whose memory cannot bind and that never
+// recompute (SearchMemo's tables): a range's cost is its compute and the
+// transfers over its two cuts, read from arrays (the calls for each cut's
+// transfers were a third of a 10,000-node chain's tables).
+bool AlikeInTime(const StageCostModel& m) {
+  for (int s = 0; s < m.Stages(); ++s) {
+    const StageSpec& a = m.Spec(s);
+    const StageSpec& b = m.Spec(0);
+    if (m.MemoryCanBind(s) || a.recompute == Recompute::kAlways || a.speed != b.speed || !(a.in_link == b.in_link) ||
+        !(a.out_link == b.out_link)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
 
 BottleneckDp::BottleneckDp(const StageCostModel& untabulated) {
   const StageCostModel model = untabulated.WithTransferTables();
+  const int n = model.Positions();
+  const auto unbound = [&](int, int) { return n; };
+  if (model.Stages() > 0 && AlikeInTime(model)) {
+    std::vector<double> in(size_t(n) + 1), out(size_t(n) + 1);
+    for (int c = 0; c <= n; ++c) in[c] = model.InMs(0, c), out[c] = model.OutMs(0, c);
+    // As StageMs adds them: compute, in, out (recomputation: none).
+    const auto lower = [&](int, int a, int e) { return model.ComputeMs(0, a, e) + in[a]; };
+    SolveSuffixes(
+        model, model.Stages(), lower, [&](int, int a, int e) { return lower(0, a, e) + out[e]; }, unbound, table_);
+    return;
+  }
   SolveSuffixes(
       model, model.Stages(), [&](int s, int a, int e) { return model.ComputeMs(s, a, e) + model.InMs(s, a); },
       [&](int s, int a, int e) { return model.Fits(s, a, e) ? model.StageMs(s, a, e) : kInf; },
-      [&](int s, int a) { return MaxFittingEnd(model, s, a); }, value_, next_);
+      [&](int s, int a) { return MaxFittingEnd(model, s, a); }, table_);
 }
 
-DpSolution BottleneckDp::Solve(int stages) const { return Extract(value_, next_, stages); }
+DpSolution BottleneckDp::Solve(int stages) const { return Extract(table_, stages); }
 
-MinMaxTable::MinMaxTable(const StageCostModel& model, int stages, const std::function<double(int a, int e)>& cost) {
-  const auto at = [&](int, int a, int e) { return cost(a, e); };
-  SolveSuffixes(model, stages, at, at, [&](int, int) { return model.Positions(); }, value_, next_);
+MinMaxTable::MinMaxTable(const StageCostModel& model, int stages, const std::vector<double>& prefix) {
+  const auto at = [&](int, int a, int e) { return prefix[e] - prefix[a]; };
+  SolveSuffixes(model, stages, at, at, [&](int, int) { return model.Positions(); }, table_);
 }
 
-DpSolution MinMaxTable::Solve(int stages) const { return Extract(value_, next_, stages); }
+DpSolution MinMaxTable::Solve(int stages) const { return Extract(table_, stages); }
 
 DpSolution PartitionMinMax(const StageCostModel& model, const std::function<double(int s, int a, int e)>& cost,
                            const std::function<double(int s, int a, int e)>& lower) {
-  std::vector<std::vector<double>> value;
-  std::vector<std::vector<int>> next;
-  SolveSuffixes(model, model.Stages(), lower ? lower : cost, cost, [&](int, int) { return model.Positions(); }, value,
-                next);
-  return Extract(value, next, model.Stages());
+  DpTable table;
+  SolveSuffixes(model, model.Stages(), lower ? lower : cost, cost, [&](int, int) { return model.Positions(); }, table);
+  return Extract(table, model.Stages());
 }
 
 int64_t SmallestMemoryLimit(const StageCostModel& model) {

@@ -18,6 +18,15 @@ struct DpSolution {
   std::vector<int> bounds;   // stages + 1 positions: 0 = b0 < b1 < ... < bK = n
 };
 
+// A suffix DP's answers: the best for the whole order over the last j
+// stages (first[j]) and, for every start a, the end of the first of those
+// j stages (next[j * (positions + 1) + a]).
+struct DpTable {
+  int positions = 0;
+  std::vector<double> first;
+  std::vector<int> next;
+};
+
 // Solves the model's K stages and, in the same pass, every shorter suffix of
 // them: Solve(j) partitions the whole order over the model's last j stage
 // specs. For identical devices and links (in-flight counts that depend only
@@ -29,23 +38,21 @@ class BottleneckDp {
   DpSolution Solve(int stages) const;
 
  private:
-  std::vector<std::vector<double>> value_;  // value_[j][a]: best for [a, n) over the last j stages
-  std::vector<std::vector<int>> next_;      // the end of the first of those j stages
+  DpTable table_;
 };
 
 // The same for a cost of the range alone, alike on every stage and not
-// decreasing with e (parameter bytes), memory ignored: Solve(j) for every
-// j up to `stages` from one table (the params baseline's cut for each K of
-// a search: PartitionMinMax per K was a quarter of a 96-block GPT's
-// 64-device search).
+// decreasing with e, prefix[e] - prefix[a] (parameter bytes), memory
+// ignored: Solve(j) for every j up to `stages` from one table (the params
+// baseline's cut for each K of a search: PartitionMinMax per K was a
+// quarter of a 96-block GPT's 64-device search).
 class MinMaxTable {
  public:
-  MinMaxTable(const StageCostModel& model, int stages, const std::function<double(int a, int e)>& cost);
+  MinMaxTable(const StageCostModel& model, int stages, const std::vector<double>& prefix);
   DpSolution Solve(int stages) const;
 
  private:
-  std::vector<std::vector<double>> value_;
-  std::vector<std::vector<int>> next_;
+  DpTable table_;
 };
 
 // Bottleneck-optimal partition into model.Stages() stages. Throws PlanError

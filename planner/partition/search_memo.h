@@ -33,7 +33,9 @@ class SearchMemo {
   // must come from Costs.
   const BottleneckDp& Table(const StageCostModel& base, const StageSpec& spec, int stages);
   // The params baseline's table (ParamTable) over `model`'s order, of at
-  // least `stages` stages; `model`'s costs must come from Costs.
+  // least `stages` stages, one for every size whose parameters and
+  // positions that take time are the same; `model`'s costs must come from
+  // Costs.
   const MinMaxTable& Params(const StageCostModel& model, int stages);
   void Clear();
 
@@ -52,7 +54,7 @@ class SearchMemo {
   struct BuiltParams {
     const OrderCosts* costs;
     int stages;
-    std::unique_ptr<MinMaxTable> table;
+    std::shared_ptr<const MinMaxTable> table;  // shared by the sizes it serves
   };
   std::vector<Sized> costs_;
   std::vector<Built> tables_;

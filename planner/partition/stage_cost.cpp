@@ -35,7 +35,7 @@ std::vector<StageSpec> StageSpecs(const Cluster& cluster, ScheduleKind schedule,
   const std::vector<double>& factors = cluster.optimizer_slowdown;  // every device of every replica steps at once
   const double stepping_at_once =
       factors.empty() ? 1 : factors[std::min<size_t>(size_t(devices) * std::max(cluster.replicas, 1), factors.size()) - 1];
-  const std::vector<int> in_flight = MicrobatchesInFlight(BuildSchedule(schedule, devices, microbatches, chunks));
+  const std::vector<int> in_flight = MicrobatchesInFlight(schedule, devices, microbatches, chunks);
   const std::vector<int> placement = StagePlacement(schedule, devices, chunks);
   for (int s = 0; s < stages; ++s) {
     const Device& device = cluster.devices[placement[s]];

@@ -299,33 +299,23 @@ std::string ScheduleRuledOut(ScheduleKind kind, int devices, int microbatches, i
   return "";
 }
 
-Schedule BuildSchedule(ScheduleKind kind, int devices, int microbatches, int chunks) {
+namespace {
+
+// InputError naming the rule where `kind` cannot take these numbers.
+void CheckRuledOut(ScheduleKind kind, int devices, int microbatches, int chunks) {
   if (std::string why = ScheduleRuledOut(kind, devices, microbatches, chunks); !why.empty()) {
     throw InputError(Concat("schedule: ", why));
   }
-  Schedule schedule;
-  schedule.kind = kind;
-  schedule.stages = devices * chunks;
-  schedule.microbatches = microbatches;
-  schedule.actions.resize(devices);
-  const std::vector<int> placement = StagePlacement(kind, devices, chunks);
-  if (chunks > 1) schedule.stage_device = placement;
-  std::vector<std::vector<int>> device_stages(devices);  // [device] -> its stages, by chunk
-  for (int s = 0; s < schedule.stages; ++s) device_stages[placement[s]].push_back(s);
+}
+
+// Each device's compute actions in its list's order, as `each(device,
+// kind, chunk, microbatch)`, for numbers the kind takes (CheckRuledOut).
+void EachCompute(ScheduleKind kind, int devices, int microbatches, int chunks,
+                 const std::function<void(int device, ActionKind, int chunk, int microbatch)>& each) {
   const std::vector<std::vector<Step>> zbv =
       kind == ScheduleKind::kZeroBubbleV ? ZeroBubbleVOrder(devices, microbatches) : std::vector<std::vector<Step>>{};
-  const int last = schedule.stages - 1;
   for (int d = 0; d < devices; ++d) {
-    auto& list = schedule.actions[d];
-    const Emit emit = [&](ActionKind k, int chunk, int m) {
-      const int s = device_stages[d][chunk];
-      const bool forward = k == ActionKind::kForward;
-      const bool receives = forward ? s > 0 : IsBackward(k) && s < last;
-      const bool sends = forward ? s < last : IsBackward(k) && s > 0;
-      if (receives) list.push_back({s, forward ? ActionKind::kRecvF : ActionKind::kRecvB, m});
-      list.push_back({s, k, m});
-      if (sends) list.push_back({s, forward ? ActionKind::kSendF : ActionKind::kSendB, m});
-    };
+    const Emit emit = [&](ActionKind k, int chunk, int m) { each(d, k, chunk, m); };
     switch (kind) {
       case ScheduleKind::kForwardOnly: FillDrain(microbatches, false, emit); break;
       case ScheduleKind::kGPipe: FillDrain(microbatches, true, emit); break;
@@ -338,7 +328,63 @@ Schedule BuildSchedule(ScheduleKind kind, int devices, int microbatches, int chu
       case ScheduleKind::kDualPipeV: DualPipeV(devices, microbatches, d, emit); break;
     }
   }
+}
+
+// [device] -> its stages, by chunk.
+std::vector<std::vector<int>> DeviceStages(const std::vector<int>& placement, int devices) {
+  std::vector<std::vector<int>> device_stages(devices);
+  for (int s = 0; s < int(placement.size()); ++s) device_stages[placement[s]].push_back(s);
+  return device_stages;
+}
+
+// Stage s's micro-batches held: one more at its F, one fewer at its B or W
+// (inference: none after its F); the most at once in `peak`.
+void CountHeld(ActionKind kind, bool training, int& held, int& peak) {
+  if (kind == ActionKind::kForward) {
+    peak = std::max(peak, ++held);
+    if (!training) --held;
+  } else if (kind == ActionKind::kBackward || kind == ActionKind::kBackwardWeight) {
+    --held;
+  }
+}
+
+}  // namespace
+
+Schedule BuildSchedule(ScheduleKind kind, int devices, int microbatches, int chunks) {
+  CheckRuledOut(kind, devices, microbatches, chunks);
+  Schedule schedule;
+  schedule.kind = kind;
+  schedule.stages = devices * chunks;
+  schedule.microbatches = microbatches;
+  schedule.actions.resize(devices);
+  const std::vector<int> placement = StagePlacement(kind, devices, chunks);
+  if (chunks > 1) schedule.stage_device = placement;
+  const std::vector<std::vector<int>> device_stages = DeviceStages(placement, devices);
+  const int last = schedule.stages - 1;
+  // F, I and W or B for each micro-batch on each chunk, most with a transfer either side.
+  for (auto& list : schedule.actions) list.reserve(size_t(chunks) * microbatches * 7);
+  EachCompute(kind, devices, microbatches, chunks, [&](int d, ActionKind k, int chunk, int m) {
+    auto& list = schedule.actions[d];
+    const int s = device_stages[d][chunk];
+    const bool forward = k == ActionKind::kForward;
+    const bool receives = forward ? s > 0 : IsBackward(k) && s < last;
+    const bool sends = forward ? s < last : IsBackward(k) && s > 0;
+    if (receives) list.push_back({s, forward ? ActionKind::kRecvF : ActionKind::kRecvB, m});
+    list.push_back({s, k, m});
+    if (sends) list.push_back({s, forward ? ActionKind::kSendF : ActionKind::kSendB, m});
+  });
   return schedule;
+}
+
+std::vector<int> MicrobatchesInFlight(ScheduleKind kind, int devices, int microbatches, int chunks) {
+  CheckRuledOut(kind, devices, microbatches, chunks);
+  const std::vector<std::vector<int>> device_stages = DeviceStages(StagePlacement(kind, devices, chunks), devices);
+  std::vector<int> held(size_t(devices) * chunks, 0), peak = held;
+  EachCompute(kind, devices, microbatches, chunks, [&](int d, ActionKind k, int chunk, int) {
+    const int s = device_stages[d][chunk];
+    CountHeld(k, IsTraining(kind), held[s], peak[s]);
+  });
+  return peak;
 }
 
 Schedule WithWholeBackward(Schedule schedule, const std::vector<bool>& whole) {
@@ -369,13 +415,7 @@ std::vector<int> MicrobatchesInFlight(const Schedule& schedule) {
   const bool training = IsTraining(schedule.kind);
   for (const auto& list : schedule.actions) {
     for (const Action& a : list) {
-      if (a.stage < 0 || a.stage >= schedule.stages) continue;
-      if (a.kind == ActionKind::kForward) {
-        peak[a.stage] = std::max(peak[a.stage], ++held[a.stage]);
-        if (!training) --held[a.stage];
-      } else if (a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardWeight) {
-        --held[a.stage];
-      }
+      if (a.stage >= 0 && a.stage < schedule.stages) CountHeld(a.kind, training, held[a.stage], peak[a.stage]);
     }
   }
   return peak;

@@ -80,6 +80,10 @@ std::vector<Action> ComputeActions(const std::vector<Action>& list);
 // until its B, or its W), from the lists themselves: M for gpipe, K - s for
 // 1f1b, 1 for forward.
 std::vector<int> MicrobatchesInFlight(const Schedule& schedule);
+// The same for BuildSchedule(kind, devices, microbatches, chunks), without
+// building its lists (the search asks for every shape it plans; building
+// them was a tenth of a 10,000-node chain's search).
+std::vector<int> MicrobatchesInFlight(ScheduleKind kind, int devices, int microbatches, int chunks = 1);
 
 // Throws InputError naming the device, the step and the action of the first
 // problem, followed by the schedule grid around it: an action on a stage

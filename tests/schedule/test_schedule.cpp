@@ -220,6 +220,26 @@ TEST_CASE("in-flight micro-batches per stage") {
   CHECK(mp::MicrobatchesInFlight(mp::BuildSchedule(ScheduleKind::kZeroBubbleH1, 4, 8)) == V{4, 4, 4, 4});
 }
 
+TEST_CASE("in-flight micro-batches without the lists are the lists' own, for every kind") {
+  for (const ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kForwardOnly,
+                                  ScheduleKind::kInterleaved1F1B, ScheduleKind::kZeroBubbleH1,
+                                  ScheduleKind::kZeroBubbleV, ScheduleKind::kDualPipeV}) {
+    const int v = mp::ChunksFor(kind, 0);
+    for (int k = 1; k <= 5; ++k) {
+      for (int m = 1; m <= 12; ++m) {
+        CAPTURE(mp::ScheduleName(kind));
+        CAPTURE(k);
+        CAPTURE(m);
+        if (!mp::ScheduleRuledOut(kind, k, m, v).empty()) {
+          CHECK_THROWS_AS(mp::MicrobatchesInFlight(kind, k, m, v), InputError);
+          continue;
+        }
+        CHECK(mp::MicrobatchesInFlight(kind, k, m, v) == mp::MicrobatchesInFlight(mp::BuildSchedule(kind, k, m, v)));
+      }
+    }
+  }
+}
+
 TEST_CASE("BuildSchedule rejects empty requests") {
   CHECK_THROWS_WITH_AS(mp::BuildSchedule(ScheduleKind::kGPipe, 0, 4), doctest::Contains("0 devices"), InputError);
   CHECK_THROWS_WITH_AS(mp::BuildSchedule(ScheduleKind::kGPipe, 2, 0), doctest::Contains("0 micro-batches"),
