@@ -10,6 +10,9 @@ namespace mp {
 DominanceSum::DominanceSum(int size, std::vector<Point> points) : size_(size), nodes_(1) {
   std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) { return a.x < b.x; });
   roots_.assign(size_ + 1, 0);
+  int depth = 1;  // nodes on a path from the root to a leaf
+  while ((1 << (depth - 1)) < size_) ++depth;
+  nodes_.reserve(1 + points.size() * size_t(depth));
   size_t next = 0;
   for (int x = 0; x <= size_; ++x) {
     int root = x > 0 ? roots_[x - 1] : 0;

@@ -107,22 +107,46 @@ void ListCutTensors(Partition& p, const OrderCosts& costs) {
 
 SimResult SimulatePartition(const Partition& p) { return SimulatePartition(p, PartitionSchedule(p)); }
 
-SimResult SimulatePartition(const Partition& p, const Schedule& schedule, bool track_memory) {
+namespace {
+
+// The simulator's inputs for the partition's stages: times (`whole_as_split`:
+// a whole_backward stage's B as its I, and no W), memory, all-reduces and
+// optimizer steps.
+struct StageInputs {
   std::vector<StageTimes> times;
   std::vector<StageMemory> memory;
   std::vector<double> allreduce, optimizer;
+};
+
+StageInputs InputsOf(const Partition& p, bool whole_as_split) {
+  StageInputs in;
   for (const Stage& st : p.stages) {
     // A recomputing stage's B runs its forward first, and holds what it rebuilds until B ends.
-    times.push_back({st.forward_ms, st.backward_ms + st.recompute_ms, st.input_backward_ms, st.weight_backward_ms});
-    memory.push_back({st.static_bytes, st.activation_bytes, st.transient_bytes + st.recomputed_bytes,
-                      st.weight_gradient_bytes, st.gradient_bytes, st.received_bytes,
-                      st.forward_peak_bytes, st.freed_by_i_bytes, st.weight_transient_bytes,
-                      st.sent_gradient_bytes});
-    allreduce.push_back(st.allreduce_ms);
-    optimizer.push_back(st.optimizer_ms);
+    const double backward = st.backward_ms + st.recompute_ms;
+    const bool as_split = whole_as_split && st.whole_backward;
+    in.times.push_back({st.forward_ms, backward, as_split ? backward : st.input_backward_ms,
+                        as_split ? 0.0 : st.weight_backward_ms});
+    in.memory.push_back({st.static_bytes, st.activation_bytes, st.transient_bytes + st.recomputed_bytes,
+                         st.weight_gradient_bytes, st.gradient_bytes, st.received_bytes, st.forward_peak_bytes,
+                         st.freed_by_i_bytes, st.weight_transient_bytes, st.sent_gradient_bytes});
+    in.allreduce.push_back(st.allreduce_ms);
+    in.optimizer.push_back(st.optimizer_ms);
   }
-  return SimulateStep(schedule, times, p.transfers, memory, allreduce, p.slowdown, p.step_overhead_ms, optimizer,
-                      p.replica_wait_share, track_memory);
+  return in;
+}
+
+}  // namespace
+
+SimResult SimulatePartition(const Partition& p, const Schedule& schedule) {
+  const StageInputs in = InputsOf(p, false);
+  return SimulateStep(schedule, in.times, p.transfers, in.memory, in.allreduce, p.slowdown, p.step_overhead_ms,
+                      in.optimizer, p.replica_wait_share);
+}
+
+SimResult PartitionStepTimes(const Partition& p, const Schedule& lists, const ReplayOrder& order) {
+  const StageInputs in = InputsOf(p, true);
+  return SimulateStep(lists, in.times, p.transfers, {}, in.allreduce, p.slowdown, p.step_overhead_ms, in.optimizer,
+                      p.replica_wait_share, false, &order);
 }
 
 Schedule PartitionSchedule(const Partition& p) {

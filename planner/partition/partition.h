@@ -102,12 +102,19 @@ void ListCutTensors(Partition& partition, const OrderCosts& costs);
 
 // Simulates one step of the partition under its schedule.
 SimResult SimulatePartition(const Partition& partition);
-// The same with its lists given (PartitionSchedule, which depends on the
-// schedule, the stage and micro-batch counts, the chunks and which stages
-// run whole backwards, not on the cut): a search that moves a cut's
-// boundaries builds them once (BuildSchedule was a fifth of a search);
-// without `track_memory`, the times only (SimulateStep's).
-SimResult SimulatePartition(const Partition& partition, const Schedule& schedule, bool track_memory = true);
+// The same with its lists given (PartitionSchedule).
+SimResult SimulatePartition(const Partition& partition, const Schedule& schedule);
+
+// The step's times only (SimulateStep without memory), on `lists`, the
+// lists of the partition's shape (BuildSchedule of its schedule, devices,
+// micro-batches and chunks: not PartitionSchedule's), and their `order`
+// (OrderForReplay). A whole_backward stage's I takes its B's time there
+// and its W none, which times the step as its own lists do (its B sends
+// what its I sends, and a W of no time moves nothing). So the search,
+// whatever the cut and whichever stages run B, builds each shape's lists
+// and their order once (building them per simulation was a fifth of a
+// search).
+SimResult PartitionStepTimes(const Partition& partition, const Schedule& lists, const ReplayOrder& order);
 
 // The action lists the partition runs: its schedule's, with B for I and no
 // W on its whole_backward stages.

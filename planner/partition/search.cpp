@@ -195,10 +195,13 @@ double StepLowerBound(const Partition& p) {
          p.step_overhead_ms;
 }
 
-// The step's times only (SimulatePartition without memory or, where no
-// slowdown needs one, a timeline): the search compares steps, and the plan
-// it chooses is simulated whole once, at the end (SearchPlan).
-SimResult StepTimes(const Partition& p) { return SimulatePartition(p, PartitionSchedule(p), false); }
+// The step's times only (PartitionStepTimes, on the shape's lists from
+// `memo`): the search compares steps, and the plan it chooses is simulated
+// whole once, at the end (SearchPlan).
+SimResult StepTimes(const Partition& p, SearchMemo& memo) {
+  const auto lists = memo.ListsOf(p.schedule, int(p.stages.size()) / p.chunks, p.microbatches, p.chunks);
+  return PartitionStepTimes(p, lists->schedule, lists->order);
+}
 
 // The DP minimises the slowest stage's cost; the simulated step also
 // counts the fill and drain, so a baseline's cut with the same or a
@@ -246,7 +249,7 @@ std::vector<Partition> TakeKnownCuts(const PlanRequest& request, const StageCost
   std::vector<Partition> cuts = KnownCuts(model, graph, p, memo, top);
   for (Partition& c : cuts) {
     if (StepLowerBound(c) >= sim.step_ms) continue;  // cannot be faster
-    SimResult c_sim = StepTimes(c);
+    SimResult c_sim = StepTimes(c, memo);
     if (c_sim.step_ms < sim.step_ms * (1 - 1e-9)) {
       std::swap(p, c);
       sim = std::move(c_sim);
@@ -284,10 +287,9 @@ void RunWhole(Partition& p, size_t s) {
   st.freed_by_i_bytes = 0;
 }
 
-bool RefineCut(const StageCostModel& model, Partition& p, SimResult& sim) {
+bool RefineCut(const StageCostModel& model, Partition& p, SimResult& sim, SearchMemo& memo) {
   if (p.stages.size() < 2 || p.stages.size() > kRefineStages) return false;
   bool moved = false;
-  const Schedule schedule = PartitionSchedule(p);  // every neighbour's: the cut moves, nothing else
   for (int round = 0; round < kRefineRounds; ++round) {
     std::optional<Partition> best;
     SimResult best_sim;
@@ -312,7 +314,7 @@ bool RefineCut(const StageCostModel& model, Partition& p, SimResult& sim) {
         }
         const double limit = best ? best_sim.step_ms : sim.step_ms;
         if (!other.fits || StepLowerBound(other) >= limit) continue;
-        SimResult other_sim = SimulatePartition(other, schedule, false);
+        SimResult other_sim = StepTimes(other, memo);
         if (other_sim.step_ms < limit * (1 - 1e-9)) {
           best = std::move(other);
           best_sim = std::move(other_sim);
@@ -360,7 +362,7 @@ struct Candidate {
 // where the step then simulates faster. On the chosen plan only, as
 // RefineCut (which then keeps these stages' choice): it changes no plan's
 // rank by more than that gain.
-bool ChooseWholeBackward(Partition& p, SimResult& sim) {
+bool ChooseWholeBackward(Partition& p, SimResult& sim, SearchMemo& memo) {
   if (!SplitsBackward(p.schedule)) return false;
   bool changed = false;
   for (size_t s = 0; s < p.stages.size(); ++s) {
@@ -368,7 +370,7 @@ bool ChooseWholeBackward(Partition& p, SimResult& sim) {
     if (st.input_backward_ms + st.weight_backward_ms <= st.backward_ms) continue;
     Partition other = p;
     RunWhole(other, s);
-    SimResult other_sim = StepTimes(other);
+    SimResult other_sim = StepTimes(other, memo);
     if (other_sim.step_ms < sim.step_ms * (1 - 1e-9)) {
       p = std::move(other);
       sim = std::move(other_sim);
@@ -384,18 +386,18 @@ bool ChooseWholeBackward(Partition& p, SimResult& sim) {
 // 4 stages of zb-h1, a baseline's cut kept for its faster split step, 27.6
 // ms once refined, where the DP's cut ran 19.9 with B on some stages), the
 // fastest kept, and its cut's neighbours (RefineCut). Whether it changed.
-bool Refine(Candidate& c, const PlanRequest& request) {
-  bool changed = ChooseWholeBackward(c.partition, c.sim);
+bool Refine(Candidate& c, const PlanRequest& request, SearchMemo& memo) {
+  bool changed = ChooseWholeBackward(c.partition, c.sim, memo);
   for (Partition& other : c.others) {
-    SimResult other_sim = StepTimes(other);
-    ChooseWholeBackward(other, other_sim);
+    SimResult other_sim = StepTimes(other, memo);
+    ChooseWholeBackward(other, other_sim, memo);
     if (other_sim.step_ms < c.sim.step_ms * (1 - 1e-9)) {
       c.partition = std::move(other);
       c.sim = std::move(other_sim);
       changed = true;
     }
   }
-  return (request.method == "dp" && request.known_cuts && RefineCut(*c.model, c.partition, c.sim)) || changed;
+  return (request.method == "dp" && request.known_cuts && RefineCut(*c.model, c.partition, c.sim, memo)) || changed;
 }
 
 // What the alternative's row says of the partition it kept.
@@ -750,7 +752,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
             // bound them too cost 18x the search on a 10,000-node chain).
             alt.feasible = true;
           } else {
-            SimResult sim = StepTimes(p);
+            SimResult sim = StepTimes(p, memo);
             // The baselines' cuts, for an alternative that may tie: for
             // every simulated one they cost 5x the search on a
             // 10,000-node chain, and for every one within the device
@@ -831,7 +833,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     chosen.others =
         TakeKnownCuts(request, *chosen.model, graph, chosen.partition, chosen.sim, memo, chosen.cuts_top, &took_cut);
   }
-  if (Refine(chosen, request) || took_cut) {
+  if (Refine(chosen, request, memo) || took_cut) {
     PlanCandidate& alt = result.alternatives[chosen.index];
     Describe(alt, chosen.partition);
     alt.step_ms = chosen.sim.step_ms;

@@ -19,6 +19,8 @@
 #include "planner/partition/partition_dp.h"
 #include "planner/partition/stage_cost.h"
 #include "planner/profile/profile.h"
+#include "planner/schedule/replay_order.h"
+#include "planner/schedule/schedule.h"
 
 namespace mp {
 
@@ -37,6 +39,16 @@ class SearchMemo {
   // positions that take time are the same; `model`'s costs must come from
   // Costs.
   const MinMaxTable& Params(const StageCostModel& model, int stages);
+  // The lists of a shape (BuildSchedule) and their OrderForReplay, for
+  // PartitionStepTimes; the last few shapes asked for are kept (a search
+  // simulates one shape's cuts, and which stages run B, one after another).
+  struct Lists {
+    ScheduleKind kind;
+    int devices, microbatches, chunks;
+    Schedule schedule;
+    ReplayOrder order;
+  };
+  std::shared_ptr<const Lists> ListsOf(ScheduleKind kind, int devices, int microbatches, int chunks);
   void Clear();
 
  private:
@@ -59,6 +71,7 @@ class SearchMemo {
   std::vector<Sized> costs_;
   std::vector<Built> tables_;
   std::vector<BuiltParams> params_;
+  std::vector<std::shared_ptr<const Lists>> lists_;  // the most recent first
 };
 
 }  // namespace mp

@@ -1,9 +1,9 @@
-// SimulateStep: an event-driven replay of the per-device action lists. Every
-// resource (a device, one direction of a link) serves exactly one
-// list in that list's order, so each action's start is fixed once the
-// actions it waits on are timed; devices are advanced in rounds until each is
-// blocked on a RECV whose SEND has not been timed yet. A round with no
-// progress is a deadlock. Cost: O(actions + rounds * devices).
+// SimulateStep: a replay of the per-device action lists. Every resource (a
+// device, one direction of a link) serves exactly one list in that list's
+// order, so each action's start is fixed once the actions it waits on are
+// timed: the actions are timed in an order that puts those first
+// (OrderForReplay, which finds a deadlock), one pass. Cost: O(actions) a
+// replay, and O(actions + rounds * devices) for the order.
 #include "planner/schedule/simulator.h"
 
 #include <algorithm>
@@ -15,11 +15,10 @@
 namespace mp {
 namespace {
 
-constexpr double kNotYet = -1;
 constexpr int kContentionRounds = 12;
 
-// Each compute action's time, per device in list order (0 for the others).
-using Durations = std::vector<std::vector<double>>;
+// A factor per action, per device in list order (AverageSlowdown).
+using Factors = std::vector<std::vector<double>>;
 
 // Each stage's and device's peak memory, from the timed lists: a device's
 // actions in its list's order, holding what each leaves. A gradient sent to
@@ -110,22 +109,19 @@ void TrackMemory(const Schedule& sch, const std::vector<StageMemory>& memory, Si
   }
 }
 
-// One replay of the lists with the actions' compute times fixed; the
-// timeline only where `timeline` (a search comparing steps spent a sixth of
-// its time on it).
-SimResult Replay(const Schedule& sch, const Durations& durations, const std::vector<TransferTimes>& transfers,
-                 const std::vector<double>& allreduce_ms, double step_overhead_ms,
-                 const std::vector<double>& optimizer_ms, double replica_wait_share, bool timeline = true) {
+// One replay of the lists in `order` with each compute step's time from
+// `duration(step number, step)`; the timeline only where `timeline` (a
+// search comparing steps spent a sixth of its time on it).
+template <typename Duration>
+SimResult Replay(const Schedule& sch, const ReplayOrder& order, Duration duration,
+                 const std::vector<TransferTimes>& transfers, const std::vector<double>& allreduce_ms,
+                 double step_overhead_ms, const std::vector<double>& optimizer_ms, double replica_wait_share,
+                 bool timeline = true) {
   const int S = sch.stages;
   const int D = sch.Devices();
-  const int M = sch.microbatches;
-  // arrival[dir][boundary * M + mb]: when a transfer lands on the receiver.
-  std::vector<double> arrival[2];
-  arrival[0].assign(size_t(std::max(S - 1, 0)) * M, kNotYet);  // forward activations
-  arrival[1] = arrival[0];                                      // backward gradients
-  std::vector<double> lane_free[2] = {std::vector<double>(S, 0), std::vector<double>(S, 0)};
+  std::vector<double> arrival(size_t(order.transfers), 0);  // when a transfer lands on the receiver
+  std::vector<double> lane_free(size_t(order.lanes), 0);
   std::vector<double> clock(D, 0);
-  std::vector<size_t> next(D, 0);
   std::vector<double> stage_done(S, 0);
 
   SimResult result;
@@ -133,59 +129,31 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
   result.device_busy_ms.assign(D, 0);
   if (timeline) {
     result.timeline.resize(D);
-    for (int d = 0; d < D; ++d) result.timeline[d].reserve(sch.actions[d].size());
+    for (int d = 0; d < D; ++d) result.timeline[d].resize(sch.actions[d].size());
   }
-
-  size_t remaining = 0;
-  for (const auto& list : sch.actions) remaining += list.size();
-  while (remaining > 0) {
-    bool progressed = false;
-    for (int d = 0; d < D; ++d) {
-      const auto& list = sch.actions[d];
-      while (next[d] < list.size()) {
-        const Action& a = list[next[d]];
-        const int s = a.stage;
-        TimedAction timed{a, clock[d], clock[d]};
-        if (s < 0 || s >= S || a.microbatch < 0 || a.microbatch >= M) {
-          throw InputError(Concat("simulate: ", FormatAction(a), " stage or micro-batch out of range (", S,
-                                  " stages, ", M, " micro-batches)"));
-        }
-        if (IsCompute(a.kind)) {
-          timed.end_ms = clock[d] = clock[d] + durations[d][next[d]];
-          result.busy_ms[s] += timed.end_ms - timed.start_ms;
-          result.device_busy_ms[d] += timed.end_ms - timed.start_ms;
-        } else {
-          const int peer = PeerStage(a);
-          if (peer < 0 || peer >= S) throw InputError(Concat("simulate: ", FormatAction(a), " has no peer stage"));
-          const int boundary = std::min(s, peer);
-          const int dir = (a.kind == ActionKind::kSendF || a.kind == ActionKind::kRecvF) ? 0 : 1;
-          double& landed = arrival[dir][size_t(boundary) * M + a.microbatch];
-          if (IsSend(a.kind)) {
-            const double ms = transfers.empty() ? 0
-                              : dir == 0        ? transfers[boundary].forward_ms
-                                                : transfers[boundary].backward_ms;
-            timed.start_ms = std::max(clock[d], lane_free[dir][boundary]);
-            timed.end_ms = lane_free[dir][boundary] = landed = timed.start_ms + ms;
-          } else {
-            if (landed == kNotYet) break;  // blocked until the peer sends
-            timed.end_ms = clock[d] = std::max(clock[d], landed);
-          }
-        }
-        stage_done[s] = std::max(stage_done[s], timed.end_ms);
-        if (timeline) result.timeline[d].push_back(timed);
-        ++next[d];
-        --remaining;
-        progressed = true;
+  for (size_t i = 0; i < order.steps.size(); ++i) {
+    const ReplayStep& st = order.steps[i];
+    double& now = clock[st.device];
+    double start = now, end = now;
+    switch (st.op) {
+      case ReplayStep::kCompute:
+        end = now = now + duration(i, st);
+        result.busy_ms[st.stage] += end - start;
+        result.device_busy_ms[st.device] += end - start;
+        break;
+      case ReplayStep::kSend: {  // the device goes on; the transfer waits for its lane
+        const double ms = transfers.empty() ? 0
+                          : st.forward      ? transfers[st.boundary].forward_ms
+                                            : transfers[st.boundary].backward_ms;
+        double& free = lane_free[st.lane];
+        start = std::max(now, free);
+        end = free = arrival[st.transfer] = start + ms;
+        break;
       }
+      case ReplayStep::kRecv: end = now = std::max(now, arrival[st.transfer]); break;
     }
-    if (!progressed) {
-      for (int d = 0; d < D; ++d) {
-        if (next[d] < sch.actions[d].size()) {
-          throw InputError(Concat("simulate: schedule deadlocks on device ", d, " at action ",
-                                  FormatAction(sch.actions[d][next[d]])));
-        }
-      }
-    }
+    stage_done[st.stage] = std::max(stage_done[st.stage], end);
+    if (timeline) result.timeline[st.device][st.index] = {sch.actions[st.device][st.index], start, end};
   }
 
   // A device's stages all-reduce their gradients once its whole list is
@@ -216,7 +184,7 @@ SimResult Replay(const Schedule& sch, const Durations& durations, const std::vec
 // while n stages compute at once, time runs at slowdown[n - 1]. A sweep
 // over the intervals' ends gives the piecewise-constant count and its
 // running integral. O(A log A) for A compute actions.
-Durations AverageSlowdown(const SimResult& timed, const std::vector<double>& slowdown) {
+Factors AverageSlowdown(const SimResult& timed, const std::vector<double>& slowdown) {
   std::vector<std::pair<double, int>> edges;  // (time, +1 start / -1 end)
   for (const auto& list : timed.timeline)
     for (const TimedAction& t : list)
@@ -236,7 +204,7 @@ Durations AverageSlowdown(const SimResult& timed, const std::vector<double>& slo
     running += delta;
   }
   const auto at = [&](double t) { return integral[std::lower_bound(times.begin(), times.end(), t) - times.begin()]; };
-  Durations average(timed.timeline.size());
+  Factors average(timed.timeline.size());
   for (size_t d = 0; d < timed.timeline.size(); ++d) {
     for (const TimedAction& t : timed.timeline[d]) {
       const double span = t.end_ms - t.start_ms;
@@ -252,7 +220,7 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
                        const std::vector<TransferTimes>& transfers, const std::vector<StageMemory>& memory,
                        const std::vector<double>& allreduce_ms, const std::vector<double>& slowdown,
                        double step_overhead_ms, const std::vector<double>& optimizer_ms, double replica_wait_share,
-                       bool track_memory) {
+                       bool track_memory, const ReplayOrder* order) {
   const int K = sch.stages;
   if (int(stages.size()) != K) {
     throw InputError(Concat("simulate: ", stages.size(), " stage times for ", K, " stages"));
@@ -281,23 +249,20 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
   }
   for (double ms : optimizer_ms)
     if (!(ms >= 0)) throw InputError(Concat("simulate: optimizer step ", ms, " ms; expected >= 0"));
-  Durations base(sch.Devices());
-  for (int d = 0; d < sch.Devices(); ++d) {
-    base[d].reserve(sch.actions[d].size());
-    for (const Action& a : sch.actions[d]) {
-      const StageTimes* t = a.stage >= 0 && a.stage < K ? &stages[a.stage] : nullptr;
-      base[d].push_back(!t                                         ? 0.0
-                        : a.kind == ActionKind::kForward        ? t->forward_ms
-                        : a.kind == ActionKind::kBackward       ? t->backward_ms
-                        : a.kind == ActionKind::kBackwardInput  ? t->input_backward_ms
-                        : a.kind == ActionKind::kBackwardWeight ? t->weight_backward_ms
-                                                                : 0.0);
-    }
+  const ReplayOrder own = order ? ReplayOrder{} : OrderForReplay(sch);
+  const ReplayOrder& steps = order ? *order : own;
+  // Each stage's F, B, I and W, as ReplayStep::times reads them.
+  std::vector<double> times(size_t(K) * 4);
+  for (int s = 0; s < K; ++s) {
+    const StageTimes& t = stages[s];
+    times[4 * s] = t.forward_ms, times[4 * s + 1] = t.backward_ms;
+    times[4 * s + 2] = t.input_backward_ms, times[4 * s + 3] = t.weight_backward_ms;
   }
   // (With replicas, one stage computing already shares the machine.)
   const bool contention = std::any_of(slowdown.begin(), slowdown.end(), [](double f) { return f > 1; });
-  SimResult result = Replay(sch, base, transfers, allreduce_ms, step_overhead_ms, optimizer_ms, replica_wait_share,
-                            track_memory || contention);
+  SimResult result = Replay(
+      sch, steps, [&](size_t, const ReplayStep& st) { return times[st.times]; }, transfers, allreduce_ms,
+      step_overhead_ms, optimizer_ms, replica_wait_share, track_memory || contention);
   if (!contention) {
     if (track_memory) TrackMemory(sch, memory, result);
     return result;
@@ -305,19 +270,21 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
   // Contention: an action's time depends on what overlaps it, which depends
   // on the times. Iterate to the fixed point (a few rounds: overlaps change
   // little once the slowed actions are in place).
+  std::vector<double> slowed(steps.steps.size(), 0);  // per step
   for (int round = 0; round < kContentionRounds; ++round) {
-    const Durations average = AverageSlowdown(result, slowdown);
-    Durations slowed = base;
+    const Factors average = AverageSlowdown(result, slowdown);
     double change = 0;
-    for (int d = 0; d < sch.Devices(); ++d) {
-      for (size_t i = 0; i < slowed[d].size(); ++i) {
-        slowed[d][i] *= average[d][i];
-        const double before = result.timeline[d][i].end_ms - result.timeline[d][i].start_ms;
-        if (IsCompute(sch.actions[d][i].kind) && before > 0)
-          change = std::max(change, std::abs(slowed[d][i] / before - 1));
-      }
+    for (size_t i = 0; i < steps.steps.size(); ++i) {
+      const ReplayStep& st = steps.steps[i];
+      if (st.op != ReplayStep::kCompute) continue;
+      slowed[i] = times[st.times] * average[st.device][st.index];
+      const TimedAction& before = result.timeline[st.device][st.index];
+      const double span = before.end_ms - before.start_ms;
+      if (span > 0) change = std::max(change, std::abs(slowed[i] / span - 1));
     }
-    result = Replay(sch, slowed, transfers, allreduce_ms, step_overhead_ms, optimizer_ms, replica_wait_share);
+    result = Replay(
+        sch, steps, [&](size_t i, const ReplayStep&) { return slowed[i]; }, transfers, allreduce_ms,
+        step_overhead_ms, optimizer_ms, replica_wait_share);
     if (change < 1e-4) break;
   }
   if (track_memory) TrackMemory(sch, memory, result);  // once, on the final timeline

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "planner/schedule/replay_order.h"
 #include "planner/schedule/schedule.h"
 
 namespace mp {
@@ -120,11 +121,14 @@ struct SimResult {
 // `track_memory` false: the times only (no peaks, no max_in_flight, and no
 // timeline where no slowdown needs one), for a search that compares steps
 // (a sixth of its time went to TrackMemory, as much to the timeline).
+// `order`: OrderForReplay(schedule), for a caller that simulates one
+// schedule many times; null: worked out here.
 SimResult SimulateStep(const Schedule& schedule, const std::vector<StageTimes>& stages,
                        const std::vector<TransferTimes>& transfers = {}, const std::vector<StageMemory>& memory = {},
                        const std::vector<double>& allreduce_ms = {}, const std::vector<double>& slowdown = {},
                        double step_overhead_ms = 0, const std::vector<double>& optimizer_ms = {},
-                       double replica_wait_share = 0, bool track_memory = true);
+                       double replica_wait_share = 0, bool track_memory = true,
+                       const ReplayOrder* order = nullptr);
 
 // The simulator's slowdown table for one pipeline of `stages` stages on
 // one machine's CPU workers, its replicas running alongside: entry n - 1 is the factor
