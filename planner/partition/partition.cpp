@@ -19,7 +19,7 @@ std::vector<CutTensor> CutTensors(const OrderCosts& costs, int cut, int peer) {
 }  // namespace
 
 Partition MakePartition(const StageCostModel& model, const std::vector<int>& bounds, const std::string& method,
-                        ScheduleKind schedule, int microbatches, bool with_tensors, int chunks) {
+                        ScheduleKind schedule, int microbatches, bool listed, int chunks) {
   const OrderCosts& costs = model.Costs();
   const int K = model.Stages();
   const int n = model.Positions();
@@ -35,7 +35,6 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
   p.chunks = chunks;
   p.microbatches = microbatches;
   p.microbatch_size = costs.microbatch;
-  p.order = costs.order;
   p.bounds = bounds;
   p.slowdown = model.Spec(0).slowdown;
   p.step_overhead_ms = model.Spec(0).step_overhead_ms;
@@ -47,7 +46,6 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
     Stage st;
     st.index = s;
     st.device = placement[s];
-    st.nodes.assign(costs.order.begin() + a, costs.order.begin() + e);
     const double speed = model.Spec(s).speed;
     for (int q = a; q < e; ++q) {
       st.forward_ms += speed * costs.forward_ms[q];
@@ -93,13 +91,15 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
     }
     p.stages.push_back(std::move(st));
   }
-  if (with_tensors) ListCutTensors(p, costs);
+  if (listed) ListStages(p, costs);
   return p;
 }
 
-void ListCutTensors(Partition& p, const OrderCosts& costs) {
+void ListStages(Partition& p, const OrderCosts& costs) {
+  p.order = costs.order;
   const int K = int(p.stages.size());
   for (int s = 0; s < K; ++s) {
+    p.stages[s].nodes.assign(costs.order.begin() + p.bounds[s], costs.order.begin() + p.bounds[s + 1]);
     if (s > 0) p.stages[s].receives = CutTensors(costs, p.bounds[s], s - 1);
     if (s < K - 1) p.stages[s].sends = CutTensors(costs, p.bounds[s + 1], s + 1);
   }

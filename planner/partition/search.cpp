@@ -840,10 +840,10 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     alt.bubble_fraction = chosen.sim.bubble_fraction;
     if (RankMs(alt, request.objective) < fastest_ms) result.fastest = chosen.index;
   }
-  // The tensors each cut carries, for the chosen one only: listing them
-  // for every tie (each cut scanning every live value) was a fifth of the
-  // search of a 10,000-node chain over 64 devices.
-  ListCutTensors(chosen.partition, *chosen.costs);
+  // Its stages' nodes and the tensors each cut carries, for the chosen one
+  // only: listing the tensors for every tie (each cut scanning every live
+  // value) was a fifth of the search of a 10,000-node chain over 64 devices.
+  ListStages(chosen.partition, *chosen.costs);
   result.chosen = chosen.index;
   result.partition = std::move(chosen.partition);
   result.schedule = PartitionSchedule(result.partition);
