@@ -18,6 +18,73 @@ std::vector<CutTensor> CutTensors(const OrderCosts& costs, int cut, int peer) {
 
 }  // namespace
 
+namespace {
+
+// Stage s of `model` on positions [a, e), on `device`.
+Stage MakeStage(const StageCostModel& model, int s, int a, int e, int device) {
+  const OrderCosts& costs = model.Costs();
+  if (e <= a) throw InternalError(Concat("partition bounds: stage ", s, " is empty [", a, ", ", e, ")"));
+  Stage st;
+  st.index = s;
+  st.device = device;
+  const double speed = model.Spec(s).speed;
+  for (int q = a; q < e; ++q) {
+    st.forward_ms += speed * costs.forward_ms[q];
+    st.backward_ms += speed * costs.backward_ms[q];
+    st.input_backward_ms += speed * costs.input_backward_ms[q];
+    st.weight_backward_ms += speed * costs.weight_backward_ms[q];
+    st.param_bytes += costs.param_bytes[q];
+    if (costs.training) st.gradient_bytes += costs.gradient_bytes[q];
+  }
+  if (s == 0) {
+    st.input_backward_ms = 0;  // its inputs take no gradient: W is its whole backward
+    st.weight_backward_ms = st.backward_ms;
+  }
+  st.transfer_ms = model.InMs(s, a) + model.OutMs(s, e);
+  if (costs.training) st.allreduce_ms = AllReduceMs(st.gradient_bytes, model.Spec(s).replicas, model.Spec(s).replica_link);
+  if (costs.training) st.optimizer_ms = model.Spec(s).optimizer_ms_per_mib * double(st.gradient_bytes) / (1 << 20);
+  st.cost_ms = model.StageMs(s, a, e);
+  st.static_bytes = model.StaticBytes(a, e);
+  st.activation_bytes = model.ActivationBytes(a, e);
+  st.recompute = model.Recomputes(s, a, e);
+  if (st.recompute) {
+    st.recompute_ms = model.RecomputeMs(s, a, e);
+    st.recomputed_bytes = st.activation_bytes;
+    st.activation_bytes = model.BoundaryBytes(a, e);
+  }
+  st.transient_bytes = model.TransientBytes(a, e, model.Spec(s).split_backward);
+  st.whole_transient_bytes = model.TransientBytes(a, e, false);
+  st.weight_transient_bytes = model.Spec(s).split_backward ? model.WeightTransientBytes(a, e) : 0;
+  st.received_bytes = costs.training ? costs.cut_bytes[a] : 0;
+  st.sent_gradient_bytes = costs.training ? costs.cut_grad_bytes[a] : 0;
+  st.forward_peak_bytes = model.ForwardPeakBytes(a, e);
+  st.weight_gradient_bytes = model.Spec(s).split_backward ? model.WeightGradientBytes(a, e) : 0;
+  st.freed_by_i_bytes = model.Spec(s).split_backward && !st.recompute ? model.FreedByInputBackwardBytes(a, e) : 0;
+  st.in_flight = model.Spec(s).in_flight;
+  st.peak_memory_bytes = model.MemoryBytes(s, a, e);
+  st.memory_limit_bytes = model.Spec(s).memory_bytes;
+  st.fits = model.Fits(s, a, e);
+  return st;
+}
+
+// The transfers over cut e, on the link after stage s.
+TransferTimes CutTransfer(const StageCostModel& model, int s, int e) {
+  const Link& link = model.Spec(s).out_link;
+  return {TransferMs(model.Costs().cut_bytes[e], link), TransferMs(model.Costs().cut_grad_bytes[e], link)};
+}
+
+// The partition's bottleneck and whether it fits, from its stages.
+void Summarise(Partition& p) {
+  p.bottleneck_ms = 0;
+  p.fits = true;
+  for (const Stage& st : p.stages) {
+    p.bottleneck_ms = std::max(p.bottleneck_ms, st.cost_ms);
+    p.fits = p.fits && st.fits;
+  }
+}
+
+}  // namespace
+
 Partition MakePartition(const StageCostModel& model, const std::vector<int>& bounds, const std::string& method,
                         ScheduleKind schedule, int microbatches, bool listed, int chunks) {
   const OrderCosts& costs = model.Costs();
@@ -41,58 +108,39 @@ Partition MakePartition(const StageCostModel& model, const std::vector<int>& bou
   p.replica_wait_share = model.Spec(0).replica_wait_share;
   const std::vector<int> placement = StagePlacement(schedule, K / chunks, chunks);
   for (int s = 0; s < K; ++s) {
-    const int a = bounds[s], e = bounds[s + 1];
-    if (e <= a) throw InternalError(Concat("partition bounds: stage ", s, " is empty [", a, ", ", e, ")"));
-    Stage st;
-    st.index = s;
-    st.device = placement[s];
-    const double speed = model.Spec(s).speed;
-    for (int q = a; q < e; ++q) {
-      st.forward_ms += speed * costs.forward_ms[q];
-      st.backward_ms += speed * costs.backward_ms[q];
-      st.input_backward_ms += speed * costs.input_backward_ms[q];
-      st.weight_backward_ms += speed * costs.weight_backward_ms[q];
-      st.param_bytes += costs.param_bytes[q];
-      if (costs.training) st.gradient_bytes += costs.gradient_bytes[q];
-    }
-    if (s == 0) {
-      st.input_backward_ms = 0;  // its inputs take no gradient: W is its whole backward
-      st.weight_backward_ms = st.backward_ms;
-    }
-    st.transfer_ms = model.InMs(s, a) + model.OutMs(s, e);
-    if (costs.training) st.allreduce_ms = AllReduceMs(st.gradient_bytes, model.Spec(s).replicas, model.Spec(s).replica_link);
-    if (costs.training) st.optimizer_ms = model.Spec(s).optimizer_ms_per_mib * double(st.gradient_bytes) / (1 << 20);
-    st.cost_ms = model.StageMs(s, a, e);
-    st.static_bytes = model.StaticBytes(a, e);
-    st.activation_bytes = model.ActivationBytes(a, e);
-    st.recompute = model.Recomputes(s, a, e);
-    if (st.recompute) {
-      st.recompute_ms = model.RecomputeMs(s, a, e);
-      st.recomputed_bytes = st.activation_bytes;
-      st.activation_bytes = model.BoundaryBytes(a, e);
-    }
-    st.transient_bytes = model.TransientBytes(a, e, model.Spec(s).split_backward);
-    st.whole_transient_bytes = model.TransientBytes(a, e, false);
-    st.weight_transient_bytes = model.Spec(s).split_backward ? model.WeightTransientBytes(a, e) : 0;
-    st.received_bytes = costs.training ? costs.cut_bytes[a] : 0;
-    st.sent_gradient_bytes = costs.training ? costs.cut_grad_bytes[a] : 0;
-    st.forward_peak_bytes = model.ForwardPeakBytes(a, e);
-    st.weight_gradient_bytes = model.Spec(s).split_backward ? model.WeightGradientBytes(a, e) : 0;
-    st.freed_by_i_bytes = model.Spec(s).split_backward && !st.recompute ? model.FreedByInputBackwardBytes(a, e) : 0;
-    st.in_flight = model.Spec(s).in_flight;
-    st.peak_memory_bytes = model.MemoryBytes(s, a, e);
-    st.memory_limit_bytes = model.Spec(s).memory_bytes;
-    st.fits = model.Fits(s, a, e);
-    p.bottleneck_ms = std::max(p.bottleneck_ms, st.cost_ms);
-    p.fits = p.fits && st.fits;
-    if (s < K - 1) {
-      const Link& link = model.Spec(s).out_link;
-      p.transfers.push_back({TransferMs(costs.cut_bytes[e], link), TransferMs(costs.cut_grad_bytes[e], link)});
-    }
-    p.stages.push_back(std::move(st));
+    p.stages.push_back(MakeStage(model, s, bounds[s], bounds[s + 1], placement[s]));
+    if (s < K - 1) p.transfers.push_back(CutTransfer(model, s, bounds[s + 1]));
   }
+  Summarise(p);
   if (listed) ListStages(p, costs);
   return p;
+}
+
+void RunWhole(Partition& p, size_t s) {
+  Stage& st = p.stages[s];
+  st.whole_backward = true;
+  st.peak_memory_bytes -= int64_t(st.in_flight) * st.weight_gradient_bytes +
+                          std::max(st.transient_bytes, st.weight_transient_bytes) - st.whole_transient_bytes;
+  st.transient_bytes = st.whole_transient_bytes;
+  st.weight_transient_bytes = 0;
+  st.weight_gradient_bytes = 0;
+  st.freed_by_i_bytes = 0;
+}
+
+Partition MoveBound(const StageCostModel& model, const Partition& p, size_t i, int to) {
+  if (!p.order.empty()) throw InternalError("MoveBound on a listed partition");
+  if (i < 1 || i + 1 >= p.bounds.size()) throw InternalError(Concat("MoveBound: bound ", i, " of ", p.bounds.size()));
+  Partition q = p;
+  q.cut.clear();
+  q.bounds[i] = to;
+  for (const size_t s : {i - 1, i}) {
+    const bool whole = q.stages[s].whole_backward;
+    q.stages[s] = MakeStage(model, int(s), q.bounds[s], q.bounds[s + 1], q.stages[s].device);
+    if (whole) RunWhole(q, s);
+  }
+  q.transfers[i - 1] = CutTransfer(model, int(i) - 1, to);
+  Summarise(q);
+  return q;
 }
 
 void ListStages(Partition& p, const OrderCosts& costs) {

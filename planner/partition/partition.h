@@ -99,6 +99,18 @@ struct Partition {
 Partition MakePartition(const StageCostModel& model, const std::vector<int>& bounds, const std::string& method,
                         ScheduleKind schedule, int microbatches, bool listed = true, int chunks = 1);
 
+// Stage s of a split schedule runs B for each I and no W (whole_backward);
+// B keeps nothing for a W.
+void RunWhole(Partition& partition, size_t s);
+
+// `partition` (unlisted: the search's) with bound i moved to `to`: the two
+// stages it divides made again, each running B where it did, and the
+// transfers over the bound. Equal to MakePartition of the new bounds with
+// the same stages running B (RunWhole), without making the other stages
+// again (RefineCut moves one bound of up to 16 stages at a time). Throws
+// InternalError for a listed partition or a bound out of range.
+Partition MoveBound(const StageCostModel& model, const Partition& partition, size_t i, int to);
+
 // Fills the partition's order, every stage's nodes, and its receives and
 // sends by liveness over `costs`.
 void ListStages(Partition& partition, const OrderCosts& costs);

@@ -274,19 +274,6 @@ std::vector<Partition> TakeKnownCuts(const PlanRequest& request, const StageCost
 constexpr int kRefineRounds = 64;
 constexpr size_t kRefineStages = 16;
 
-// Stage s of a split schedule runs B for each I and no W; B keeps nothing
-// for a W.
-void RunWhole(Partition& p, size_t s) {
-  Stage& st = p.stages[s];
-  st.whole_backward = true;
-  st.peak_memory_bytes -= int64_t(st.in_flight) * st.weight_gradient_bytes +
-                          std::max(st.transient_bytes, st.weight_transient_bytes) - st.whole_transient_bytes;
-  st.transient_bytes = st.whole_transient_bytes;
-  st.weight_transient_bytes = 0;
-  st.weight_gradient_bytes = 0;
-  st.freed_by_i_bytes = 0;
-}
-
 bool RefineCut(const StageCostModel& model, Partition& p, SimResult& sim, SearchMemo& memo) {
   if (p.stages.size() < 2 || p.stages.size() > kRefineStages) return false;
   bool moved = false;
@@ -306,12 +293,7 @@ bool RefineCut(const StageCostModel& model, Partition& p, SimResult& sim, Search
         if (k >= 2 && to == moves[k - 2]) continue;  // tried
         // Both stages it divides keep a node that takes time.
         if (to <= lo || to >= hi || model.FirstUsefulEnd(lo) > to || model.FirstUsefulEnd(to) > hi) continue;
-        std::vector<int> bounds = p.bounds;
-        bounds[i] = to;
-        Partition other = MakePartition(model, bounds, p.method, p.schedule, p.microbatches, false, p.chunks);
-        for (size_t s = 0; s < p.stages.size(); ++s) {
-          if (p.stages[s].whole_backward) RunWhole(other, s);
-        }
+        Partition other = MoveBound(model, p, i, to);
         const double limit = best ? best_sim.step_ms : sim.step_ms;
         if (!other.fits || StepLowerBound(other) >= limit) continue;
         SimResult other_sim = StepTimes(other, memo);
