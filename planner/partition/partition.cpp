@@ -16,10 +16,6 @@ std::vector<CutTensor> CutTensors(const OrderCosts& costs, int cut, int peer) {
   return out;
 }
 
-}  // namespace
-
-namespace {
-
 // Stage s of `model` on positions [a, e), on `device`.
 Stage MakeStage(const StageCostModel& model, int s, int a, int e, int device) {
   const OrderCosts& costs = model.Costs();
