@@ -90,7 +90,7 @@ TEST_CASE("a schedule simulated with its order worked out once times as one work
   }
 }
 
-TEST_CASE("the replay order names an action out of range, one with no peer and a deadlock") {
+TEST_CASE("the replay order names an action out of range, one with no peer and a deadlock; another's is refused") {
   mp::Schedule sch = mp::BuildSchedule(ScheduleKind::kGPipe, 2, 2);
   sch.actions[1][0] = mp::Action{1, mp::ActionKind::kForward, 5};
   CHECK_THROWS_WITH_AS(mp::OrderForReplay(sch), doctest::Contains("1F5 stage or micro-batch out of range (2 stages, 2"),
@@ -102,4 +102,9 @@ TEST_CASE("the replay order names an action out of range, one with no peer and a
   sch.actions[0] = mp::ParseActions("0F0 0F1 0RECV_B0 0SEND_F0 0SEND_F1 0B0 0RECV_B1 0B1");
   CHECK_THROWS_WITH_AS(mp::OrderForReplay(sch), doctest::Contains("deadlocks on device 0 at action 0RECV_B0"),
                        mp::InputError);
+  // Another schedule's order is refused, not read past its end.
+  const mp::Schedule two = mp::BuildSchedule(ScheduleKind::kGPipe, 2, 2);
+  const mp::ReplayOrder three = mp::OrderForReplay(mp::BuildSchedule(ScheduleKind::kGPipe, 2, 3));
+  CHECK_THROWS_WITH_AS(mp::SimulateStep(two, {{1, 1}, {1, 1}}, {}, {}, {}, {}, 0, {}, 0, false, &three),
+                       doctest::Contains("a replay order of 24 steps for 16 actions"), mp::InternalError);
 }
