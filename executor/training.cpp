@@ -12,10 +12,6 @@
 namespace mp {
 namespace {
 
-bool IsLoss(const OutputLayout& layout, size_t t) {
-  return layout.shapes[t].empty() && layout.batch_dims[t] < 0 && c10::isFloatingType(layout.dtypes[t]);
-}
-
 // Output 0's shape for the batch, and its class count (last dimension).
 // kOutput: one per sample, the shares MicrobatchLoss scales by.
 std::vector<int64_t> TargetShape(const OutputLayout& layout, int64_t batch, LossKind loss) {
@@ -31,7 +27,7 @@ std::vector<int64_t> TargetShape(const OutputLayout& layout, int64_t batch, Loss
   std::vector<int64_t> shape = layout.ShapeAt(0, batch);
   if (layout.batch_dims[0] < 0) {
     throw InputError(Concat("training: output 0 (shape ", c10::IntArrayRef(shape), ") has no batch dimension",
-                            IsLoss(layout, 0) ? "; if it is the model's own loss, --loss output trains on it" : ""));
+                            layout.IsLoss(0) ? "; if it is the model's own loss, --loss output trains on it" : ""));
   }
   if (loss == LossKind::kCrossEntropy &&
       (shape.size() < 2 || layout.batch_dims[0] == int(shape.size()) - 1)) {
@@ -78,7 +74,7 @@ size_t LossTensor(const OutputLayout& layout, LossKind loss) {
 
 std::optional<size_t> ScalarLossTensor(const OutputLayout& layout) {
   for (size_t t = 0; t < layout.shapes.size(); ++t) {
-    if (IsLoss(layout, t)) return t;
+    if (layout.IsLoss(t)) return t;
   }
   return std::nullopt;
 }

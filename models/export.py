@@ -1144,14 +1144,21 @@ ERROR_FIXTURES = {
     # None may sit among the outputs (GoogLeNet's), not be all of them
     "none_output": "def forward(self, x: Tensor):\n    return (None, None)\n",
     "two_inputs": "def forward(self, x: Tensor, y: Tensor):\n    return x + y\n",
-    # pairs of samples: a micro-batch of 1 cannot run
-    "sample_pairs": "def forward(self, x: Tensor):\n    return x.reshape(x.size(0) // 2, 2, 3).sum(1)\n",
+    # pairs of samples, each pair's sum given to both: a micro-batch of 1 cannot run
+    "sample_pairs": "def forward(self, x: Tensor):\n"
+                    "    return x.reshape(x.size(0) // 2, 2, 3).sum(1).repeat_interleave(2, 0)\n",
     # checks its data: raises (in the TorchScript interpreter) on values over 100
     "bounded": "def forward(self, x: Tensor):\n    if bool(x.abs().max() > 100.0):\n"
                "        raise ValueError('x must lie within [-100, 100]')\n    return torch.relu(x) * 2\n",
     # a mean over the batch beside the per-sample output (a VQ bottleneck's
     # commitment loss): micro-batches' outputs cannot be joined
     "batch_mean": "def forward(self, x: Tensor):\n    return (torch.relu(x) * 2, x.pow(2).mean())\n",
+    # a mean over the batch as its only output (a whole-graph readout), and
+    # no loss: training has nothing to split by the batch or to train on
+    "batch_pooled": "def forward(self, x: Tensor):\n    return torch.relu(x).mean(0, keepdim=True) * 2\n",
+    # runs at a batch of 8 only (a whole graph's nodes, an edge list over
+    # them): its outputs' batch dimension cannot be found at other batches
+    "fixed_batch": "def forward(self, x: Tensor):\n    return torch.relu(x.reshape(8, -1)) * 2\n",
     # mixed precision turned on inside forward: plans run the model's own dtypes
     "autocast_on": "def forward(self, x: Tensor):\n    with torch.cuda.amp.autocast():\n        y = x * 2\n"
                    "    return y\n",

@@ -268,7 +268,13 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
       return measured;
     };
   }
-  profile_request.check_outputs = [&request](const OutputLayout& outputs) { OnePiece(outputs, request); };
+  profile_request.check_outputs = [&request](const OutputLayout& outputs) {
+    if (!request.profile.training) {
+      OnePiece(outputs, request);
+    } else if (const std::string why = WhyUntrainable(outputs); !why.empty()) {
+      throw InputError(Concat("training: ", why));  // what mpexec would say after the profile
+    }
+  };
   // Before profiling: what the graph alone refuses.
   const auto groups = request.split.empty() ? std::vector<std::vector<std::string>>{} : ParseLayerSplit(request.split);
   profile_request.check_graph = [groups, &request](const OpGraph& graph) {
@@ -333,7 +339,8 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
     now.profile.threads = profiled.profile.threads;
     plan_request.previous = PreviousShape(*previous, now);
   }
-  const std::string one_piece = OnePiece(profiled.outputs, request);
+  // Training joins no outputs: each micro-batch's loss is its own.
+  const std::string one_piece = request.profile.training ? "" : OnePiece(profiled.outputs, request);
   if (!one_piece.empty()) plan_request.microbatches = 1;
   const std::string one_stage = OneStage(profiled.graph, request);
   if (!one_stage.empty()) plan_request.stages = 1;

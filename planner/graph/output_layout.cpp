@@ -48,7 +48,10 @@ OutputLayout ProbeOutputs(const CanonicalGraph& canonical, const std::vector<Ten
       }
     } catch (const std::exception& e) {
       OutputLayout refused;  // no output can be joined
-      refused.error = Concat("the model refuses the plan's inputs at batch ", batch, ": ", ErrorLine(e.what()));
+      refused.error = Concat("the model refuses its inputs at batch ", batch,
+                             " (its outputs are run at batches of 2 and 4 to find which dimension grows with the "
+                             "batch): ",
+                             ErrorLine(e.what()));
       return refused;
     }
     probes.push_back(std::move(flat));
@@ -86,6 +89,22 @@ std::string OutputLayout::Name(size_t t) const {
   const std::string shape = Concat("shape ", c10::IntArrayRef(shapes.at(t)));
   if (count == 1) return Concat("output ", k, " (", shape, ")");
   return Concat("output ", k, "'s tensor ", t - size_t(first - output_of.begin()), " (", shape, ")");
+}
+
+bool OutputLayout::IsLoss(size_t t) const {
+  return shapes.at(t).empty() && batch_dims.at(t) < 0 && c10::isFloatingType(dtypes.at(t));
+}
+
+std::string WhyUntrainable(const OutputLayout& layout) {
+  if (!layout.error.empty()) return layout.error;
+  if (layout.shapes.empty()) return "the model returns no tensor to train on";
+  if (layout.batch_dims[0] >= 0 && layout.output_of[0] == 0) return "";
+  for (size_t t = 0; t < layout.shapes.size(); ++t) {
+    if (layout.IsLoss(t)) return "";
+  }
+  return Concat(layout.Name(0), " has no dimension that grows with the batch, and no output is a floating-point "
+                "scalar (a loss the model computes): mpexec trains on output 0 along the batch (--loss mse or "
+                "cross_entropy) or on such a loss (--loss output)");
 }
 
 std::optional<size_t> OutputLayout::FirstUnjoinable() const {

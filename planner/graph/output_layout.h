@@ -43,7 +43,17 @@ struct OutputLayout {
   // The first output tensor that no dimension of grows with the batch,
   // which micro-batches' and replicas' outputs cannot be joined along.
   std::optional<size_t> FirstUnjoinable() const;
+  // Whether output tensor t is a floating-point scalar that does not grow
+  // with the batch: a loss the model computes (--loss output).
+  bool IsLoss(size_t t) const;
 };
+
+// Training: why mpexec can train on none of the outputs, "" where it can.
+// It trains on output 0 along its batch dimension (--loss mse or
+// cross_entropy) or on a floating-point scalar the model returns (--loss
+// output), both found by the probe; a model that refuses the probe's
+// batches, or returns neither, it cannot train.
+std::string WhyUntrainable(const OutputLayout& layout);
 
 // Runs the graph at batch 2 and 4 (the batch-2 samples twice) to find the
 // layout; empty, with `error` set, when the model refuses such batches

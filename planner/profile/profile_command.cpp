@@ -110,10 +110,10 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
   SpecBatch(result.inputs);
   result.graph = BuildOpGraph(canonical);
   FillShapesForBatch(canonical, result.inputs, result.graph);
-  if (!request.training) result.outputs = ProbeOutputs(canonical, result.inputs);
+  result.outputs = ProbeOutputs(canonical, result.inputs);
   result.load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   if (request.check_graph) request.check_graph(result.graph);
-  if (request.check_outputs && !request.training) request.check_outputs(result.outputs);
+  if (request.check_outputs) request.check_outputs(result.outputs);
 
   if (!request.profile_in.empty()) {
     result.profile = ProfileFromYaml(ReadTextFile(request.profile_in, "profile"), request.profile_in);

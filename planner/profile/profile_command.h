@@ -35,8 +35,8 @@ struct ProfileRequest {
   // Called with the sized graph before any profiling, so a request that
   // depends on the graph (a layer split) fails in seconds, not minutes.
   std::function<void(const OpGraph&)> check_graph;
-  // Called with the outputs' layout (inference only), also before any
-  // measuring: throws what the plan cannot run.
+  // Called with the outputs' layout, also before any measuring: throws
+  // what the plan cannot run.
   std::function<void(const OutputLayout&)> check_outputs;
   // Measures the links between processes (Profile::process_link and
   // allreduce_link) into a profile measured or read here without them;
@@ -52,7 +52,9 @@ struct ProfileRequest {
 struct ProfiledModel {
   std::vector<TensorSpec> inputs;         // full batch
   OpGraph graph;                          // with shapes at the full batch
-  OutputLayout outputs;                   // inference: how the outputs join (ProbeOutputs); empty in training
+  // The outputs' layout (ProbeOutputs): how inference joins them, and what
+  // training trains on.
+  OutputLayout outputs;
   Profile profile;
   std::string calibration;                // how an analytic profile was calibrated, or ""
   double load_s = 0;                      // wall time of loading, canonicalising and sizing

@@ -430,7 +430,7 @@ ERROR_CASE("profile-size-fails", "a micro-batch size the model cannot run (like 
   c.command = "mpplan model.pt --gpus 2 --input 'float32[4,3]' --microbatch-sizes 1,4";
   c.names = "micro-batch size 1";
   c.setup = [](const fs::path& dir) {
-    CopyZoo("fixtures/sample_pairs.pt", dir / "model.pt");  // x.reshape(x.size(0) // 2, 2, 3).sum(1)
+    CopyZoo("fixtures/sample_pairs.pt", dir / "model.pt");  // x.reshape(x.size(0) // 2, 2, 3).sum(1), twice
   };
 }
 
@@ -912,6 +912,18 @@ ERROR_CASE("infer-replicas-unjoinable", "`--replicas 2` in inference of a model 
   c.command = "mpplan model.pt --gpus 2 --mode infer --input 'float32[8,3]' --replicas 2";
   c.names = "--replicas 2: output 0's tensor 1 (shape []) does not grow with the batch";
   c.setup = [](const fs::path& dir) { CopyZoo("fixtures/batch_mean.pt", dir / "model.pt"); };
+}
+
+ERROR_CASE("train-output-no-batch", "training a model whose only output is a mean over the batch, with no loss of its own: mpexec could train on neither") {
+  c.command = "mpplan model.pt --gpus 2 --input 'float32[8,3]'";
+  c.names = "training: output 0 (shape [1, 3]) has no dimension that grows with the batch";
+  c.setup = [](const fs::path& dir) { CopyZoo("fixtures/batch_pooled.pt", dir / "model.pt"); };
+}
+
+ERROR_CASE("train-fixed-batch", "training a model that runs at its own batch only: its outputs' batch dimension, which mpexec trains along, cannot be found") {
+  c.command = "mpplan model.pt --gpus 2 --input 'float32[8,3]'";
+  c.names = "training: the model refuses its inputs at batch 2 (its outputs are run at batches of 2 and 4";
+  c.setup = [](const fs::path& dir) { CopyZoo("fixtures/fixed_batch.pt", dir / "model.pt"); };
 }
 
 ERROR_CASE("exec-unjoinable-output", "an inference plan of 2 micro-batches (edited) for a model whose output 0 holds a mean over the batch") {
