@@ -145,6 +145,12 @@ ReplicaSearch SearchReplicas(ProfiledModel& profiled, const PlanDevices& devices
     }
     if (BestMs(searched[i], objective) == fastest) result.search.fastest = offset + s.fastest;
     result.search.alternatives.insert(result.search.alternatives.end(), s.alternatives.begin(), s.alternatives.end());
+    // Another count's ties were ties with its own fastest, not with the
+    // plan's (a 2-replica row at 1.37x the chosen step read "tie: within
+    // the tie window of the fastest", and the report's "why" counted it).
+    if (i != chosen) {
+      for (size_t j = 0; j < s.alternatives.size(); ++j) result.search.alternatives[offset + j].tie = false;
+    }
     // The counts' choices that tied with the chosen one.
     if (choice.ties > 1 && RankMs(searched[i].Chosen(), objective) <= choice.limit_ms) {
       result.search.alternatives[offset + s.chosen].tie = true;

@@ -370,6 +370,16 @@ TEST_CASE("--replicas auto on as many devices: a tie goes to fewer stages a repl
   // 0.5%, the simplest).
   CHECK(faster.search.alternatives.at(faster.search.chosen).replicas == 1);
   CHECK(faster.search.alternatives.at(faster.search.chosen).step_ms <= pipeline * 1.01);
+  // The replicas' own ties (1 stage, gpipe, 1f1b and zb-h1 alike) were
+  // ties with their count's fastest, not with the plan's: none is listed
+  // as one.
+  int replica_rows = 0;
+  for (const mp::PlanCandidate& a : faster.search.alternatives) {
+    if (a.replicas != 2 || !a.simulated) continue;
+    ++replica_rows;
+    CHECK_FALSE(a.tie);
+  }
+  CHECK(replica_rows >= 2);
   request.tie_tolerance = 0.3;  // a tie: data parallelism first
   const mp::ReplicaSearch tie = mp::SearchReplicas(profiled, devices, {1, 2}, links, request, false);
   const mp::PlanCandidate& chosen = tie.search.alternatives.at(tie.search.chosen);
