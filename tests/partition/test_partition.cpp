@@ -114,7 +114,7 @@ TEST_CASE("step times on a shape's split lists equal the simulation of the parti
   }
 }
 
-TEST_CASE("an unlisted partition has no nodes; listing gives each stage its slice of the order") {
+TEST_CASE("an unlisted partition has no nodes, and listing gives each stage its slice of the order") {
   auto b = mp::testing::Chain({1, 2, 3, 4, 5, 6}, 10);
   const auto costs = mp::ComputeOrderCosts(b.graph, b.profile, mp::PipelineOrder(b.graph), 8, true);
   const mp::StageCostModel model(costs, mp::StageSpecs(mp::UniformCluster(2, {}), ScheduleKind::kOneFOneB, 2, 4),

@@ -90,7 +90,7 @@ TEST_CASE("a schedule simulated with its order worked out once times as one work
   }
 }
 
-TEST_CASE("the replay order names an action out of range, one with no peer and a deadlock; another's is refused") {
+TEST_CASE("the replay order names a bad action and a deadlock, and another schedule's order is refused") {
   mp::Schedule sch = mp::BuildSchedule(ScheduleKind::kGPipe, 2, 2);
   sch.actions[1][0] = mp::Action{1, mp::ActionKind::kForward, 5};
   CHECK_THROWS_WITH_AS(mp::OrderForReplay(sch), doctest::Contains("1F5 stage or micro-batch out of range (2 stages, 2"),
