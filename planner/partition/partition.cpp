@@ -153,26 +153,28 @@ SimResult SimulatePartition(const Partition& p) { return SimulatePartition(p, Pa
 
 namespace {
 
-// The simulator's inputs for the partition's stages: times (`whole_as_split`:
-// a whole_backward stage's B as its I, and no W), memory, all-reduces and
-// optimizer steps.
+// The simulator's inputs for the partition's stages: times, memory,
+// all-reduces and optimizer steps. `times_only` (PartitionStepTimes): no
+// memory, and a whole_backward stage's B as its I and no W.
 struct StageInputs {
   std::vector<StageTimes> times;
   std::vector<StageMemory> memory;
   std::vector<double> allreduce, optimizer;
 };
 
-StageInputs InputsOf(const Partition& p, bool whole_as_split) {
+StageInputs InputsOf(const Partition& p, bool times_only) {
   StageInputs in;
   for (const Stage& st : p.stages) {
     // A recomputing stage's B runs its forward first, and holds what it rebuilds until B ends.
     const double backward = st.backward_ms + st.recompute_ms;
-    const bool as_split = whole_as_split && st.whole_backward;
+    const bool as_split = times_only && st.whole_backward;
     in.times.push_back({st.forward_ms, backward, as_split ? backward : st.input_backward_ms,
                         as_split ? 0.0 : st.weight_backward_ms});
-    in.memory.push_back({st.static_bytes, st.activation_bytes, st.transient_bytes + st.recomputed_bytes,
-                         st.weight_gradient_bytes, st.gradient_bytes, st.received_bytes, st.forward_peak_bytes,
-                         st.freed_by_i_bytes, st.weight_transient_bytes, st.sent_gradient_bytes});
+    if (!times_only) {
+      in.memory.push_back({st.static_bytes, st.activation_bytes, st.transient_bytes + st.recomputed_bytes,
+                           st.weight_gradient_bytes, st.gradient_bytes, st.received_bytes, st.forward_peak_bytes,
+                           st.freed_by_i_bytes, st.weight_transient_bytes, st.sent_gradient_bytes});
+    }
     in.allreduce.push_back(st.allreduce_ms);
     in.optimizer.push_back(st.optimizer_ms);
   }
