@@ -89,16 +89,15 @@ std::shared_ptr<const SearchMemo::Lists> SearchMemo::ListsOf(ScheduleKind kind, 
                                                              int chunks) {
   constexpr size_t kKept = 4;
   for (size_t i = 0; i < lists_.size(); ++i) {
-    const Lists& l = *lists_[i];
-    if (l.kind == kind && l.devices == devices && l.microbatches == microbatches && l.chunks == chunks) {
+    const Schedule& l = lists_[i]->schedule;
+    if (l.kind == kind && l.Devices() == devices && l.microbatches == microbatches && l.stages == devices * chunks) {
       std::rotate(lists_.begin(), lists_.begin() + long(i), lists_.begin() + long(i) + 1);
       return lists_.front();
     }
   }
   Schedule schedule = BuildSchedule(kind, devices, microbatches, chunks);
   ReplayOrder order = OrderForReplay(schedule);
-  lists_.insert(lists_.begin(), std::make_shared<const Lists>(
-                                    Lists{kind, devices, microbatches, chunks, std::move(schedule), std::move(order)}));
+  lists_.insert(lists_.begin(), std::make_shared<const Lists>(Lists{std::move(schedule), std::move(order)}));
   if (lists_.size() > kKept) lists_.pop_back();
   return lists_.front();
 }

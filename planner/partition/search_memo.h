@@ -43,8 +43,6 @@ class SearchMemo {
   // PartitionStepTimes; the last few shapes asked for are kept (a search
   // simulates one shape's cuts, and which stages run B, one after another).
   struct Lists {
-    ScheduleKind kind;
-    int devices, microbatches, chunks;
     Schedule schedule;
     ReplayOrder order;
   };
