@@ -249,13 +249,16 @@ SimResult SimulateStep(const Schedule& sch, const std::vector<StageTimes>& stage
   }
   for (double ms : optimizer_ms)
     if (!(ms >= 0)) throw InputError(Concat("simulate: optimizer step ", ms, " ms; expected >= 0"));
+  if (order) {  // the caller's, which must be this schedule's
+    size_t actions = 0;
+    for (const auto& list : sch.actions) actions += list.size();
+    if (order->steps.size() != actions) {
+      throw InternalError(Concat("simulate: a replay order of ", order->steps.size(), " steps for ", actions,
+                                 " actions"));
+    }
+  }
   const ReplayOrder own = order ? ReplayOrder{} : OrderForReplay(sch);
   const ReplayOrder& steps = order ? *order : own;
-  size_t actions = 0;
-  for (const auto& list : sch.actions) actions += list.size();
-  if (steps.steps.size() != actions) {
-    throw InternalError(Concat("simulate: a replay order of ", steps.steps.size(), " steps for ", actions, " actions"));
-  }
   // Each stage's F, B, I and W, as ReplayStep::times reads them.
   std::vector<double> times(size_t(K) * 4);
   for (int s = 0; s < K; ++s) {
