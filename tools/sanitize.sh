@@ -13,7 +13,9 @@
 #                            allocate through (test_memory), and the link probe's
 #                            two ranks, threads of one process (test_link_probe; its
 #                            failing-rank case skips itself under TSan: Gloo's
-#                            exception hand-off is not instrumented). Cases marked
+#                            exception hand-off is not instrumented), and the
+#                            search's memo, which builds DP tables on another
+#                            thread (test_search's memo case). Cases marked
 #                            NotUnderTsan (tests/doctest_torch.h) skip themselves:
 #                            they run no thread the others do not (a checkpoint,
 #                            torch.save files, Python reading results, how close a
@@ -169,9 +171,10 @@ else
   # What tests/executor needs: its pipeline tests and the memory meter's,
   # and through their dependencies mpplan, mpexec, the zoo and the example
   # test_executor_api runs; the thread pool the stages run on, alone; and
-  # the link probe's two ranks, threads of one process that stop each other.
+  # the link probe's two ranks, threads of one process that stop each other;
+  # the search's memo, whose DP tables are built on another thread.
   timed "tsan build" cmake --build "$dir" -j2 --target test_mpexec test_training test_executor_api test_worker_pool \
-    test_memory test_link_probe
+    test_memory test_link_probe test_search
   timed "tsan tests" ctest --test-dir "$dir" -j2 --output-on-failure \
-    -R '^test_(mpexec|training|executor_api|worker_pool|memory|link_probe)($|[:-])'
+    -R '^test_(mpexec|training|executor_api|worker_pool|memory|link_probe)($|[:-])|^test_search:a memo.s table'
 fi

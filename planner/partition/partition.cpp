@@ -189,10 +189,11 @@ SimResult SimulatePartition(const Partition& p, const Schedule& schedule) {
                       in.optimizer, p.replica_wait_share);
 }
 
-SimResult PartitionStepTimes(const Partition& p, const Schedule& lists, const ReplayOrder& order) {
+SimResult PartitionStepTimes(const Partition& p, const Schedule& lists, const ReplayOrder& order,
+                             double give_up_at_ms) {
   const StageInputs in = InputsOf(p, true);
   return SimulateStep(lists, in.times, p.transfers, {}, in.allreduce, p.slowdown, p.step_overhead_ms, in.optimizer,
-                      p.replica_wait_share, false, &order);
+                      p.replica_wait_share, false, &order, give_up_at_ms);
 }
 
 Schedule PartitionSchedule(const Partition& p) {

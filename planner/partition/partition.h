@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -128,8 +129,10 @@ SimResult SimulatePartition(const Partition& partition, const Schedule& schedule
 // what its I sends, and a W of no time moves nothing). So the search,
 // whatever the cut and whichever stages run B, builds each shape's lists
 // and their order once (building them per simulation was a fifth of a
-// search).
-SimResult PartitionStepTimes(const Partition& partition, const Schedule& lists, const ReplayOrder& order);
+// search). `give_up_at_ms`: SimulateStep's (step_ms infinity where the
+// step surely reaches it).
+SimResult PartitionStepTimes(const Partition& partition, const Schedule& lists, const ReplayOrder& order,
+                             double give_up_at_ms = std::numeric_limits<double>::infinity());
 
 // The action lists the partition runs: its schedule's, with B for I and no
 // W on its whole_backward stages.

@@ -9,6 +9,7 @@
 #include "planner/partition/search.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -197,11 +198,17 @@ double StepLowerBound(const Partition& p) {
 
 // The step's times only (PartitionStepTimes, on the shape's lists from
 // `memo`): the search compares steps, and the plan it chooses is simulated
-// whole once, at the end (SearchPlan).
-SimResult StepTimes(const Partition& p, SearchMemo& memo) {
+// whole once, at the end (SearchPlan). Where the step can only be taken
+// below `than_ms` (a cut against the one it has), its replay gives up once
+// it surely is not (step_ms infinity).
+SimResult StepTimes(const Partition& p, SearchMemo& memo,
+                    double than_ms = std::numeric_limits<double>::infinity()) {
   const auto lists = memo.ListsOf(p.schedule, int(p.stages.size()) / p.chunks, p.microbatches, p.chunks);
-  return PartitionStepTimes(p, lists->schedule, lists->order);
+  return PartitionStepTimes(p, lists->schedule, lists->order, than_ms);
 }
+
+// The step another cut must be under to replace one of `ms`.
+double Faster(double ms) { return ms * (1 - 1e-9); }
 
 // The DP minimises the slowest stage's cost; the simulated step also
 // counts the fill and drain, so a baseline's cut with the same or a
@@ -249,8 +256,8 @@ std::vector<Partition> TakeKnownCuts(const PlanRequest& request, const StageCost
   std::vector<Partition> cuts = KnownCuts(model, graph, p, memo, top);
   for (Partition& c : cuts) {
     if (StepLowerBound(c) >= sim.step_ms) continue;  // cannot be faster
-    SimResult c_sim = StepTimes(c, memo);
-    if (c_sim.step_ms < sim.step_ms * (1 - 1e-9)) {
+    SimResult c_sim = StepTimes(c, memo, Faster(sim.step_ms));
+    if (c_sim.step_ms < Faster(sim.step_ms)) {
       std::swap(p, c);
       sim = std::move(c_sim);
       if (took) *took = true;
@@ -296,8 +303,8 @@ bool RefineCut(const StageCostModel& model, Partition& p, SimResult& sim, Search
         Partition other = MoveBound(model, p, i, to);
         const double limit = best ? best_sim.step_ms : sim.step_ms;
         if (!other.fits || StepLowerBound(other) >= limit) continue;
-        SimResult other_sim = StepTimes(other, memo);
-        if (other_sim.step_ms < limit * (1 - 1e-9)) {
+        SimResult other_sim = StepTimes(other, memo, Faster(limit));
+        if (other_sim.step_ms < Faster(limit)) {
           best = std::move(other);
           best_sim = std::move(other_sim);
         }
@@ -352,8 +359,8 @@ bool ChooseWholeBackward(Partition& p, SimResult& sim, SearchMemo& memo) {
     if (st.input_backward_ms + st.weight_backward_ms <= st.backward_ms) continue;
     Partition other = p;
     RunWhole(other, s);
-    SimResult other_sim = StepTimes(other, memo);
-    if (other_sim.step_ms < sim.step_ms * (1 - 1e-9)) {
+    SimResult other_sim = StepTimes(other, memo, Faster(sim.step_ms));
+    if (other_sim.step_ms < Faster(sim.step_ms)) {
       p = std::move(other);
       sim = std::move(other_sim);
       changed = true;
@@ -599,6 +606,16 @@ void FasterScheduleOfShape(const OpGraph& graph, const Profile& profile, const C
   }
 }
 
+// What a micro-batch count's search works on (SearchPlan).
+struct SizeSetUp {
+  int64_t size = 0;  // the micro-batch's samples
+  Cluster sized;     // the cluster, with its slowdown at that size
+  std::shared_ptr<const OrderCosts> costs;
+  StageCostModel base;  // one stage on one device: the sums every model shares
+  int k_top = 0;        // the most devices to try
+  int table_top = 0;    // the most stages a shared table cuts
+};
+
 }  // namespace
 
 SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Cluster& cluster,
@@ -634,7 +651,7 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   }
   const auto schedules = Schedules(request);
   const auto counts = Microbatches(profile, request, batch, cluster.replicas);
-  const auto order = PipelineOrder(graph);
+  const std::vector<int>& order = memo.Order(graph);
   const bool shared_table = request.method == "dp" && IsHomogeneous(cluster);
 
   const Band band{1.0, TieWindow(profile, request)};
@@ -654,16 +671,17 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
   // A step's factor under the objective (RankFactor), for steps not yet
   // the alternative's (its lower bound, its simulation).
   const auto per = [&](const PlanCandidate& a) { return RankFactor(a, request.objective); };
-  for (int M : counts) {
+  int most_chunks = 1;
+  for (const ScheduleChoice& c : schedules) most_chunks = std::max(most_chunks, c.chunks);
+  const auto set_up = [&](int M) {
     const int64_t size = MicrobatchSize(batch, M);
     Cluster sized = cluster;
     sized.shared_slowdown = SharedSlowdownFor(cluster, profile, size);
-    // Shared: the ties keep it for RefineCut after the count's search.
-    const auto shared_costs = memo.Costs(graph, profile, order, size, request.training);
-    const OrderCosts& costs = *shared_costs;
+    auto costs = memo.Costs(graph, profile, order, size, request.training);
     // One stage on one device: the order's sums, shared by every model below.
     const ScheduleKind one_stage = request.training ? ScheduleKind::kOneFOneB : ScheduleKind::kForwardOnly;
-    const StageCostModel base(costs, StageSpecs(sized, one_stage, 1, M), OptimizerStateTensors(request.optimizer));
+    StageCostModel base =
+        memo.Model(*costs, StageSpecs(sized, one_stage, 1, M), OptimizerStateTensors(request.optimizer));
     const int k_top = std::min(k_max, request.stages > 0 ? k_max : std::max(1, base.UsefulNodes()));
     // Where memory cannot bind, one table of identical stages, every
     // boundary charged the cluster's link, serves every K and schedule
@@ -672,9 +690,25 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
     // link (the partition and the simulation that follow charge nothing).
     // A DP per K made zbv cost 30x the search on a 10,000-node chain.
     // Built once, with the most stages any schedule cuts.
-    int most_chunks = 1;
-    for (const ScheduleChoice& c : schedules) most_chunks = std::max(most_chunks, c.chunks);
     const int table_top = std::min(k_top * most_chunks, base.UsefulNodes());
+    return SizeSetUp{size, std::move(sized), std::move(costs), std::move(base), k_top, table_top};
+  };
+  // The next count's, set up a count ahead so that its tables are built
+  // on another core meanwhile (SearchMemo::Prefetch).
+  std::optional<SizeSetUp> next;
+  for (size_t count = 0; count < counts.size(); ++count) {
+    const int M = counts[count];
+    const SizeSetUp now = next ? std::move(*next) : set_up(M);
+    next.reset();
+    if (shared_table && count + 1 < counts.size()) next = set_up(counts[count + 1]);
+    const int64_t size = now.size;
+    const Cluster& sized = now.sized;
+    // Shared: the ties keep it for RefineCut after the count's search.
+    const auto& shared_costs = now.costs;
+    const StageCostModel& base = now.base;
+    const int k_top = now.k_top;
+    const int table_top = now.table_top;
+    std::set<ScheduleKind> prefetched;
     // Where memory binds: with identical devices, gpipe's and 1f1b's
     // in-flight counts depend only on the stages left, so one table per
     // schedule serves every K.
@@ -716,6 +750,9 @@ SearchResult SearchPlan(const OpGraph& graph, const Profile& profile, const Clus
           if (shared_table && !MemoryCanBind(model) && K * chunks <= table_top) {
             StageSpec spec = model.Spec(0);
             spec.in_link = spec.out_link = LinkAt(sized, 0);
+            // The next count's table alike: the same devices, links and
+            // recomputation (what a table's times read besides the costs).
+            if (next && prefetched.insert(kind).second) memo.Prefetch(next->base, spec, next->table_top);
             DpSolution s = memo.Table(base, spec, table_top).Solve(K * chunks);
             bounds = s.feasible ? s.bounds : PartitionDp(model).bounds;  // PartitionDp says why not
           } else if (table && K <= base.UsefulNodes()) {

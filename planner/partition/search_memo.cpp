@@ -3,9 +3,12 @@
 #include "planner/partition/search_memo.h"
 
 #include <algorithm>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include "planner/partition/baselines.h"
+#include "planner/partition/order.h"
 
 namespace mp {
 namespace {
@@ -46,6 +49,20 @@ bool SameParamTable(const OrderCosts& a, const OrderCosts& b) {
 
 }  // namespace
 
+const std::vector<int>& SearchMemo::Order(const OpGraph& graph) {
+  if (!ordered_) order_ = PipelineOrder(graph), ordered_ = true;
+  return order_;
+}
+
+StageCostModel SearchMemo::Model(const OrderCosts& costs, std::vector<StageSpec> stages,
+                                 double optimizer_state_factor) {
+  if (model_ && &model_->Costs() == &costs && model_->OptimizerStateFactor() == optimizer_state_factor) {
+    return model_->WithStages(std::move(stages));
+  }
+  model_.emplace(costs, std::move(stages), optimizer_state_factor);
+  return *model_;
+}
+
 std::shared_ptr<const OrderCosts> SearchMemo::Costs(const OpGraph& graph, const Profile& profile,
                                                     const std::vector<int>& order, int64_t size, bool training) {
   for (const Sized& s : costs_) {
@@ -56,16 +73,43 @@ std::shared_ptr<const OrderCosts> SearchMemo::Costs(const OpGraph& graph, const 
   return costs;
 }
 
-const BottleneckDp& SearchMemo::Table(const StageCostModel& base, const StageSpec& spec, int stages) {
+SearchMemo::Built& SearchMemo::TableEntry(const StageCostModel& base, const StageSpec& spec, int stages,
+                                          std::launch how) {
   // Times alone: where memory cannot bind, every range fits and auto
   // recomputes nothing, as never.
   StageSpec timed = spec;
   timed.memory_bytes = kUnlimitedMemory;
   if (timed.recompute == Recompute::kAuto) timed.recompute = Recompute::kNever;
-  return AtLeast(
-      tables_, stages, Built{&base.Costs(), timed, 0, nullptr},
-      [&](const Built& b) { return b.costs == &base.Costs() && SameTimes(b.spec, timed); },
-      [&](int k) { return std::make_unique<BottleneckDp>(base.WithStages(std::vector<StageSpec>(size_t(k), timed))); });
+  Built* at = nullptr;
+  for (Built& b : tables_) {
+    if (b.costs == &base.Costs() && SameTimes(b.spec, timed)) at = &b;
+  }
+  if (!at) at = &tables_.emplace_back(Built{&base.Costs(), timed, 0, {}});
+  if (!at->table.valid() || at->stages < stages) {
+    // The model (sharing base's sums, read-only) travels with the task;
+    // the costs it points at are costs_, which outlive tables_.
+    at->table = std::async(how, [model = base.WithStages(std::vector<StageSpec>(size_t(stages), timed))] {
+                  return std::make_shared<const BottleneckDp>(model);
+                }).share();
+    at->stages = stages;  // once under way (a thread that failed to start leaves the entry as it was)
+  }
+  return *at;
+}
+
+const BottleneckDp& SearchMemo::Table(const StageCostModel& base, const StageSpec& spec, int stages) {
+  return *TableEntry(base, spec, stages, std::launch::deferred).table.get();
+}
+
+void SearchMemo::Prefetch(const StageCostModel& base, const StageSpec& spec, int stages) {
+  // A table of fewer states takes less than starting a thread would save
+  // (a fifth of a millisecond; a zoo model's take microseconds).
+  constexpr int64_t kWorthAThread = 10000;
+  if (int64_t(base.Positions()) * stages < kWorthAThread || std::thread::hardware_concurrency() < 2) return;
+  try {
+    TableEntry(base, spec, stages, std::launch::async);
+  } catch (const std::system_error&) {
+    // No thread to be had: Table builds it when asked.
+  }
 }
 
 const MinMaxTable& SearchMemo::Params(const StageCostModel& model, int stages) {
@@ -106,7 +150,10 @@ void SearchMemo::Clear() {
   lists_.clear();
   params_.clear();
   tables_.clear();
+  model_.reset();
   costs_.clear();
+  order_.clear();
+  ordered_ = false;
 }
 
 }  // namespace mp

@@ -87,8 +87,11 @@ class StageCostModel {
   int Stages() const { return int(stages_.size()); }
   const StageSpec& Spec(int s) const { return stages_[s]; }
   const OrderCosts& Costs() const { return *costs_; }
+  double OptimizerStateFactor() const { return optimizer_state_factor_; }
 
   double ComputeMs(int s, int a, int e) const { return stages_[s].speed * (sums_->work[e] - sums_->work[a]); }
+  // The order's work (forward and backward) before each position, n + 1 of them: ComputeMs's sums.
+  const double* WorkSums() const { return sums_->work.data(); }
   double InMs(int s, int a) const;   // transfers over cut a, on the link before stage s
   double OutMs(int s, int e) const;  // transfers over cut e, on the link after stage s
   // Its forward again, where stage s recomputes [a, e); else 0.

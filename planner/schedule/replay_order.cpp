@@ -29,6 +29,7 @@ ReplayOrder OrderForReplay(const Schedule& sch) {
   const int boundaries = std::max(S - 1, 0);
   order.transfers = 2 * boundaries * M;
   order.lanes = 2 * S;
+  order.uses.assign(size_t(S) * 4, 0);
   std::vector<char> placed(size_t(order.transfers), 0);  // a SEND's slot, once placed
   std::vector<size_t> next(D, 0);
   size_t remaining = 0;
@@ -52,6 +53,7 @@ ReplayOrder OrderForReplay(const Schedule& sch) {
         if (IsCompute(a.kind)) {
           step.op = ReplayStep::kCompute;
           step.times = s * 4 + TimesOf(a.kind);
+          ++order.uses[size_t(step.times)];
         } else {
           const int peer = PeerStage(a);
           if (peer < 0 || peer >= S) throw InputError(Concat("simulate: ", FormatAction(a), " has no peer stage"));

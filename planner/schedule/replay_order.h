@@ -30,6 +30,7 @@ struct ReplayOrder {
   std::vector<ReplayStep> steps;
   int transfers = 0;  // slots
   int lanes = 0;
+  std::vector<int> uses;  // per compute time (ReplayStep::times): the steps that take it
 };
 
 // Devices are taken in rounds, each running its list until a RECV whose

@@ -86,15 +86,16 @@
 #include <algorithm>
 #include <climits>
 #include <deque>
-#include <functional>
 
 #include "common/error.h"
 
 namespace mp {
 namespace {
 
-using Emit = std::function<void(ActionKind, int chunk, int microbatch)>;
-
+// The builders below hand each compute action to `emit(kind, chunk,
+// microbatch)`, a template parameter (through std::function, the calls
+// were a twentieth of a 10,000-node chain's search).
+template <typename Emit>
 void FillDrain(int microbatches, bool backward, const Emit& emit) {
   for (int m = 0; m < microbatches; ++m) emit(ActionKind::kForward, 0, m);
   if (!backward) return;
@@ -102,6 +103,7 @@ void FillDrain(int microbatches, bool backward, const Emit& emit) {
 }
 
 // 1f1b on device d, its backward B, or I with W deferred by `defer_w` I's.
+template <typename Emit>
 void OneFOneB(int devices, int microbatches, int d, bool split, int defer_w, const Emit& emit) {
   std::deque<int> weights;  // I done, W not yet
   auto backward = [&](int m) {
@@ -123,6 +125,7 @@ void OneFOneB(int devices, int microbatches, int d, bool split, int defer_w, con
 // Megatron-LM's interleaved order on device d: the k-th forward is chunk
 // (k mod Kv) / K of micro-batch (k / Kv) K + k mod K; backwards the same
 // with the chunks reversed.
+template <typename Emit>
 void Interleaved(int devices, int chunks, int microbatches, int d, const Emit& emit) {
   const int group = devices * chunks;
   const int total = chunks * microbatches;
@@ -198,6 +201,7 @@ std::vector<std::vector<Step>> ZeroBubbleVOrder(int devices, int microbatches) {
 }
 
 // DualPipeV's eight phases on device d, drawn above.
+template <typename Emit>
 void DualPipeV(int devices, int microbatches, int d, const Emit& emit) {
   const int K = devices, M = microbatches;
   int next[2][3] = {};  // [chunk][F, B or I] -> its next micro-batch
@@ -310,12 +314,12 @@ void CheckRuledOut(ScheduleKind kind, int devices, int microbatches, int chunks)
 
 // Each device's compute actions in its list's order, as `each(device,
 // kind, chunk, microbatch)`, for numbers the kind takes (CheckRuledOut).
-void EachCompute(ScheduleKind kind, int devices, int microbatches, int chunks,
-                 const std::function<void(int device, ActionKind, int chunk, int microbatch)>& each) {
+template <typename Each>
+void EachCompute(ScheduleKind kind, int devices, int microbatches, int chunks, const Each& each) {
   const std::vector<std::vector<Step>> zbv =
       kind == ScheduleKind::kZeroBubbleV ? ZeroBubbleVOrder(devices, microbatches) : std::vector<std::vector<Step>>{};
   for (int d = 0; d < devices; ++d) {
-    const Emit emit = [&](ActionKind k, int chunk, int m) { each(d, k, chunk, m); };
+    const auto emit = [&](ActionKind k, int chunk, int m) { each(d, k, chunk, m); };
     switch (kind) {
       case ScheduleKind::kForwardOnly: FillDrain(microbatches, false, emit); break;
       case ScheduleKind::kGPipe: FillDrain(microbatches, true, emit); break;

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "planner/schedule/replay_order.h"
@@ -123,12 +124,17 @@ struct SimResult {
 // (a sixth of its time went to TrackMemory, as much to the timeline).
 // `order`: OrderForReplay(schedule), for a caller that simulates one
 // schedule many times; null: worked out here.
+// `give_up_at_ms`: a step the caller takes only below (a search's
+// neighbouring cut, against the cut it has): the replay stops once the
+// step surely reaches it and returns step_ms = infinity, nothing else set.
+// A step below it comes back whole, the same as without it.
 SimResult SimulateStep(const Schedule& schedule, const std::vector<StageTimes>& stages,
                        const std::vector<TransferTimes>& transfers = {}, const std::vector<StageMemory>& memory = {},
                        const std::vector<double>& allreduce_ms = {}, const std::vector<double>& slowdown = {},
                        double step_overhead_ms = 0, const std::vector<double>& optimizer_ms = {},
                        double replica_wait_share = 0, bool track_memory = true,
-                       const ReplayOrder* order = nullptr);
+                       const ReplayOrder* order = nullptr,
+                       double give_up_at_ms = std::numeric_limits<double>::infinity());
 
 // The simulator's slowdown table for one pipeline of `stages` stages on
 // one machine's CPU workers, its replicas running alongside: entry n - 1 is the factor

@@ -11,6 +11,7 @@
 #include "planner/partition/order.h"
 #include "planner/partition/partition_dp.h"
 #include "planner/partition/search.h"
+#include "planner/partition/search_memo.h"
 #include "tests/partition/synthetic.h"
 
 using mp::InputError;
@@ -786,4 +787,62 @@ TEST_CASE("replica counts that share a memo search as each would alone") {
     }
   }
   CHECK(too_big > 0);
+}
+
+TEST_CASE("a memo's table built on another thread, and its models sharing sums, are the ones built in place") {
+  std::mt19937 rng(53);
+  const mp::Cluster cluster = mp::UniformCluster(4, {"d", mp::kUnlimitedMemory, 1.5}, {1e6, 0.05});
+  const auto specs = mp::StageSpecs(cluster, ScheduleKind::kOneFOneB, 1, 4);
+  // The table of `memo` for `base`, of `top` stages (on another thread
+  // where it is large enough, and the machine has a core to spare), against
+  // one built in place, for every stage count.
+  const auto same_table = [&](mp::SearchMemo& memo, const mp::StageCostModel& base, int top) {
+    mp::StageSpec spec = mp::StageSpecs(cluster, ScheduleKind::kOneFOneB, 4, 4)[0];
+    memo.Prefetch(base, spec, top);
+    memo.Prefetch(base, spec, top);  // under way already: nothing more
+    const mp::BottleneckDp& table = memo.Table(base, spec, top);
+    spec.memory_bytes = mp::kUnlimitedMemory;
+    const mp::BottleneckDp in_place(base.WithStages(std::vector<mp::StageSpec>(size_t(top), spec)));
+    for (int k = 1; k <= top; ++k) {
+      CAPTURE(k);
+      const mp::DpSolution threaded = table.Solve(k), direct = in_place.Solve(k);
+      CHECK(threaded.feasible == direct.feasible);
+      CHECK(threaded.bottleneck_ms == direct.bottleneck_ms);
+      CHECK(threaded.bounds == direct.bounds);
+    }
+  };
+  for (int trial = 0; trial < 40; ++trial) {
+    CAPTURE(trial);
+    auto b = mp::testing::RandomDag(rng, std::uniform_int_distribution<int>(6, 30)(rng), {2, 4});
+    mp::SearchMemo memo;
+    const std::vector<int>& order = memo.Order(b.graph);
+    CHECK(order == mp::PipelineOrder(b.graph));
+    for (const int64_t size : {2, 4}) {
+      const auto costs = memo.Costs(b.graph, b.profile, order, size, true);
+      const mp::StageCostModel base = memo.Model(*costs, specs, 2.0);
+      const mp::StageCostModel own(*costs, specs, 2.0);
+      const mp::StageCostModel again = memo.Model(*costs, specs, 2.0);  // shares the first's sums
+      for (int a = 0; a < own.Positions(); ++a) {
+        for (int e = a + 1; e <= own.Positions(); ++e) {
+          CHECK(base.StageMs(0, a, e) == own.StageMs(0, a, e));
+          CHECK(again.MemoryBytes(0, a, e) == own.MemoryBytes(0, a, e));
+          CHECK(again.TransientBytes(a, e, true) == own.TransientBytes(a, e, true));
+        }
+      }
+      same_table(memo, base, std::min(4, base.UsefulNodes()));
+    }
+  }
+  // Tables of 3,000 positions: 12,000 and 18,000 states, each past the
+  // size worth a thread (the second asks for more stages than the first).
+  std::uniform_real_distribution<double> ms(0.5, 2.0);
+  std::vector<double> times(3000);
+  for (double& t : times) t = ms(rng);
+  auto chain = mp::testing::Chain(times, 1000, 10, {2, 4});
+  mp::SearchMemo memo;
+  for (const int64_t size : {2, 4}) {
+    const auto costs = memo.Costs(chain.graph, chain.profile, memo.Order(chain.graph), size, true);
+    const mp::StageCostModel base = memo.Model(*costs, specs, 2.0);
+    same_table(memo, base, 4);
+    same_table(memo, base, 6);
+  }
 }

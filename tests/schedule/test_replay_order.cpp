@@ -1,9 +1,13 @@
 // ReplayOrder: every action once, each device's in its list's order, every
 // RECV after its SEND; a schedule's times the same whether its order is
-// worked out per simulation or once for many; the errors it names.
+// worked out per simulation or once for many; the errors it names; a
+// replay that gives up once its step cannot beat the caller's.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
 #include <map>
+#include <random>
 #include <tuple>
 
 #include "common/error.h"
@@ -107,4 +111,71 @@ TEST_CASE("the replay order names a bad action and a deadlock, and another sched
   const mp::ReplayOrder three = mp::OrderForReplay(mp::BuildSchedule(ScheduleKind::kGPipe, 2, 3));
   CHECK_THROWS_WITH_AS(mp::SimulateStep(two, {{1, 1}, {1, 1}}, {}, {}, {}, {}, 0, {}, 0, false, &three),
                        doctest::Contains("a replay order of 24 steps for 16 actions"), mp::InternalError);
+}
+
+TEST_CASE("a replay told the step to beat comes back whole below it and gives up only where the step reaches it") {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> ms(0.2, 3.0);
+  int gave_up = 0, whole = 0;
+  for (const ScheduleKind kind : kKinds) {
+    const int v = mp::ChunksFor(kind, 0);
+    for (int k = 2; k <= 4; ++k) {
+      for (int m : {2, 4, 8}) {
+        if (!mp::ScheduleRuledOut(kind, k, m, v).empty()) continue;
+        CAPTURE(mp::ScheduleName(kind));
+        CAPTURE(k);
+        CAPTURE(m);
+        const mp::Schedule sch = mp::BuildSchedule(kind, k, m, v);
+        const mp::ReplayOrder order = mp::OrderForReplay(sch);
+        // Each compute time once per action of its stage and kind (F, B, I, W).
+        const std::map<mp::ActionKind, int> slot = {{mp::ActionKind::kForward, 0},
+                                                    {mp::ActionKind::kBackward, 1},
+                                                    {mp::ActionKind::kBackwardInput, 2},
+                                                    {mp::ActionKind::kBackwardWeight, 3}};
+        std::vector<int> uses(size_t(sch.stages) * 4, 0);
+        for (const auto& list : sch.actions) {
+          for (const mp::Action& a : list) {
+            if (mp::IsCompute(a.kind)) ++uses[size_t(a.stage) * 4 + slot.at(a.kind)];
+          }
+        }
+        CHECK(order.uses == uses);
+        std::vector<mp::StageTimes> times;
+        std::vector<mp::TransferTimes> transfers;
+        std::vector<double> allreduce, optimizer;
+        for (int s = 0; s < sch.stages; ++s) {
+          times.push_back({ms(rng), ms(rng), ms(rng), ms(rng)});
+          if (s + 1 < sch.stages) transfers.push_back({0.3 * ms(rng), 0.3 * ms(rng)});
+          allreduce.push_back(0.1 * ms(rng));
+          optimizer.push_back(0.1 * ms(rng));
+        }
+        for (const bool contention : {false, true}) {
+          const std::vector<double> slowdown = contention ? std::vector<double>{1.0, 1.2, 1.5} : std::vector<double>{};
+          const auto simulate = [&](double beat) {
+            return mp::SimulateStep(sch, times, transfers, {}, allreduce, slowdown, 0.4, optimizer, 0.05, false,
+                                    &order, beat);
+          };
+          const mp::SimResult full = simulate(std::numeric_limits<double>::infinity());
+          for (const double f : {0.5, 0.9, 0.99, 1 - 1e-9, 1.0, 1 + 1e-9, 1.01, 2.0}) {
+            CAPTURE(contention);
+            CAPTURE(f);
+            const mp::SimResult r = simulate(full.step_ms * f);
+            if (std::isinf(r.step_ms)) {
+              CHECK(f <= 1.0);  // only where the step reaches the line
+              ++gave_up;
+            } else {
+              CHECK(r.step_ms == full.step_ms);
+              CHECK(r.busy_ms == full.busy_ms);
+              CHECK(r.idle_ms == full.idle_ms);
+              CHECK(r.bubble_fraction == full.bubble_fraction);
+              ++whole;
+            }
+            if (f > 1) CHECK(r.step_ms == full.step_ms);  // below the line: whole
+            if (f == 0.5) CHECK(std::isinf(r.step_ms));  // every device's work reaches it before its first wait
+          }
+        }
+      }
+    }
+  }
+  CHECK(gave_up > 100);
+  CHECK(whole > 100);
 }
