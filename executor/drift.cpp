@@ -54,16 +54,26 @@ DriftProbe::~DriftProbe() = default;
 
 void DriftProbe::Sample(int samples) {
   if (!reference_) return;
-  const ScopedThreads profiled(reference_threads_);
-  for (int i = 0; i < samples; ++i) {
-    if (worker_cpus_.empty()) {
-      samples_[0].push_back(reference_->TimeMs());
-      continue;
+  const auto sample = [&] {
+    for (int i = 0; i < samples; ++i) {
+      if (worker_cpus_.empty()) {
+        samples_[0].push_back(reference_->TimeMs());
+        continue;
+      }
+      for (size_t w = 0; w < worker_cpus_.size(); ++w) {
+        const ScopedPin pin(worker_cpus_[w]);
+        samples_[w].push_back(reference_->TimeMs());
+      }
     }
-    for (size_t w = 0; w < worker_cpus_.size(); ++w) {
-      const ScopedPin pin(worker_cpus_[w]);
-      samples_[w].push_back(reference_->TimeMs());
-    }
+  };
+  // With more than one thread, on a thread that takes its OpenMP team with
+  // it (RunOnOwnThread); one thread makes none, and samples between steps
+  // (between_steps_) start no thread.
+  if (reference_threads_ > 1) {
+    RunOnOwnThread(reference_threads_, sample);
+  } else {
+    const ScopedThreads profiled(reference_threads_);
+    sample();
   }
 }
 

@@ -66,7 +66,7 @@ class DriftProbe {
  private:
   const Plan& plan_;
   bool between_steps_ = false;  // samples after each step too
-  int reference_threads_ = 0;   // the calling thread's count for a sample (0: as it is)
+  int reference_threads_ = 0;   // a sample's intra-op threads (0: as it is; over 1: on a thread of its own)
   std::unique_ptr<DriftReference> reference_;
   std::vector<std::vector<int>> worker_cpus_;  // empty: the workers' threads do not fit the cores
   std::vector<std::vector<double>> samples_;   // [worker] (one list without worker_cpus_)

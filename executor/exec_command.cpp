@@ -24,6 +24,7 @@
 #include "executor/pipeline.h"
 #include "executor/planned_devices.h"
 #include "executor/reference_training.h"
+#include "executor/scoped_threads.h"
 #include "executor/tensor_file.h"
 #include "executor/verify.h"
 #include "executor/wire.h"
@@ -380,6 +381,10 @@ Verdict VerifyTraining(const Executor& exec, const std::vector<at::Tensor>& star
 nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   CheckFlags(request);
   MemoryMeter::Install();  // each worker's tensors counted (device_memory.h)
+  // This thread's work on one intra-op thread from the start, as the
+  // pipeline runs it (RunOnOwnThread, scoped_threads.h): LibTorch's
+  // default on a machine of many cores would leave a team behind.
+  UseThreads(1);
   const std::optional<RankEnv> rank_env = RankEnvFromEnvironment();
   Distribution dist;
   ExecutorOptions options = request.options;
@@ -521,8 +526,13 @@ nlohmann::json RunExecCommand(const ExecCommandRequest& request) {
   AddContext(out, request, plan, loaded.output_layout, planned, drift, optimizer, timed);
 
   if (request.verify) {
-    const Verdict verdict = training ? VerifyTraining(exec, start, inputs, labels, losses, first_gradients)
-                                     : VerifyInference(loaded, inputs, run, request.options.pipeline.seed);
+    // The references at a stage's thread count, on a thread that takes its
+    // OpenMP team with it (RunOnOwnThread): this one keeps one thread.
+    Verdict verdict;
+    RunOnOwnThread(ThreadsPerStage(plan, request.options.pipeline), [&] {
+      verdict = training ? VerifyTraining(exec, start, inputs, labels, losses, first_gradients)
+                         : VerifyInference(loaded, inputs, run, request.options.pipeline.seed);
+    });
     out["verify"] = verdict.ok;
     out["verify_detail"] = verdict.detail;
   }

@@ -47,8 +47,9 @@ class Executor {
 
   // One step at a time: not for calls from several threads at once. The
   // stages' threads are kept from step to step, and the calling thread
-  // keeps their intra-op thread count after the step (UseThreads,
-  // scoped_threads.h: setting it back every step cost every step).
+  // runs one intra-op thread, and keeps it after the step (UseThreads,
+  // RunOnOwnThread, scoped_threads.h: a team of its own would make the
+  // stages' wait on futexes; setting it back every step cost every step).
   // Inference plans: the whole batch's outputs, pipelined (run.outputs).
   PipelineRun Infer(const std::vector<c10::IValue>& inputs) const;
   // Training plans: forward, backward and an optimizer step on the whole

@@ -116,13 +116,16 @@ PipelineRun RunPipeline(const LoadedPlan& loaded, const std::vector<c10::IValue>
     if (dist) dist->group->Abort();
   });
   const int threads = ThreadsPerStage(plan, options);
-  // This thread's own work (the optimizer step, gathering) runs with a
-  // stage's thread count too: with more, its OpenMP team's threads spin
-  // after each parallel region, on the cores the next step's stages need
-  // (ConvNet, 2 stages of 1 thread on 2 cores: 16-17 ms a step, 13.5-15.5
-  // with this thread at 1). It keeps that count after the step: setting
-  // and restoring it around every step cost each step (UseThreads).
-  UseThreads(threads);
+  // This thread's own work (splitting, gathering, the gradients' sums)
+  // runs on one intra-op thread: a team of its own would outlive that work
+  // and, counted with the stages' teams, make them wait on futexes
+  // (RunOnOwnThread, scoped_threads.h: a one-stage MLP plan of 2 threads
+  // stepped Adam in 14-15 ms against 7-10); with more threads, a team's
+  // threads spin after each region on the cores the next step's stages
+  // need (ConvNet, 2 stages of 1 thread on 2 cores: 16-17 ms a step,
+  // 13.5-15.5 with this thread at 1). It keeps that count after the step:
+  // setting and restoring it around every step cost each step (UseThreads).
+  UseThreads(1);
   std::optional<HeapSampler> heap;
   if (options.sample_heap) heap.emplace();
   MemoryMeter* meter = options.sample_heap ? MemoryMeter::Installed() : nullptr;

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "executor/executor.h"
 #include "executor/reference_training.h"
+#include "executor/scoped_threads.h"
 #include "executor/verify.h"
 
 using mp::test::TempPath;
@@ -94,20 +95,32 @@ TEST_CASE("Executor refuses to train an inference plan and infers on tensors") {
   CHECK(v.ok);
 }
 
-TEST_CASE("the thread that steps an Executor keeps the stages' intra-op thread count after the step") {
-  // Set and restored around every step, the count cost every step's first
-  // forward (executor/scoped_threads.h).
+TEST_CASE("the thread that steps an Executor runs one intra-op thread, and keeps it after the step") {
+  // A team of its own would outlive its work and make the stages' teams
+  // wait on futexes; set and restored around every step, the count cost
+  // every step's first forward (executor/scoped_threads.h).
   const int before = at::get_num_threads();
-  const int stages = before == 2 ? 3 : 2;
+  at::set_num_threads(2);
   mp::ExecutorOptions options;
-  options.pipeline.threads_per_stage = stages;
+  options.pipeline.threads_per_stage = 2;
   mp::Executor exec(MakePlan("mlp.threads", "mlp.script.pt", "--gpus 2 --mode infer --microbatches 2"), options);
   const auto inputs = exec.SyntheticInputs();
   exec.Infer(inputs);
-  CHECK(at::get_num_threads() == stages);
+  CHECK(at::get_num_threads() == 1);
   exec.Infer(inputs);
-  CHECK(at::get_num_threads() == stages);
+  CHECK(at::get_num_threads() == 1);
   at::set_num_threads(before);
+}
+
+TEST_CASE("work on a thread of its own runs at the count asked, rethrows what it throws, and leaves ours") {
+  const int before = at::get_num_threads();
+  int seen = 0;
+  mp::RunOnOwnThread(3, [&] { seen = at::get_num_threads(); });
+  CHECK(seen == 3);
+  CHECK(at::get_num_threads() == before);
+  CHECK_THROWS_WITH_AS(mp::RunOnOwnThread(2, [] { throw mp::InputError("bad plan key 'x'"); }),
+                       "bad plan key 'x'", mp::InputError);
+  CHECK(at::get_num_threads() == before);
 }
 
 TEST_CASE("the example program in examples/ trains a plan and saves the model") {
