@@ -6,7 +6,6 @@
 
 #include <exception>
 #include <thread>
-#include <utility>
 
 namespace mp {
 
@@ -45,10 +44,10 @@ class ScopedThreads {
 // libgomp counts its threads with every other team's: once they outnumber
 // the cores, every team waits for its next region on a futex instead of
 // spinning. So work of more than one thread that mpexec's own thread would
-// run beside the stages' (the drift reference, --verify's reference) runs
+// run beside the stages' (the drift reference, --verify's references) runs
 // on a thread that ends with it, and that thread keeps one: a one-stage
-// MLP plan of 2 threads, its stage's team among 4 threads counted on 2
-// cores, switched context 7,500 times in 20 steps against 260, and its
+// MLP plan of 2 threads, its stage's team beside that thread's idle one on
+// 2 cores, switched context 7,500 times in 20 steps against 260, and its
 // Adam step took 14-15 ms against 7-10 (8.1 predicted).
 template <typename Work>
 void RunOnOwnThread(int threads, Work&& work) {
