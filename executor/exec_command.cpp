@@ -246,7 +246,7 @@ std::string LossNote(const OutputLayout& layout, LossKind loss) {
                   "each micro-batch's times its share of the batch (--verify's full-batch line shows whether "
                   "that adds up to the batch's)");
   }
-  const std::optional<size_t> t = ScalarLossTensor(layout);
+  const std::optional<size_t> t = layout.ScalarLoss();
   if (!t) return "";
   return Concat(layout.Name(*t), " is a floating-point scalar: if it is the model's own loss, --loss output trains on it "
                 "(this run: ", LossName(loss), " on output 0)");

@@ -64,19 +64,12 @@ size_t LossTensor(const OutputLayout& layout, LossKind loss) {
     }
     return 0;
   }
-  if (const auto t = ScalarLossTensor(layout)) return *t;
+  if (const auto t = layout.ScalarLoss()) return *t;
   std::vector<std::string> names;
   for (size_t t = 0; t < layout.shapes.size(); ++t) names.push_back(layout.Name(t));
   throw InputError(Concat("--loss output: no output of the model is a floating-point scalar, a loss it computes (it "
                           "returns ",
                           names.empty() ? std::string("no tensor") : JoinNames(names), ")"));
-}
-
-std::optional<size_t> ScalarLossTensor(const OutputLayout& layout) {
-  for (size_t t = 0; t < layout.shapes.size(); ++t) {
-    if (layout.IsLoss(t)) return t;
-  }
-  return std::nullopt;
 }
 
 LossReduction OwnLossReduction(const OutputLayout& layout, LossKind loss) {

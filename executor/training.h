@@ -10,7 +10,6 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,10 +35,6 @@ struct TrainingOptions {
 // micro-batch, as F.cross_entropy's default reduction gives). InputError
 // naming the outputs when there is none.
 size_t LossTensor(const OutputLayout& layout, LossKind loss);
-
-// The first output tensor that is a floating-point scalar, a loss the
-// model computes (what LossTensor takes with kOutput); nullopt where none is.
-std::optional<size_t> ScalarLossTensor(const OutputLayout& layout);
 
 // How a loss the model computes (kOutput) treats its samples: a mean over
 // them, as F.cross_entropy's default reduction gives, or a sum

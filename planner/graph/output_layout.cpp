@@ -95,13 +95,17 @@ bool OutputLayout::IsLoss(size_t t) const {
   return shapes.at(t).empty() && batch_dims.at(t) < 0 && c10::isFloatingType(dtypes.at(t));
 }
 
+std::optional<size_t> OutputLayout::ScalarLoss() const {
+  for (size_t t = 0; t < shapes.size(); ++t) {
+    if (IsLoss(t)) return t;
+  }
+  return std::nullopt;
+}
+
 std::string WhyUntrainable(const OutputLayout& layout) {
   if (!layout.error.empty()) return layout.error;
   if (layout.shapes.empty()) return "the model returns no tensor to train on";
-  if (layout.batch_dims[0] >= 0 && layout.output_of[0] == 0) return "";
-  for (size_t t = 0; t < layout.shapes.size(); ++t) {
-    if (layout.IsLoss(t)) return "";
-  }
+  if ((layout.batch_dims[0] >= 0 && layout.output_of[0] == 0) || layout.ScalarLoss()) return "";
   return Concat(layout.Name(0), " has no dimension that grows with the batch, and no output is a floating-point "
                 "scalar (a loss the model computes): mpexec trains on output 0 along the batch (--loss mse or "
                 "cross_entropy) or on such a loss (--loss output)");

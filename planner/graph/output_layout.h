@@ -46,6 +46,9 @@ struct OutputLayout {
   // Whether output tensor t is a floating-point scalar that does not grow
   // with the batch: a loss the model computes (--loss output).
   bool IsLoss(size_t t) const;
+  // The first output tensor that is such a loss (what mpexec's --loss
+  // output trains on); nullopt where none is.
+  std::optional<size_t> ScalarLoss() const;
 };
 
 // Training: why mpexec can train on none of the outputs, "" where it can.
