@@ -18,21 +18,27 @@ bool SameTimes(const StageSpec& a, const StageSpec& b) {
   return a.speed == b.speed && a.in_link == b.in_link && a.out_link == b.out_link && a.recompute == b.recompute;
 }
 
-// The table of the entry that `matches`, of at least `stages` stages: a
+// Whether an entry's table is made, or under way.
+bool IsBuilt(const std::shared_ptr<const MinMaxTable>& table) { return table != nullptr; }
+bool IsBuilt(const std::shared_future<std::shared_ptr<const BottleneckDp>>& table) { return table.valid(); }
+
+// The entry that `matches`, its table of at least `stages` stages: a
 // shorter one is rebuilt larger (its shorter suffixes are the same), a
-// missing one added. `build(stages)` makes a table.
+// missing one added. `build(stages)` makes a table (or starts it); the
+// entry's stage count changes only once it has (a thread that failed to
+// start leaves the entry as it was).
 template <typename Entry, typename Matches, typename Build>
-const auto& AtLeast(std::vector<Entry>& entries, int stages, Entry key, Matches matches, Build build) {
+Entry& AtLeast(std::vector<Entry>& entries, int stages, Entry key, Matches matches, Build build) {
   Entry* at = nullptr;
   for (Entry& e : entries) {
     if (matches(e)) at = &e;
   }
   if (!at) at = &entries.emplace_back(std::move(key));
-  if (!at->table || at->stages < stages) {
-    at->stages = stages;
+  if (!IsBuilt(at->table) || at->stages < stages) {
     at->table = build(stages);
+    at->stages = stages;
   }
-  return *at->table;
+  return *at;
 }
 
 // The params table reads the parameter bytes and which positions take time:
@@ -80,20 +86,16 @@ SearchMemo::Built& SearchMemo::TableEntry(const StageCostModel& base, const Stag
   StageSpec timed = spec;
   timed.memory_bytes = kUnlimitedMemory;
   if (timed.recompute == Recompute::kAuto) timed.recompute = Recompute::kNever;
-  Built* at = nullptr;
-  for (Built& b : tables_) {
-    if (b.costs == &base.Costs() && SameTimes(b.spec, timed)) at = &b;
-  }
-  if (!at) at = &tables_.emplace_back(Built{&base.Costs(), timed, 0, {}});
-  if (!at->table.valid() || at->stages < stages) {
-    // The model (sharing base's sums, read-only) travels with the task;
-    // the costs it points at are costs_, which outlive tables_.
-    at->table = std::async(how, [model = base.WithStages(std::vector<StageSpec>(size_t(stages), timed))] {
-                  return std::make_shared<const BottleneckDp>(model);
-                }).share();
-    at->stages = stages;  // once under way (a thread that failed to start leaves the entry as it was)
-  }
-  return *at;
+  return AtLeast(
+      tables_, stages, Built{&base.Costs(), timed, 0, {}},
+      [&](const Built& b) { return b.costs == &base.Costs() && SameTimes(b.spec, timed); },
+      [&](int k) {
+        // The model (sharing base's sums, read-only) travels with the task;
+        // the costs it points at are costs_, which outlive tables_.
+        return std::async(how, [model = base.WithStages(std::vector<StageSpec>(size_t(k), timed))] {
+                 return std::make_shared<const BottleneckDp>(model);
+               }).share();
+      });
 }
 
 const BottleneckDp& SearchMemo::Table(const StageCostModel& base, const StageSpec& spec, int stages) {
@@ -125,8 +127,9 @@ const MinMaxTable& SearchMemo::Params(const StageCostModel& model, int stages) {
       }
     }
   }
-  return AtLeast(params_, stages, BuiltParams{costs, 0, nullptr}, mine,
-                 [&](int k) { return std::make_shared<const MinMaxTable>(ParamTable(model, k)); });
+  return *AtLeast(params_, stages, BuiltParams{costs, 0, nullptr}, mine,
+                  [&](int k) { return std::make_shared<const MinMaxTable>(ParamTable(model, k)); })
+              .table;
 }
 
 std::shared_ptr<const SearchMemo::Lists> SearchMemo::ListsOf(ScheduleKind kind, int devices, int microbatches,
