@@ -1016,6 +1016,184 @@ class WaveNetStack(nn.Module):
         return self.head(torch.stack(skips).sum(0))
 
 
+class TimeSequence(nn.Module):
+    """pytorch/examples' time sequence prediction: two nn.LSTMCell stepped
+    over the input's columns (`input.split(1, dim=1)`), the states made with
+    torch.zeros in forward, each step's prediction appended to a list and
+    concatenated. The loop is one node whose only inputs needing a gradient
+    are the cells' weights."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm1 = nn.LSTMCell(1, 51)
+        self.lstm2 = nn.LSTMCell(51, 51)
+        self.linear = nn.Linear(51, 1)
+
+    def forward(self, input):
+        outputs: List[Tensor] = []
+        h_t = torch.zeros(input.size(0), 51, dtype=input.dtype)
+        c_t = torch.zeros(input.size(0), 51, dtype=input.dtype)
+        h_t2 = torch.zeros(input.size(0), 51, dtype=input.dtype)
+        c_t2 = torch.zeros(input.size(0), 51, dtype=input.dtype)
+        for input_t in input.split(1, dim=1):
+            h_t, c_t = self.lstm1(input_t, (h_t, c_t))
+            h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+            outputs.append(self.linear(h_t2))
+        return torch.cat(outputs, dim=1)
+
+
+class Vae(nn.Module):
+    """pytorch/examples' VAE: the reparameterisation draws torch.randn_like
+    in forward; three outputs (the reconstruction, mu, logvar)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 400)
+        self.fc21 = nn.Linear(400, 20)
+        self.fc22 = nn.Linear(400, 20)
+        self.fc3 = nn.Linear(20, 400)
+        self.fc4 = nn.Linear(400, 784)
+
+    def encode(self, x):
+        h1 = F.relu(self.fc1(x))
+        return self.fc21(h1), self.fc22(h1)
+
+    def reparameterize(self, mu, logvar):
+        std = torch.exp(0.5 * logvar)
+        eps = torch.randn_like(std)
+        return mu + eps * std
+
+    def decode(self, z):
+        return torch.sigmoid(self.fc4(F.relu(self.fc3(z))))
+
+    def forward(self, x):
+        mu, logvar = self.encode(x.view(-1, 784))
+        return self.decode(self.reparameterize(mu, logvar)), mu, logvar
+
+
+class DcganGenerator(nn.Module):
+    """pytorch/examples' DCGAN generator at half its width: transposed
+    convolutions from a 1x1 noise input, BatchNorm, ReLU(True), tanh."""
+
+    def __init__(self, nz: int = 100, ngf: int = 32, nc: int = 3):
+        super().__init__()
+        self.main = nn.Sequential(
+            nn.ConvTranspose2d(nz, ngf * 8, 4, 1, 0, bias=False), nn.BatchNorm2d(ngf * 8), nn.ReLU(True),
+            nn.ConvTranspose2d(ngf * 8, ngf * 4, 4, 2, 1, bias=False), nn.BatchNorm2d(ngf * 4), nn.ReLU(True),
+            nn.ConvTranspose2d(ngf * 4, ngf * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(ngf * 2), nn.ReLU(True),
+            nn.ConvTranspose2d(ngf * 2, ngf, 4, 2, 1, bias=False), nn.BatchNorm2d(ngf), nn.ReLU(True),
+            nn.ConvTranspose2d(ngf, nc, 4, 2, 1, bias=False), nn.Tanh())
+
+    def forward(self, input):
+        return self.main(input)
+
+
+class StyleResidual(nn.Module):
+    def __init__(self, ch: int):
+        super().__init__()
+        self.conv1 = nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(ch, ch, 3))
+        self.in1 = nn.InstanceNorm2d(ch, affine=True)
+        self.conv2 = nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(ch, ch, 3))
+        self.in2 = nn.InstanceNorm2d(ch, affine=True)
+
+    def forward(self, x):
+        residual = x
+        out = F.relu(self.in1(self.conv1(x)))
+        return self.in2(self.conv2(out)) + residual
+
+
+class FastNeuralStyle(nn.Module):
+    """pytorch/examples' fast neural style TransformerNet at a quarter of
+    its widths: reflection padding, InstanceNorm2d with affine weights,
+    residual blocks, upsampling by F.interpolate before a convolution."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Sequential(nn.ReflectionPad2d(4), nn.Conv2d(3, 16, 9))
+        self.i1 = nn.InstanceNorm2d(16, affine=True)
+        self.c2 = nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(16, 32, 3, 2))
+        self.i2 = nn.InstanceNorm2d(32, affine=True)
+        self.res = nn.Sequential(*[StyleResidual(32) for _ in range(4)])
+        self.up = nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(32, 16, 3))
+        self.i3 = nn.InstanceNorm2d(16, affine=True)
+        self.out = nn.Sequential(nn.ReflectionPad2d(4), nn.Conv2d(16, 3, 9))
+
+    def forward(self, x):
+        y = F.relu(self.i1(self.c1(x)))
+        y = F.relu(self.i2(self.c2(y)))
+        y = self.res(y)
+        y = F.interpolate(y, scale_factor=2.0, mode="nearest")
+        y = F.relu(self.i3(self.up(y)))
+        return self.out(y)
+
+
+class SuperResolution(nn.Module):
+    """pytorch/examples' super-resolution net: four convolutions and
+    nn.PixelShuffle(3), one module ReLU applied four times."""
+
+    def __init__(self, upscale_factor: int = 3):
+        super().__init__()
+        self.relu = nn.ReLU()
+        self.conv1 = nn.Conv2d(1, 64, 5, 1, 2)
+        self.conv2 = nn.Conv2d(64, 64, 3, 1, 1)
+        self.conv3 = nn.Conv2d(64, 32, 3, 1, 1)
+        self.conv4 = nn.Conv2d(32, upscale_factor ** 2, 3, 1, 1)
+        self.pixel_shuffle = nn.PixelShuffle(upscale_factor)
+
+    def forward(self, x):
+        x = self.relu(self.conv1(x))
+        x = self.relu(self.conv2(x))
+        x = self.relu(self.conv3(x))
+        return self.pixel_shuffle(self.conv4(x))
+
+
+class DecoderLM(nn.Module):
+    """PyTorch's own nn.TransformerDecoder (3 pre-norm layers, dropout 0.1,
+    batch first) over token embeddings plus a learned position table sliced
+    to the length, cross-attending to a second input; the causal mask made
+    in forward by torch.triu."""
+
+    def __init__(self, vocab: int = 500, d: int = 64, layers: int = 3):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(1, 32, d) * 0.02)
+        layer = nn.TransformerDecoderLayer(d, 4, 128, dropout=0.1, batch_first=True, norm_first=True)
+        self.dec = nn.TransformerDecoder(layer, layers)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, tokens, memory):
+        t = tokens.size(1)
+        mask = torch.triu(torch.full((t, t), float("-inf"), device=tokens.device), diagonal=1)
+        return self.head(self.dec(self.emb(tokens) + self.pos[:, :t], memory, tgt_mask=mask))
+
+
+class Siamese(nn.Module):
+    """pytorch/examples' siamese network, a smaller tower: one tower run on
+    each of two inputs (its weights read twice), the two embeddings
+    concatenated, a sigmoid head."""
+
+    def __init__(self):
+        super().__init__()
+        self.tower = nn.Sequential(nn.Conv2d(1, 16, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 3),
+                                   nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.fc = nn.Sequential(nn.Linear(64, 64), nn.ReLU(inplace=True), nn.Linear(64, 1))
+        self.sigmoid = nn.Sigmoid()
+
+    def forward_once(self, x):
+        return self.tower(x)
+
+    def forward(self, input1, input2):
+        output = torch.cat((self.forward_once(input1), self.forward_once(input2)), 1)
+        return self.sigmoid(self.fc(output))
+
+
+def efficientnet():
+    """torchvision's EfficientNet-B0: SiLU, squeeze-excitation, stochastic
+    depth's Bernoulli draw per sample in training."""
+    from torchvision.models import efficientnet_b0
+    return efficientnet_b0(num_classes=10)
+
+
 # heldout/NAME.script.pt: torchvision classifiers at small inputs that the
 # fidelity benchmark (bench_exec) plans and runs as a user would (the first
 # four), torchvision's ViT and ConvNeXt, PyTorch's own nn.Transformer and
@@ -1031,7 +1209,9 @@ class WaveNetStack(nn.Module):
 # WaveNet (the thirty-second's), a frozen feature extractor, a GPT
 # fine-tuned with LoRA, a nanoGPT and a Hugging Face style classifier that
 # return their own losses (the thirty-third's), and pytorch/examples' word
-# language model;
+# language model, and (the fifty-fourth's) pytorch/examples' time sequence
+# prediction, VAE, DCGAN generator, fast neural style, super-resolution and
+# siamese network, nn.TransformerDecoder and EfficientNet-B0;
 # nothing was tuned on them. Kept
 # out of the folder the tests sweep, for CI time; one test trains each over
 # 2 stages (tests/executor/test_training.cpp).
@@ -1079,6 +1259,16 @@ HELDOUT = {
                          spec("hidden[0]", "float32", [2, 20, 200], 1),
                          spec("hidden[1]", "float32", [2, 20, 200], 1)],
                 ("script",)),
+    "time_sequence": (TimeSequence, [spec("input", "float32", [8, 40])], ("script",)),
+    "vae": (Vae, [spec("x", "float32", [16, 1, 28, 28])], ("script",)),
+    "dcgan": (DcganGenerator, [spec("z", "float32", [8, 100, 1, 1])], ("script",)),
+    "fast_neural_style": (FastNeuralStyle, [spec("x", "float32", [4, 3, 64, 64])], ("script",)),
+    "super_resolution": (SuperResolution, [spec("x", "float32", [8, 1, 32, 32])], ("script",)),
+    "decoder_lm": (DecoderLM, [spec("tokens", "int64", [8, 24], value_range=(0, 500)),
+                               spec("memory", "float32", [8, 10, 64])], ("script",)),
+    "siamese": (Siamese, [spec("input1", "float32", [8, 1, 28, 28]), spec("input2", "float32", [8, 1, 28, 28])],
+                ("script",)),
+    "efficientnet": (efficientnet, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
 }
 
 @torch.jit.script

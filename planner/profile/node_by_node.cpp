@@ -169,15 +169,24 @@ class Engine {
       for (int i = static_cast<int>(n) - 1; i >= 0; --i) {
         if (split && WeightOnly(i)) {
           result_.nodes[i].weight_kept_bytes = 0;  // all W: nothing kept for it
-          deferred.push_back({i, nullptr, {}, true});
+          // The gradients of what it wrote held from its turn on: the
+          // written value's maker comes before W's turn and would take them
+          // (the list a loop appends to, made before the loop).
+          deferred.push_back({i, nullptr, {}, true, 0, 0, HoldWrittenGrads(i)});
         } else {
-          times[i] = Backward(i, split ? &deferred : nullptr);
+          times[i] = Backward(i, TakeOutputGrads(i), split ? &deferred : nullptr);
         }
         if (options_.progress) options_.progress();
       }
       for (DeferredW& w : deferred) {
         if (w.whole) {
-          times[w.node] = Backward(w.node, nullptr);
+          for (auto& [id, held] : w.written_grads) {  // with what a W before it added
+            auto& now = grads_[id];
+            if (now.size() < held.size()) now.resize(held.size());
+            for (size_t k = 0; k < held.size(); ++k)
+              if (held[k].defined()) now[k] = now[k].defined() ? now[k] + held[k] : held[k];
+          }
+          times[w.node] = Backward(w.node, TakeOutputGrads(w.node), nullptr);
         } else {
           times[w.node].weight_ms = Weights(w, times[w.node].weight_faulted);
         }
@@ -554,6 +563,11 @@ class Engine {
     bool input_faulted = false, weight_faulted = false;  // took fresh pages (ThreadMinorFaults)
   };
 
+  struct OutputGrads {
+    std::vector<at::Tensor> outs, out_grads;
+    std::vector<std::pair<at::Tensor, at::Tensor>> direct;  // output is an input leaf
+  };
+
   // A split pass's W work, run once every node's I has run, as mpexec's W
   // runs after its stage's I: timed right after its node's I, a W found
   // the gradient and the saved inputs I had just read warm, and a middle
@@ -567,7 +581,15 @@ class Engine {
     // keeps for W, and the input gradients it made.
     int64_t input_working = 0;
     int64_t input_gradients = 0;
+    // whole: the gradients of the values it wrote, held from its turn
+    std::vector<std::pair<int, std::vector<at::Tensor>>> written_grads;
   };
+
+  std::vector<std::pair<int, std::vector<at::Tensor>>> HoldWrittenGrads(int n) {
+    std::vector<std::pair<int, std::vector<at::Tensor>>> held;
+    for (int id : records_[n].written) held.emplace_back(id, std::exchange(grads_[id], {}));
+    return held;
+  }
 
   // Every input of node n that needs a gradient is computed from
   // parameters alone: its whole backward is W's, and runs in W's turn.
@@ -604,14 +626,14 @@ class Engine {
     return ms;
   }
 
-  // One backward of node n with the gradients its readers produced in this
-  // pass; returns its time. With `defer` and inputs of both kinds, times
-  // only I (the graph kept) and leaves W in `defer`.
-  BackwardTimes Backward(int n, std::vector<DeferredW>* defer) {
+  // The gradients node n's readers produced in this pass for its outputs
+  // (and the values it writes), taken: what flows on from n is for what n
+  // read.
+  OutputGrads TakeOutputGrads(int n) {
     const Recorded& record = records_[n];
-    if (defer) result_.nodes[n].weight_kept_bytes = 0;
-    std::vector<at::Tensor> outs, out_grads;
-    std::vector<std::pair<at::Tensor, at::Tensor>> direct;  // output is an input leaf
+    OutputGrads taken;
+    auto& outs = taken.outs;
+    auto& out_grads = taken.out_grads;
     for (size_t i = 0; i < record.outputs.size(); ++i) {
       const at::Tensor& out = record.outputs[i];
       const at::Tensor grad = TakeGrad(record.output_slots[i]);
@@ -621,7 +643,7 @@ class Engine {
       if (seen != outs.end()) {
         out_grads[seen - outs.begin()] = out_grads[seen - outs.begin()] + grad;
       } else if (std::any_of(record.leaves.begin(), record.leaves.end(), same)) {
-        direct.emplace_back(out, grad);
+        taken.direct.emplace_back(out, grad);
       } else {
         outs.push_back(out);
         out_grads.push_back(grad);
@@ -631,7 +653,17 @@ class Engine {
     // what flows up from here is for the version before it.
     for (int id : record.written) grads_[id].clear();
     for (const Value* out : canonical_.nodes[n]->outputs()) grads_[Id(out)].clear();
+    return taken;
+  }
 
+  // One backward of node n with its outputs' gradients (TakeOutputGrads);
+  // returns its time. With `defer` and inputs of both kinds, times only I
+  // (the graph kept) and leaves W in `defer`.
+  BackwardTimes Backward(int n, OutputGrads taken, std::vector<DeferredW>* defer) {
+    const Recorded& record = records_[n];
+    if (defer) result_.nodes[n].weight_kept_bytes = 0;
+    const std::vector<at::Tensor>& outs = taken.outs;
+    const std::vector<at::Tensor>& out_grads = taken.out_grads;
     std::vector<at::Tensor> leaf_grads(record.leaves.size());
     BackwardTimes times;
     if (!outs.empty() && !record.leaves.empty()) {
@@ -660,7 +692,7 @@ class Engine {
         // LSTM's gates' gradients at every step) a whole backward makes and
         // frees step by step: not B's working memory.
         const int64_t input_working = input.most - std::max<int64_t>(0, input.left - input_grads);
-        defer->push_back({n, std::move(split), parts[1], false, input_working, input_grads});
+        defer->push_back({n, std::move(split), parts[1], false, input_working, input_grads, {}});
       } else {
         double ms = 0;
         bool faulted = false;
@@ -678,7 +710,7 @@ class Engine {
       }
     }
     for (size_t i = 0; i < leaf_grads.size(); ++i) AddGrad(record.leaf_slots[i], leaf_grads[i]);
-    for (const auto& [leaf, grad] : direct) {
+    for (const auto& [leaf, grad] : taken.direct) {
       for (size_t i = 0; i < record.leaves.size(); ++i)
         if (record.leaves[i].is_same(leaf)) AddGrad(record.leaf_slots[i], grad);
     }

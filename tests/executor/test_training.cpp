@@ -236,12 +236,19 @@ TEST_CASE("held-out models train over 2 stages as they do on one device") {
   // convolutions by F.pad, gated units, skips stacked from a list), a
   // frozen feature extractor under a new layer and a GPT fine-tuned with
   // LoRA (frozen weights: their stages' backwards stop short, their
-  // parameters stay as they were). The sanitizers take the first.
+  // parameters stay as they were), and pytorch/examples' time sequence
+  // prediction (LSTMCells stepped in a loop), VAE (torch.randn_like in
+  // forward), DCGAN generator (transposed convolutions), fast neural style
+  // (InstanceNorm, reflection padding, F.interpolate), super-resolution
+  // (PixelShuffle) and siamese network (one tower on two inputs),
+  // nn.TransformerDecoder and EfficientNet-B0 (stochastic depth). The
+  // sanitizers take the first.
   for (const std::string& name :
        mp::test::ZooKeep({"mobilenet_v2", "resnet18", "shufflenet", "squeezenet", "word_lm", "vit", "convnext",
                           "seq2seq", "gru_tagger", "moe", "vq", "googlenet", "lraspp", "gpt_bf16", "lstm_packed",
                           "albert", "swin", "r3d", "root_reach", "conformer", "dlrm", "wavenet", "finetune",
-                          "lora_gpt"})) {
+                          "lora_gpt", "time_sequence", "vae", "dcgan", "fast_neural_style", "super_resolution",
+                          "decoder_lm", "siamese", "efficientnet"})) {
     CAPTURE(name);
     const std::string plan = TrainPlan("heldout/" + name + ".script.pt", 2, "");  // batch 4, 2 micro-batches
     CHECK(mp::test::VerifiedTraining(plan + " --steps 2")["losses"].size() == 2);
