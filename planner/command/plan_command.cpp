@@ -347,7 +347,7 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   const auto search_start = std::chrono::steady_clock::now();
   const bool may_replicate = MayReplicate(request) && one_piece.empty() && one_stage.empty();
   const std::vector<int> counts =
-      ReplicaCounts(request.gpus, may_replicate ? request.replicas : 1, profiled.profile.batch, plan_request);
+      ReplicaCounts(request.gpus, may_replicate ? request.replicas : 1, profiled.profile, plan_request);
   if (counts.empty()) {
     throw InputError(Concat("--replicas auto: no replica count from 1 to ", request.gpus, " divides the batch (",
                             profiled.profile.batch, ")"));

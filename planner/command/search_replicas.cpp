@@ -8,16 +8,24 @@
 
 namespace mp {
 
-std::vector<int> ReplicaCounts(int gpus, int replicas, int64_t batch, const PlanRequest& request) {
+std::vector<int> ReplicaCounts(int gpus, int replicas, const Profile& profile, const PlanRequest& request) {
   // Each replica cuts its share of the batch into the micro-batches asked
   // for: `--gpus 4 --microbatches 32` of the MLP's 64 failed on R = 4
   // ("micro-batches: 32; expected 1 to the batch, 16") where R = 1 and 2
-  // take them.
-  const auto holds = [&](int r) { return request.microbatches <= 0 || batch / r >= request.microbatches; };
+  // take them; and DeepLabV3's 8 samples in 4 micro-batches on 2 devices
+  // failed as a whole where 2 replicas made them of 1 sample, which its
+  // BatchNorm refuses, and 1 replica of 2 devices runs them.
+  const int64_t batch = profile.batch;
+  const int m = request.microbatches;
+  const auto fails = [&](int r) { return m > 0 && batch / r >= m ? LeftOutSizeMet(profile, batch / r, m) : nullptr; };
+  const auto holds = [&](int r) { return m <= 0 || (batch / r >= m && !fails(r)); };
   if (replicas > 0) {
     if (replicas > 1 && batch % replicas == 0 && !holds(replicas)) {
-      throw InputError(Concat("--microbatches ", request.microbatches, ": each of ", replicas,
-                              " replicas gets ", batch / replicas, " samples of the batch (", batch, ")"));
+      const Profile::LeftOutSize* left = fails(replicas);
+      throw InputError(Concat("--microbatches ", m, ": each of ", replicas, " replicas gets ", batch / replicas,
+                              " samples of the batch (", batch, ")",
+                              left ? Concat(", in micro-batches the model fails at (", left->size, "): ", left->why)
+                                   : ""));
     }
     return {replicas};
   }

@@ -27,11 +27,12 @@ namespace mp {
 // The replica counts to search: `replicas` when above 0, else every R from
 // 1 to `gpus` that divides `batch`, leaves each copy `stages` devices (when
 // fixed) and each copy's share of the batch samples enough for the
-// micro-batches (when fixed), R > 1 only where the partitioner is not a
-// hand split by layers (--partitioner layers, which runs on every device).
-// Throws InputError for given replicas whose share cannot hold the given
+// micro-batches (when fixed) of a size the model runs at (the profile's
+// `sizes_left_out`), R > 1 only where the partitioner is not a hand split
+// by layers (--partitioner layers, which runs on every device). Throws
+// InputError for given replicas whose share cannot hold the given
 // micro-batches.
-std::vector<int> ReplicaCounts(int gpus, int replicas, int64_t batch, const PlanRequest& request);
+std::vector<int> ReplicaCounts(int gpus, int replicas, const Profile& profile, const PlanRequest& request);
 
 // How the copies of a pipeline meet, and how a copy's stages talk when
 // there are several copies.

@@ -92,18 +92,6 @@ int ScheduleRank(ScheduleKind kind) {
   }
 }
 
-// Where the profile left sizes out (the model fails at them), the one that
-// `m` micro-batches of `batch` meet: their size, the last one's, or, for a
-// last one below the profiled sizes, the first left out; else nullptr.
-const Profile::LeftOutSize* FailsAt(const Profile& profile, int64_t batch, int m) {
-  if (profile.sizes_left_out.empty()) return nullptr;
-  const int64_t size = MicrobatchSize(batch, m), last = LastMicrobatchSize(batch, m);
-  for (const Profile::LeftOutSize& left : profile.sizes_left_out) {
-    if (left.size == size || left.size == last) return &left;
-  }
-  return last < profile.microbatch_sizes.front() ? &profile.sizes_left_out.front() : nullptr;
-}
-
 // `batch`: a replica's, of `replicas`.
 std::vector<int> Microbatches(const Profile& profile, const PlanRequest& request, int64_t batch, int replicas) {
   if (request.microbatches == 0) {
@@ -132,7 +120,7 @@ std::vector<int> Microbatches(const Profile& profile, const PlanRequest& request
                             " samples leave the last of batch ", batch, " empty; try ", below, " or ", above));
   }
   const int64_t size = MicrobatchSize(batch, m);
-  if (const Profile::LeftOutSize* left = FailsAt(profile, batch, m)) {
+  if (const Profile::LeftOutSize* left = LeftOutSizeMet(profile, batch, m)) {
     const int64_t last = LastMicrobatchSize(batch, m);
     throw InputError(Concat("--microbatches ", m, ": ",
                             last < profile.microbatch_sizes.front()
@@ -415,13 +403,22 @@ bool Simpler(const PlanCandidate& a, const PlanCandidate& b, int64_t batch) {
   return a.step_ms < b.step_ms;
 }
 
+const Profile::LeftOutSize* LeftOutSizeMet(const Profile& profile, int64_t batch, int m) {
+  if (profile.sizes_left_out.empty()) return nullptr;
+  const int64_t size = MicrobatchSize(batch, m), last = LastMicrobatchSize(batch, m);
+  for (const Profile::LeftOutSize& left : profile.sizes_left_out) {
+    if (left.size == size || left.size == last) return &left;
+  }
+  return last < profile.microbatch_sizes.front() ? &profile.sizes_left_out.front() : nullptr;
+}
+
 std::vector<int> MicrobatchCandidates(const Profile& profile, int64_t batch) {
   std::vector<int> counts;
   int64_t last_size = -1;
   for (int64_t m = 1; m <= batch; ++m) {
     const int64_t size = MicrobatchSize(batch, int(m));
     if (size == last_size || !CanInterpolate(profile, size)) continue;
-    if (FailsAt(profile, batch, int(m))) continue;  // the last, shorter micro-batch too
+    if (LeftOutSizeMet(profile, batch, int(m))) continue;  // the last, shorter micro-batch too
     last_size = size;
     counts.push_back(int(m));
   }

@@ -165,6 +165,11 @@ bool Simpler(const PlanCandidate& a, const PlanCandidate& b, int64_t batch);
 // where it left any out.
 std::vector<int> MicrobatchCandidates(const Profile& profile, int64_t batch);
 
+// Where the profile left sizes out (the model fails at them), the one that
+// `m` micro-batches of `batch` meet: their size, the last one's, or, for a
+// last one below the profiled sizes, the first left out; else nullptr.
+const Profile::LeftOutSize* LeftOutSizeMet(const Profile& profile, int64_t batch, int m);
+
 // The tie window's upper end, as a ratio to the fastest: the profile's
 // ranking band, up to 10%, or 1 + the tie tolerance if wider; a profile
 // without samples (a device profile's estimates) ties only equal times

@@ -174,7 +174,7 @@ class Engine {
           // (the list a loop appends to, made before the loop).
           deferred.push_back({i, nullptr, {}, true, 0, 0, HoldWrittenGrads(i)});
         } else {
-          times[i] = Backward(i, TakeOutputGrads(i), split ? &deferred : nullptr);
+          times[i] = Backward(i, split ? &deferred : nullptr);
         }
         if (options_.progress) options_.progress();
       }
@@ -186,7 +186,7 @@ class Engine {
             for (size_t k = 0; k < held.size(); ++k)
               if (held[k].defined()) now[k] = now[k].defined() ? now[k] + held[k] : held[k];
           }
-          times[w.node] = Backward(w.node, TakeOutputGrads(w.node), nullptr);
+          times[w.node] = Backward(w.node, nullptr);
         } else {
           times[w.node].weight_ms = Weights(w, times[w.node].weight_faulted);
         }
@@ -563,11 +563,6 @@ class Engine {
     bool input_faulted = false, weight_faulted = false;  // took fresh pages (ThreadMinorFaults)
   };
 
-  struct OutputGrads {
-    std::vector<at::Tensor> outs, out_grads;
-    std::vector<std::pair<at::Tensor, at::Tensor>> direct;  // output is an input leaf
-  };
-
   // A split pass's W work, run once every node's I has run, as mpexec's W
   // runs after its stage's I: timed right after its node's I, a W found
   // the gradient and the saved inputs I had just read warm, and a middle
@@ -626,14 +621,14 @@ class Engine {
     return ms;
   }
 
-  // The gradients node n's readers produced in this pass for its outputs
-  // (and the values it writes), taken: what flows on from n is for what n
-  // read.
-  OutputGrads TakeOutputGrads(int n) {
+  // One backward of node n with the gradients its readers produced in this
+  // pass; returns its time. With `defer` and inputs of both kinds, times
+  // only I (the graph kept) and leaves W in `defer`.
+  BackwardTimes Backward(int n, std::vector<DeferredW>* defer) {
     const Recorded& record = records_[n];
-    OutputGrads taken;
-    auto& outs = taken.outs;
-    auto& out_grads = taken.out_grads;
+    if (defer) result_.nodes[n].weight_kept_bytes = 0;
+    std::vector<at::Tensor> outs, out_grads;
+    std::vector<std::pair<at::Tensor, at::Tensor>> direct;  // output is an input leaf
     for (size_t i = 0; i < record.outputs.size(); ++i) {
       const at::Tensor& out = record.outputs[i];
       const at::Tensor grad = TakeGrad(record.output_slots[i]);
@@ -643,7 +638,7 @@ class Engine {
       if (seen != outs.end()) {
         out_grads[seen - outs.begin()] = out_grads[seen - outs.begin()] + grad;
       } else if (std::any_of(record.leaves.begin(), record.leaves.end(), same)) {
-        taken.direct.emplace_back(out, grad);
+        direct.emplace_back(out, grad);
       } else {
         outs.push_back(out);
         out_grads.push_back(grad);
@@ -653,17 +648,7 @@ class Engine {
     // what flows up from here is for the version before it.
     for (int id : record.written) grads_[id].clear();
     for (const Value* out : canonical_.nodes[n]->outputs()) grads_[Id(out)].clear();
-    return taken;
-  }
 
-  // One backward of node n with its outputs' gradients (TakeOutputGrads);
-  // returns its time. With `defer` and inputs of both kinds, times only I
-  // (the graph kept) and leaves W in `defer`.
-  BackwardTimes Backward(int n, OutputGrads taken, std::vector<DeferredW>* defer) {
-    const Recorded& record = records_[n];
-    if (defer) result_.nodes[n].weight_kept_bytes = 0;
-    const std::vector<at::Tensor>& outs = taken.outs;
-    const std::vector<at::Tensor>& out_grads = taken.out_grads;
     std::vector<at::Tensor> leaf_grads(record.leaves.size());
     BackwardTimes times;
     if (!outs.empty() && !record.leaves.empty()) {
@@ -710,7 +695,7 @@ class Engine {
       }
     }
     for (size_t i = 0; i < leaf_grads.size(); ++i) AddGrad(record.leaf_slots[i], leaf_grads[i]);
-    for (const auto& [leaf, grad] : taken.direct) {
+    for (const auto& [leaf, grad] : direct) {
       for (size_t i = 0; i < record.leaves.size(); ++i)
         if (record.leaves[i].is_same(leaf)) AddGrad(record.leaf_slots[i], grad);
     }

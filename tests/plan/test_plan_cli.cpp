@@ -811,6 +811,13 @@ TEST_CASE("a default micro-batch size the model fails at is left out and said, a
   // 4 micro-batches of batch 7 leave a last one of 1 sample: not planned either.
   refused(" --gpus 4 --batch 7 --microbatches 4",
           "mpplan: --microbatches 4: a micro-batch of 1 sample, below the profiled sizes (2,4,7)");
+  // Micro-batches that 2 replicas would make of 1 sample: 1 replica of 2
+  // devices takes them (the search stopped with the refusal below).
+  planned(Mpplan(model + kQuick + " --gpus 2 --microbatches 4 -o " + plan_file));
+  CHECK(mp::ReadPlan(plan_file).replicas == 1);
+  refused(" --gpus 2 --replicas 2 --microbatches 4",
+          "mpplan: --microbatches 4: each of 2 replicas gets 4 samples of the batch (8), in micro-batches the model "
+          "fails at (1): builtins.ValueError");
   // 8 replicas of batch 8 leave each one sample.
   refused(" --gpus 8 --replicas 8",
           "mpplan: no micro-batch count splits batch 1 (8 over 8 replicas) into a profiled size (2 to 8); the model "
