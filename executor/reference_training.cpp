@@ -28,6 +28,13 @@ std::vector<at::Tensor> CloneState(const CanonicalGraph& canonical) {
   return state;
 }
 
+void AssignState(const CanonicalGraph& canonical, const std::vector<at::Tensor>& state) {
+  if (state.size() != canonical.params.size())
+    throw InternalError(Concat("state of ", state.size(), " tensors for ", canonical.params.size()));
+  const at::NoGradGuard no_grad;
+  for (size_t i = 0; i < state.size(); ++i) canonical.params[i].tensor.copy_(state[i]);
+}
+
 std::vector<at::Tensor> GradientsOf(const std::vector<at::Tensor>& state) {
   std::vector<at::Tensor> grads;
   for (const at::Tensor& t : state) {

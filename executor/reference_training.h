@@ -42,6 +42,10 @@ class ReferenceTrainer {
 // parameters still asking for gradients.
 std::vector<at::Tensor> CloneState(const CanonicalGraph& canonical);
 
+// Copies `state` (CloneState's order) into the model's parameters and
+// buffers, in place.
+void AssignState(const CanonicalGraph& canonical, const std::vector<at::Tensor>& state);
+
 // Copies of their gradients (.grad), zeros where none.
 std::vector<at::Tensor> GradientsOf(const std::vector<at::Tensor>& state);
 std::vector<at::Tensor> GradientsOf(const std::vector<LiftedTensor>& params);

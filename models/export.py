@@ -1187,6 +1187,54 @@ class Siamese(nn.Module):
         return self.sigmoid(self.fc(output))
 
 
+class NormalizedPolicy(nn.Module):
+    """A policy behind an observation normaliser that updates its running
+    mean and variance at every call, as reinforcement-learning code keeps
+    them (RunningMeanStd), in training and inference alike: each forward
+    reads what the one before wrote."""
+
+    def __init__(self, obs: int = 24, actions: int = 6):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(obs))
+        self.register_buffer("var", torch.ones(obs))
+        self.register_buffer("count", torch.tensor(1e-4))
+        self.pi = nn.Sequential(nn.Linear(obs, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, actions))
+
+    def forward(self, obs):
+        with torch.no_grad():
+            n = float(obs.size(0))
+            delta = obs.mean(0) - self.mean
+            total = self.count + n
+            self.mean.add_(delta * n / total)
+            self.var.copy_((self.var * self.count + obs.var(0, unbiased=False) * n
+                            + delta * delta * self.count * n / total) / total)
+            self.count.add_(n)
+        return self.pi((obs - self.mean) / torch.sqrt(self.var + 1e-8))
+
+
+class SpectralNormDiscriminator(nn.Module):
+    """A GAN discriminator under torch.nn.utils.spectral_norm (SNGAN), which
+    a hook computes and torch.jit.script cannot compile: traced in training
+    mode, as one traces to train, its power iteration writes the buffers u
+    and v with `out=` ops at every forward. PyTorch runs that trace only
+    without autograd (out= with a weight that needs a gradient fails), so
+    it infers and cannot train."""
+
+    def __init__(self):
+        super().__init__()
+        sn = nn.utils.spectral_norm
+        self.c1 = sn(nn.Conv2d(3, 32, 4, 2, 1))
+        self.c2 = sn(nn.Conv2d(32, 64, 4, 2, 1))
+        self.c3 = sn(nn.Conv2d(64, 128, 4, 2, 1))
+        self.fc = sn(nn.Linear(128 * 4 * 4, 1))
+
+    def forward(self, x):
+        x = F.leaky_relu(self.c1(x), 0.2)
+        x = F.leaky_relu(self.c2(x), 0.2)
+        x = F.leaky_relu(self.c3(x), 0.2)
+        return self.fc(x.flatten(1))
+
+
 def efficientnet():
     """torchvision's EfficientNet-B0: SiLU, squeeze-excitation, stochastic
     depth's Bernoulli draw per sample in training."""
@@ -1211,7 +1259,9 @@ def efficientnet():
 # return their own losses (the thirty-third's), and pytorch/examples' word
 # language model, and (the fifty-fourth's) pytorch/examples' time sequence
 # prediction, VAE, DCGAN generator, fast neural style, super-resolution and
-# siamese network, nn.TransformerDecoder and EfficientNet-B0;
+# siamese network, nn.TransformerDecoder, EfficientNet-B0, a policy whose
+# observation normaliser writes its buffers at every call and a spectrally
+# normalised discriminator traced in training mode;
 # nothing was tuned on them. Kept
 # out of the folder the tests sweep, for CI time; one test trains each over
 # 2 stages (tests/executor/test_training.cpp).
@@ -1269,6 +1319,8 @@ HELDOUT = {
     "siamese": (Siamese, [spec("input1", "float32", [8, 1, 28, 28]), spec("input2", "float32", [8, 1, 28, 28])],
                 ("script",)),
     "efficientnet": (efficientnet, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
+    "normalized_policy": (NormalizedPolicy, [spec("obs", "float32", [16, 24])], ("script",)),
+    "sn_discriminator": (SpectralNormDiscriminator, [spec("x", "float32", [8, 3, 32, 32])], ("trace-train",)),
 }
 
 @torch.jit.script
@@ -1402,10 +1454,13 @@ def export(name, out_dir, table=ZOO):
     for variant in variants:
         if variant == "script":
             module = torch.jit.script(model)
+        elif variant == "trace-train":  # as traced for training: what runs only in training is in the trace
+            module = torch.jit.trace(model.train(), example_inputs(specs), check_trace=False)
+            model.eval()
         else:
             with torch.no_grad():
                 module = torch.jit.trace(model, example_inputs(specs), check_trace=False)
-        path = os.path.join(out_dir, f"{name}.{variant}.pt")
+        path = os.path.join(out_dir, f"{name}.{variant.replace('-', '_')}.pt")
         tmp = path + ".tmp"
         torch.jit.save(module, tmp, _extra_files=extra)
         os.replace(tmp, path)

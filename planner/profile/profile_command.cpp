@@ -6,11 +6,13 @@
 #include "planner/profile/profile_command.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard (ATen.h leaves it out in LibTorch 2.x)
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "common/allocator.h"
@@ -109,8 +111,16 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
   }
   SpecBatch(result.inputs);
   result.graph = BuildOpGraph(canonical);
-  FillShapesForBatch(canonical, result.inputs, result.graph);
-  result.outputs = ProbeOutputs(canonical, result.inputs);
+  {
+    // Inference runs without autograd, here as in the profile and mpexec: a
+    // graph traced from a forward that wrote under torch.no_grad()
+    // (spectral_norm's power iteration, `out=` into its buffers) fails with
+    // it, and runs without.
+    std::optional<at::NoGradGuard> no_grad;
+    if (!request.training) no_grad.emplace();
+    FillShapesForBatch(canonical, result.inputs, result.graph);
+    result.outputs = ProbeOutputs(canonical, result.inputs);
+  }
   result.load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   if (request.check_graph) request.check_graph(result.graph);
   if (request.check_outputs) request.check_outputs(result.outputs);
