@@ -33,6 +33,18 @@
 namespace mp {
 namespace {
 
+// The graph's shapes probed without autograd: for a model training refuses.
+bool RunsWithoutAutograd(const CanonicalGraph& canonical, const std::vector<TensorSpec>& inputs) {
+  const at::NoGradGuard no_grad;
+  OpGraph graph = BuildOpGraph(canonical);
+  try {
+    FillShapesForBatch(canonical, inputs, graph);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 // `pass_scale`, `node_overhead`: for sizes added to a profile, its own
 // (MeasureOptions).
 Profile Measure(const CanonicalGraph& canonical, const ProfileRequest& request,
@@ -118,7 +130,13 @@ ProfiledModel ProfileModel(const ProfileRequest& request) {
     // it, and runs without.
     std::optional<at::NoGradGuard> no_grad;
     if (!request.training) no_grad.emplace();
-    FillShapesForBatch(canonical, result.inputs, result.graph);
+    try {
+      FillShapesForBatch(canonical, result.inputs, result.graph);
+    } catch (const InputError& e) {
+      if (!request.training || !RunsWithoutAutograd(canonical, result.inputs)) throw;
+      throw InputError(
+          Concat(e.what(), "; it runs without autograd, so it can be planned for inference (--mode infer), not trained"));
+    }
     result.outputs = ProbeOutputs(canonical, result.inputs);
   }
   result.load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();

@@ -551,6 +551,12 @@ ERROR_CASE("microbatches-model-fails", "`--microbatches` of a size the model fai
   c.setup = [](const fs::path& dir) { CopyZoo("heldout/simclr.script.pt", dir / "model.pt"); };
 }
 
+ERROR_CASE("train-needs-no-grad", "training a model that PyTorch runs only without autograd (out= into its buffers)") {
+  c.command = "mpplan model.pt --gpus 2 --device-profile a100-80gb";
+  c.names = "it runs without autograd, so it can be planned for inference (--mode infer), not trained";
+  c.setup = [](const fs::path& dir) { CopyZoo("heldout/sn_discriminator.trace_train.pt", dir / "model.pt"); };
+}
+
 ERROR_CASE("zbv-one-device", "`--schedule zbv` on one device") {
   c.command = "mpplan toy.pt --gpus 1 --stages 1 --microbatches 2 --schedule zbv --repeats 1 --quiet";
   c.names = "zbv needs at least 2 devices";
