@@ -1212,6 +1212,49 @@ class NormalizedPolicy(nn.Module):
         return self.pi((obs - self.mean) / torch.sqrt(self.var + 1e-8))
 
 
+class Chomp1d(nn.Module):
+    def __init__(self, chomp_size: int):
+        super().__init__()
+        self.chomp_size = chomp_size
+
+    def forward(self, x):
+        return x[:, :, :-self.chomp_size].contiguous()
+
+
+class TemporalBlock(nn.Module):
+    def __init__(self, n_inputs: int, n_outputs: int, kernel_size: int, dilation: int, dropout: float = 0.2):
+        super().__init__()
+        padding = (kernel_size - 1) * dilation
+        wn = nn.utils.weight_norm
+        self.conv1 = wn(nn.Conv1d(n_inputs, n_outputs, kernel_size, padding=padding, dilation=dilation))
+        self.conv2 = wn(nn.Conv1d(n_outputs, n_outputs, kernel_size, padding=padding, dilation=dilation))
+        self.net = nn.Sequential(self.conv1, Chomp1d(padding), nn.ReLU(), nn.Dropout(dropout),
+                                 self.conv2, Chomp1d(padding), nn.ReLU(), nn.Dropout(dropout))
+        self.downsample = nn.Conv1d(n_inputs, n_outputs, 1) if n_inputs != n_outputs else None
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        res = x if self.downsample is None else self.downsample(x)
+        return self.relu(self.net(x) + res)
+
+
+class Tcn(nn.Module):
+    """locuslab's temporal convolutional network (sequential MNIST's): causal
+    dilated Conv1d under torch.nn.utils.weight_norm, chomped, with dropout.
+    weight_norm's hook keeps torch.jit.script out, so it is exported as
+    users trace it for training: in training mode, its dropout traced with
+    train=True, which an inference plan of the file draws too."""
+
+    def __init__(self):
+        super().__init__()
+        chans = [1, 25, 25, 25, 25]
+        self.network = nn.Sequential(*[TemporalBlock(chans[i], chans[i + 1], 7, 2 ** i) for i in range(4)])
+        self.linear = nn.Linear(25, 10)
+
+    def forward(self, x):
+        return F.log_softmax(self.linear(self.network(x)[:, :, -1]), dim=1)
+
+
 class SpectralNormDiscriminator(nn.Module):
     """A GAN discriminator under torch.nn.utils.spectral_norm (SNGAN), which
     a hook computes and torch.jit.script cannot compile: traced in training
@@ -1260,8 +1303,8 @@ def efficientnet():
 # language model, and (the fifty-fourth's) pytorch/examples' time sequence
 # prediction, VAE, DCGAN generator, fast neural style, super-resolution and
 # siamese network, nn.TransformerDecoder, EfficientNet-B0, a policy whose
-# observation normaliser writes its buffers at every call and a spectrally
-# normalised discriminator traced in training mode;
+# observation normaliser writes its buffers at every call, and a spectrally
+# normalised discriminator and locuslab's TCN traced in training mode;
 # nothing was tuned on them. Kept
 # out of the folder the tests sweep, for CI time; one test trains each over
 # 2 stages (tests/executor/test_training.cpp).
@@ -1321,6 +1364,7 @@ HELDOUT = {
     "efficientnet": (efficientnet, [spec("x", "float32", [8, 3, 64, 64])], ("script",)),
     "normalized_policy": (NormalizedPolicy, [spec("obs", "float32", [16, 24])], ("script",)),
     "sn_discriminator": (SpectralNormDiscriminator, [spec("x", "float32", [8, 3, 32, 32])], ("trace-train",)),
+    "tcn": (Tcn, [spec("x", "float32", [16, 1, 96])], ("trace-train",)),
 }
 
 @torch.jit.script

@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <set>
+#include <string>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
@@ -147,6 +149,30 @@ std::string OneStage(const OpGraph& graph, const PlanCommandRequest& request) {
   }
   if (!request.split.empty()) throw InputError(Concat("--split: ", why, "; it runs on 1 stage"));
   return Concat(why, ": planned on 1 stage and no replicas");
+}
+
+// Inference whose graph still drops out: a graph traced in training mode
+// (torch.jit.trace without model.eval(), as one traces to train) holds its
+// dropout with train=True, and such an inference plan's outputs are random
+// from run to run (mpexec --verify replays the draws, and passes). A
+// scripted model's dropout reads `self.training`, false in inference, and
+// draws nothing (SeedRandomOps leaves it as aten::dropout). Returns the
+// warning ("" where none draws): Monte Carlo dropout is drawn on purpose.
+std::string InferenceDropout(const OpGraph& graph) {
+  static const std::set<std::string> kDropouts = {"mp::dropout", "mp::feature_dropout", "mp::alpha_dropout",
+                                                  "mp::feature_alpha_dropout", "mp::native_dropout"};
+  const OpNode* first = nullptr;
+  int count = 0;
+  for (const OpNode& node : graph.nodes) {
+    if (kDropouts.count(node.kind) == 0) continue;
+    if (!first) first = &node;
+    ++count;
+  }
+  if (!first) return "";
+  return Concat("inference draws dropout: ", count, " dropout op", count == 1 ? "" : "s", " (node ", first->id, ", ",
+                first->kind, first->layer.empty() ? "" : " in layer " + first->layer,
+                ") run as in training, as a graph traced in training mode holds them: its outputs change from run to "
+                "run; trace the model after model.eval() for inference");
 }
 
 }  // namespace
@@ -378,6 +404,10 @@ PlanCommandResult RunPlanCommand(const PlanCommandRequest& request) {
   result.plan = BuildPlan(profiled.graph, profiled.profile, devices.cluster, plan_request, search, source);
   if (!one_piece.empty()) result.plan.warnings.insert(result.plan.warnings.begin(), one_piece);
   if (!one_stage.empty()) result.plan.warnings.insert(result.plan.warnings.begin(), one_stage);
+  if (!request.profile.training) {
+    if (std::string dropout = InferenceDropout(profiled.graph); !dropout.empty())
+      result.plan.warnings.insert(result.plan.warnings.begin(), dropout);
+  }
   result.partition_ms = MsSince(search_start) - measure_ms;
   const auto compare_start = std::chrono::steady_clock::now();
   result.plan.comparisons =

@@ -773,6 +773,30 @@ TEST_CASE("an interleaved plan: a baseline's faster cut kept and said, compariso
   CHECK(run.out.find("1 A100-80GB  1,3") != std::string::npos);
 }
 
+// heldout/tcn: locuslab's TCN, traced in training mode (weight_norm keeps
+// torch.jit.script out), so its dropout is traced with train=True: an
+// inference plan of it gave outputs that change from run to run, without a
+// word. A scripted model's dropout reads self.training and draws nothing.
+TEST_CASE("an inference plan of a graph traced in training mode says that it draws dropout") {
+  const std::string plan_file = TempPath("tcn.infer.plan.yaml");
+  const std::string model = ZooPath("heldout/tcn.trace_train.pt");
+  const auto traced = Mpplan(model + kQuick + " --gpus 2 --mode infer -o " + plan_file);
+  INFO(traced.out);
+  REQUIRE(traced.status == 0);
+  const std::string warning = "inference draws dropout: 8 dropout ops (node ";
+  const mp::Plan plan = mp::ReadPlan(plan_file);
+  CHECK(std::any_of(plan.warnings.begin(), plan.warnings.end(),
+                    [&](const std::string& w) { return w.rfind(warning, 0) == 0; }));
+  CHECK(traced.out.find("trace the model after model.eval() for inference") != std::string::npos);
+  const auto scripted =
+      Mpplan(ZooPath("bert.script.pt") + kQuick + " --gpus 2 --mode infer -o " + TempPath("bert.infer.plan.yaml"));
+  CHECK(scripted.status == 0);
+  CHECK(scripted.out.find("inference draws dropout") == std::string::npos);
+  const auto trained = Mpplan(model + kQuick + " --gpus 2 -o " + plan_file);
+  CHECK(trained.status == 0);
+  CHECK(trained.out.find("inference draws dropout") == std::string::npos);
+}
+
 // heldout/simclr: BatchNorm1d after global pooling, which training refuses
 // at one sample. Its default sizes (1, 2, 4, 8) used to stop mpplan with
 // "the model fails ... choose other --microbatch-sizes"; now size 1 is left
