@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <set>
 #include <string>
 
 #include "common/atomic_file.h"
@@ -159,12 +158,16 @@ std::string OneStage(const OpGraph& graph, const PlanCommandRequest& request) {
 // draws nothing (SeedRandomOps leaves it as aten::dropout). Returns the
 // warning ("" where none draws): Monte Carlo dropout is drawn on purpose.
 std::string InferenceDropout(const OpGraph& graph) {
-  static const std::set<std::string> kDropouts = {"mp::dropout", "mp::feature_dropout", "mp::alpha_dropout",
-                                                  "mp::feature_alpha_dropout", "mp::native_dropout"};
+  // SeedRandomOps' twins of the dropouts that draw (in-place ones too), and
+  // of LibTorch 2.x's attention where its dropout_p is not a constant 0.
+  const auto draws = [](const std::string& kind) {
+    return kind.rfind("mp::", 0) == 0 &&
+           (kind.find("dropout") != std::string::npos || kind == "mp::scaled_dot_product_attention");
+  };
   const OpNode* first = nullptr;
   int count = 0;
   for (const OpNode& node : graph.nodes) {
-    if (kDropouts.count(node.kind) == 0) continue;
+    if (!draws(node.kind)) continue;
     if (!first) first = &node;
     ++count;
   }
